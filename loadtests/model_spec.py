@@ -1,0 +1,97 @@
+"""A model's interface as the workloads need it, independent of protocol.
+
+Built from the JSON that Triton's HTTP endpoints return for
+`/v2/models/<m>` (metadata) and `/v2/models/<m>/config` (config).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Triton datatype name -> numpy dtype. BYTES tensors are numpy object arrays of bytes.
+TRITON_TO_NUMPY: dict[str, np.dtype] = {
+    "BOOL": np.dtype(bool),
+    "UINT8": np.dtype(np.uint8),
+    "UINT16": np.dtype(np.uint16),
+    "UINT32": np.dtype(np.uint32),
+    "UINT64": np.dtype(np.uint64),
+    "INT8": np.dtype(np.int8),
+    "INT16": np.dtype(np.int16),
+    "INT32": np.dtype(np.int32),
+    "INT64": np.dtype(np.int64),
+    "FP16": np.dtype(np.float16),
+    "FP32": np.dtype(np.float32),
+    "FP64": np.dtype(np.float64),
+    "BYTES": np.dtype(object),
+}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output. `shape` excludes the batch dimension; -1 marks a variable dim.
+
+    Example: TensorSpec("input_ids", "INT32", (-1,))
+    """
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        return TRITON_TO_NUMPY[self.datatype]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Name, batching limit and tensors of one model.
+
+    `max_batch_size == 0` means the model does not batch: its tensors' shapes are
+    the full request shapes, and a client may not add a batch dimension.
+
+    Example: ModelSpec.from_triton(metadata_json, config_json)
+    """
+
+    name: str
+    version: str
+    platform: str
+    max_batch_size: int
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    @property
+    def batches(self) -> bool:
+        return self.max_batch_size > 0
+
+    def input(self, name: str) -> TensorSpec:
+        for spec in self.inputs:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    @classmethod
+    def from_triton(cls, metadata: dict, config: dict) -> ModelSpec:
+        """From the HTTP metadata and config JSON (gRPC's `as_json=True` works too)."""
+        max_batch = int(config.get("max_batch_size", 0) or 0)
+
+        def tensors(entries: list[dict]) -> tuple[TensorSpec, ...]:
+            out = []
+            for entry in entries:
+                shape = tuple(int(d) for d in entry["shape"])
+                # Metadata shapes of batching models start with the batch dim (-1).
+                if max_batch > 0 and shape:
+                    shape = shape[1:]
+                out.append(TensorSpec(entry["name"], entry["datatype"], shape))
+            return tuple(out)
+
+        versions = metadata.get("versions") or [""]
+        return cls(
+            name=metadata["name"],
+            version=str(versions[-1]),
+            platform=metadata.get("platform", ""),
+            max_batch_size=max_batch,
+            inputs=tensors(metadata.get("inputs", [])),
+            outputs=tensors(metadata.get("outputs", [])),
+        )
