@@ -1,0 +1,46 @@
+# triton-loadtest: the two commands a fresh clone needs are `make demo` and `make test`.
+# Every target installs what it needs first (into .venv) through `setup`.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+TINY_WEIGHTS := models/weights/tiny/build.json
+
+.PHONY: setup demo test lint format bench serve clean
+
+setup: $(INSTALLED) $(TINY_WEIGHTS)
+
+$(INSTALLED): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip check
+	touch $@
+
+$(TINY_WEIGHTS): $(INSTALLED)
+	$(PY) -m models.build --preset tiny
+
+demo: setup
+	$(PY) -m loadtests demo
+
+test: setup
+	$(PY) -m pytest
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+serve: setup
+	$(PY) -m loadtests serve
+
+bench: setup
+	bash bench/install_perf_analyzer.sh
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .venv-pa models/weights .pytest_cache .ruff_cache

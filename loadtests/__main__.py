@@ -1,0 +1,29 @@
+"""`python -m loadtests COMMAND`: the suite's command line (serve, sweep)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from loadtests.errors import StartupError
+from loadtests.server import serve
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m loadtests", description=__doc__)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except StartupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""Start, wait for, and stop a local tritonserver.
+
+    with LocalTriton([DEMO_REPOSITORY]) as triton:
+        print(triton.http_url)   # e.g. http://127.0.0.1:41235
+
+Ports default to free ones (tests, `make demo`); `python -m loadtests serve`
+passes 8000/8001/8002. Triton and every Python stub it starts run in their own
+process group, so stopping the group leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from loadtests.errors import ServerError
+from loadtests.server.install import TritonInstallation
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_REPOSITORY = REPO_ROOT / "models" / "repository"
+TEST_REPOSITORY = REPO_ROOT / "models" / "test_repository"
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_STARTUP_TIMEOUT_S = 180.0
+DEFAULT_STOP_TIMEOUT_S = 30.0
+READY_POLL_INTERVAL_S = 0.2
+LOG_LINES_ON_FAILURE = 12
+EXIT_TIMEOUT_S = 5
+
+# Triton's own log lines start with a severity letter and a date: "E1122 01:21:07.80 ...".
+_ERROR_LINE = re.compile(r"^E\d{4} |failed to load|UNAVAILABLE|error:|Error", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TritonPorts:
+    """HTTP, gRPC and metrics ports. Example: TritonPorts(8000, 8001, 8002)."""
+
+    http: int
+    grpc: int
+    metrics: int
+
+    @classmethod
+    def free(cls, host: str = DEFAULT_HOST) -> TritonPorts:
+        return cls(*(_free_port(host) for _ in range(3)))
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _check_port_free(host: str, port: int, flag: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            raise ServerError(f"port {port} is already in use on {host} (choose another with {flag})") from None
+
+
+_MODEL_LOAD_FAILURE = re.compile(r"failed to load '([^']+)' version \d+: (.*?)(?:\\n|\"$)")
+
+
+def explain_failure(log_text: str, limit: int = LOG_LINES_ON_FAILURE) -> str:
+    """What a Triton log says about a failed start, as one line.
+
+    Model load failures are distilled to "model 'm' failed to load: reason" (the
+    Python traceback that follows the reason in the log is dropped); anything else
+    falls back to the log's error lines.
+    """
+    failures = dict(_MODEL_LOAD_FAILURE.findall(log_text))
+    if failures:
+        return "; ".join(f"model '{model}' failed to load: {reason.strip()}" for model, reason in failures.items())
+    lines = [line.strip() for line in log_text.splitlines() if _ERROR_LINE.search(line)]
+    # CUDA/NVML/DCGM complaints are expected on a CPU-only machine and explain nothing.
+    noise = ("CudaDriverHelper", "NVML", "DCGM", "pinned memory", "CUDA driver")
+    lines = [line for line in lines if not any(n in line for n in noise)]
+    return " | ".join(lines[-limit:])
+
+
+class LocalTriton:
+    """A tritonserver process on loopback, serving one or more model repositories.
+
+    Example:
+        with LocalTriton([DEMO_REPOSITORY], ports=TritonPorts(8000, 8001, 8002)) as t:
+            t.http_url
+    """
+
+    def __init__(
+        self,
+        model_repositories: Sequence[Path],
+        ports: TritonPorts | None = None,
+        host: str = DEFAULT_HOST,
+        log_file: Path | None = None,
+        environment: dict[str, str] | None = None,
+        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        installation: TritonInstallation | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        self.model_repositories = [Path(r).resolve() for r in model_repositories]
+        self.host = host
+        self.ports = ports or TritonPorts.free(host)
+        self.startup_timeout_s = startup_timeout_s
+        self.extra_environment = dict(environment or {})
+        self.extra_args = list(extra_args)
+        self._installation = installation
+        # Kept after a failed start, so the log named in the error message is still there.
+        self._workdir = Path(tempfile.mkdtemp(prefix="triton-loadtest-"))
+        self._ready = False
+        self.log_file = Path(log_file) if log_file else self._workdir / "triton.log"
+        self.process: subprocess.Popen | None = None
+        self._started_pids: set[int] = set()
+
+    # -- URLs -------------------------------------------------------------------------
+    @property
+    def http_address(self) -> str:
+        return f"{self.host}:{self.ports.http}"
+
+    @property
+    def grpc_address(self) -> str:
+        return f"{self.host}:{self.ports.grpc}"
+
+    @property
+    def metrics_address(self) -> str:
+        return f"{self.host}:{self.ports.metrics}"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.http_address}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"grpc://{self.grpc_address}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.metrics_address}/metrics"
+
+    # -- lifecycle --------------------------------------------------------------------
+    def __enter__(self) -> LocalTriton:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def command(self, backend_directory: Path) -> list[str]:
+        installation = self.installation
+        args = [
+            str(installation.tritonserver),
+            f"--backend-directory={backend_directory}",
+            f"--http-address={self.host}",
+            f"--grpc-address={self.host}",
+            f"--http-port={self.ports.http}",
+            f"--grpc-port={self.ports.grpc}",
+            f"--metrics-port={self.ports.metrics}",
+            "--allow-metrics=true",
+            "--log-verbose=0",
+            # An idle client connection left open must not hold shutdown for the default 30 s.
+            f"--exit-timeout-secs={EXIT_TIMEOUT_S}",
+        ]
+        args += [f"--model-repository={repo}" for repo in self.model_repositories]
+        return args + self.extra_args
+
+    @property
+    def installation(self) -> TritonInstallation:
+        if self._installation is None:
+            self._installation = TritonInstallation.locate()
+        return self._installation
+
+    def start(self) -> None:
+        """Check the setup, launch tritonserver, and wait until every model is ready."""
+        for repo in self.model_repositories:
+            if not repo.is_dir():
+                raise ServerError(f"model repository {repo} does not exist")
+        for port, flag in (
+            (self.ports.http, "--http-port"),
+            (self.ports.grpc, "--grpc-port"),
+            (self.ports.metrics, "--metrics-port"),
+        ):
+            _check_port_free(self.host, port, flag)
+        installation = self.installation
+        backend_directory = installation.make_backend_directory(self._workdir / "backends")
+        env = installation.environment()
+        env.update(self.extra_environment)
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "wb") as log:
+            # A new session: Triton and the stubs it forks share one process group we can signal.
+            self.process = subprocess.Popen(
+                self.command(backend_directory),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            self._remember_descendants()
+            if self.process.poll() is not None:
+                raise ServerError(self._failure_message(f"tritonserver exited with code {self.process.returncode}"))
+            if self.is_ready():
+                self._remember_descendants()
+                self._ready = True
+                return
+            time.sleep(READY_POLL_INTERVAL_S)
+        raise ServerError(self._failure_message(f"tritonserver not ready after {self.startup_timeout_s:.0f} s"))
+
+    def _failure_message(self, headline: str) -> str:
+        reason = explain_failure(self.log_text())
+        detail = f": {reason}" if reason else ""
+        return f"{headline}{detail} (full log: {self.log_file})"
+
+    def is_ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.http_url}/v2/health/ready", timeout=1.0) as response:
+                return response.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def log_text(self) -> str:
+        try:
+            return self.log_file.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def _remember_descendants(self) -> None:
+        if self.process is None:
+            return
+        try:
+            parent = psutil.Process(self.process.pid)
+            self._started_pids.add(parent.pid)
+            self._started_pids.update(child.pid for child in parent.children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
+
+    @property
+    def started_pids(self) -> frozenset[int]:
+        """Every PID seen in Triton's process tree since start (Triton, stubs, helpers)."""
+        return frozenset(self._started_pids)
+
+    def started_processes_alive(self) -> list[int]:
+        """PIDs this launcher started (Triton and its stubs) that are still running."""
+        alive = []
+        for pid in self._started_pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                continue
+        return alive
+
+    def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+        """SIGTERM Triton's process group, wait, then SIGKILL whatever is left."""
+        if self.process is None:
+            return
+        self._remember_descendants()
+        if self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=timeout_s)
+        # Stubs normally exit with Triton; kill any straggler that did not.
+        for pid in self.started_processes_alive():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        psutil.wait_procs([p for p in map(_process_or_none, self._started_pids) if p], timeout=5)
+        self.process = None
+        if self._ready:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def _process_or_none(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass

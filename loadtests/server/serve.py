@@ -1,0 +1,88 @@
+"""`python -m loadtests serve`: the local Triton on the demo models, until Ctrl-C or SIGTERM.
+
+    python -m loadtests serve                       # demo models, tiny preset, ports 8000-8002
+    python -m loadtests serve --preset full         # BERT-base and ResNet-50 dimensions
+    python -m loadtests serve --model-repository ~/my_models --include-demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from loadtests.server.launcher import DEMO_REPOSITORY, LocalTriton, TritonPorts
+
+DEFAULT_PORTS = TritonPorts(http=8000, grpc=8001, metrics=8002)
+PRESETS = ("tiny", "full")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="start the local Triton on the demo model repository",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--preset", choices=PRESETS, default="tiny", help="demo model size (default: tiny)")
+    parser.add_argument(
+        "--model-repository",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="serve this model repository instead of the demo one (repeatable)",
+    )
+    parser.add_argument(
+        "--include-demo", action="store_true", help="with --model-repository: serve the demo models as well"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--http-port", type=int, default=DEFAULT_PORTS.http, help="default: 8000")
+    parser.add_argument("--grpc-port", type=int, default=DEFAULT_PORTS.grpc, help="default: 8001")
+    parser.add_argument("--metrics-port", type=int, default=DEFAULT_PORTS.metrics, help="default: 8002")
+    parser.add_argument(
+        "--log-file", type=Path, default=Path("runs/triton.log"), help="Triton's log (default: runs/triton.log)"
+    )
+    parser.set_defaults(run=run)
+
+
+def demo_environment(preset: str) -> dict[str, str]:
+    """Build the demo weights if missing, and tell the demo models where they are."""
+    from models.build import ensure_built  # onnx is only needed when the demo models are served
+
+    return {"TRITON_LOADTEST_WEIGHTS_DIR": str(ensure_built(preset))}
+
+
+def run(args: argparse.Namespace) -> int:
+    repositories = list(args.model_repository)
+    include_demo = args.include_demo or not repositories
+    if include_demo:
+        repositories.insert(0, DEMO_REPOSITORY)
+    environment = demo_environment(args.preset) if include_demo else {}
+    triton = LocalTriton(
+        repositories,
+        ports=TritonPorts(args.http_port, args.grpc_port, args.metrics_port),
+        host=args.host,
+        log_file=args.log_file,
+        environment=environment,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    triton.start()
+    try:
+        print(f"Triton is ready (log: {triton.log_file})", flush=True)
+        print(f"  HTTP     {triton.http_url}", flush=True)
+        print(f"  gRPC     {triton.grpc_url}", flush=True)
+        print(f"  metrics  {triton.metrics_url}", flush=True)
+        print("Ctrl-C stops it.", flush=True)
+        while not stop.wait(1.0):
+            if triton.process is None or triton.process.poll() is not None:
+                print("error: tritonserver exited unexpectedly; see " + str(triton.log_file), file=sys.stderr)
+                return 1
+        print("stopping Triton ...", flush=True)
+        return 0
+    finally:
+        triton.stop()

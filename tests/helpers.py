@@ -1,0 +1,41 @@
+"""Small helpers the tests share: Triton statistics, subprocess runs of the suite's CLIs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import tritonclient.http as httpclient
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def model_stats(http_address: str, model: str) -> dict[str, int]:
+    """Cumulative request/execution/inference counts of one model from /v2/models/<m>/stats."""
+    client = httpclient.InferenceServerClient(http_address)
+    try:
+        stats = client.get_inference_statistics(model)["model_stats"][0]
+    finally:
+        client.close()
+    return {
+        "requests": int(stats["inference_stats"]["success"]["count"]),
+        "executions": int(stats["execution_count"]),
+        "inferences": int(stats["inference_count"]),
+    }
+
+
+def run_cli(args: list[str], timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m ...` from the repository root, as a user would, capturing output."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+    )
