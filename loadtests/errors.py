@@ -1,13 +1,13 @@
 """What can fail, and how each failure reaches the user.
 
-    LoadTestError
-    ├── StartupError            bad input or setup, found before any load: one line, exit 2
-    │   ├── SpecError           a malformed option value (batch SPEC, --shape, --input-map, ...)
-    │   ├── PayloadError        a payload file that is missing or does not fit the model
-    │   ├── ModelMismatchError  the workload does not fit the model's inputs (name, dtype, shape)
-    │   └── ServerError         Triton cannot be started or reached, or a model is not ready
-    └── (request failures are not exceptions of ours: clients report them to Locust
-         with a stable, low-cardinality name; see loadtests/clients/)
+LoadTestError
+├── StartupError            bad input or setup, found before any load: one line, exit 2
+│   ├── SpecError           a malformed option value (batch SPEC, --shape, --input-map, ...)
+│   ├── PayloadError        a payload file that is missing or does not fit the model
+│   ├── ModelMismatchError  the workload does not fit the model's inputs (name, dtype, shape)
+│   └── ServerError         Triton cannot be started or reached, or a model is not ready
+└── (request failures are not exceptions of ours: clients report them to Locust
+     with a stable, low-cardinality name; see loadtests/clients/)
 """
 
 EXIT_STARTUP_ERROR = 2

@@ -80,7 +80,7 @@ def test_serve_prints_urls_and_stops_everything_on_sigterm(tmp_path):
 
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
-        gone, alive = psutil.wait_procs(server + stubs, timeout=10)
+        _gone, alive = psutil.wait_procs(server + stubs, timeout=10)
         assert alive == []
     assert log.exists() and "Started HTTPService" in log.read_text()
 

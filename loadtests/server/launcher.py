@@ -10,6 +10,7 @@ process group, so stopping the group leaves nothing behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -284,10 +285,8 @@ class LocalTriton:
                 self.process.wait(timeout=timeout_s)
         # Stubs normally exit with Triton; kill any straggler that did not.
         for pid in self.started_processes_alive():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         psutil.wait_procs([p for p in map(_process_or_none, self._started_pids) if p], timeout=5)
         self.process = None
         if self._ready:
@@ -302,7 +301,5 @@ def _process_or_none(pid: int) -> psutil.Process | None:
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass

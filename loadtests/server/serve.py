@@ -1,8 +1,8 @@
 """`python -m loadtests serve`: the local Triton on the demo models, until Ctrl-C or SIGTERM.
 
-    python -m loadtests serve                       # demo models, tiny preset, ports 8000-8002
-    python -m loadtests serve --preset full         # BERT-base and ResNet-50 dimensions
-    python -m loadtests serve --model-repository ~/my_models --include-demo
+python -m loadtests serve                       # demo models, tiny preset, ports 8000-8002
+python -m loadtests serve --preset full         # BERT-base and ResNet-50 dimensions
+python -m loadtests serve --model-repository ~/my_models --include-demo
 """
 
 from __future__ import annotations

@@ -30,10 +30,7 @@ DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "weights" / "tiny"
 
 
 def _parameters(config: dict) -> dict[str, str]:
-    return {
-        key: value["string_value"]
-        for key, value in config.get("parameters", {}).items()
-    }
+    return {key: value["string_value"] for key, value in config.get("parameters", {}).items()}
 
 
 class OnnxBatchingModel:
@@ -42,9 +39,7 @@ class OnnxBatchingModel:
     def initialize(self, args: dict) -> None:
         config = json.loads(args["model_config"])
         params = _parameters(config)
-        weights_dir = Path(
-            os.environ.get("TRITON_LOADTEST_WEIGHTS_DIR") or DEFAULT_WEIGHTS_DIR
-        )
+        weights_dir = Path(os.environ.get("TRITON_LOADTEST_WEIGHTS_DIR") or DEFAULT_WEIGHTS_DIR)
         path = weights_dir / f"{params['network']}.onnx"
         if not path.exists():
             raise pb_utils.TritonModelException(
@@ -53,9 +48,7 @@ class OnnxBatchingModel:
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(params.get("intra_op_threads", "1"))
         options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(
-            str(path), options, providers=["CPUExecutionProvider"]
-        )
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.input_names = [tensor["name"] for tensor in config["input"]]
         self.output_names = [tensor["name"] for tensor in config["output"]]
 
@@ -64,10 +57,7 @@ class OnnxBatchingModel:
         groups: dict[tuple, list[int]] = {}
         inputs_per_request = []
         for index, request in enumerate(requests):
-            arrays = [
-                pb_utils.get_input_tensor_by_name(request, name).as_numpy()
-                for name in self.input_names
-            ]
+            arrays = [pb_utils.get_input_tensor_by_name(request, name).as_numpy() for name in self.input_names]
             inputs_per_request.append(arrays)
             groups.setdefault(tuple(a.shape[1:] for a in arrays), []).append(index)
         for indices in groups.values():
@@ -75,14 +65,10 @@ class OnnxBatchingModel:
                 self._run_group(indices, inputs_per_request, responses)
             except Exception as error:  # one bad group must not fail the others
                 for index in indices:
-                    responses[index] = pb_utils.InferenceResponse(
-                        error=pb_utils.TritonError(str(error))
-                    )
+                    responses[index] = pb_utils.InferenceResponse(error=pb_utils.TritonError(str(error)))
         return responses
 
-    def _run_group(
-        self, indices: list[int], inputs_per_request: list, responses: list
-    ) -> None:
+    def _run_group(self, indices: list[int], inputs_per_request: list, responses: list) -> None:
         feed = {
             name: np.concatenate([inputs_per_request[i][position] for i in indices])
             for position, name in enumerate(self.input_names)
@@ -94,7 +80,7 @@ class OnnxBatchingModel:
         for position, index in enumerate(indices):
             tensors = [
                 pb_utils.Tensor(name, np.ascontiguousarray(parts[position]))
-                for name, parts in zip(self.output_names, per_output)
+                for name, parts in zip(self.output_names, per_output, strict=False)
             ]
             responses[index] = pb_utils.InferenceResponse(output_tensors=tensors)
 

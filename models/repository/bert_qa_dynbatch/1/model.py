@@ -6,6 +6,6 @@ from pathlib import Path
 # The repository lives inside the project; make the project importable from the Python stub.
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
-from models.backend.onnx_model import OnnxBatchingModel as TritonPythonModel  # noqa: E402
+from models.backend.onnx_model import OnnxBatchingModel as TritonPythonModel
 
 __all__ = ["TritonPythonModel"]

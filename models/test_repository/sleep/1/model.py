@@ -16,7 +16,5 @@ class TritonPythonModel:
         responses = []
         for request in requests:
             data = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            responses.append(
-                pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", data)])
-            )
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", data)]))
         return responses

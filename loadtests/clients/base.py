@@ -1,0 +1,155 @@
+"""What HTTP and gRPC clients share: timing, failure names, and the Locust request event.
+
+The protocol modules (`http.py`, `grpc.py`) only know the wire: how to build a
+request once, send it, and decode a response. Everything else lives here, so the
+two protocols are measured and reported identically.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from loadtests.model_spec import ModelSpec
+
+logger = logging.getLogger(__name__)
+
+
+class RequestFailure(Exception):
+    """A failed request, named for Locust's failure table.
+
+    `str(failure)` is the stable, low-cardinality name ("HTTP 400", "gRPC UNAVAILABLE",
+    "timeout", "connection refused", "connection reset", "validation: ..."); the
+    server's full message goes in `detail` and is logged once per name.
+
+    Example: RequestFailure("HTTP 400", detail="inference request batch-size must be <= 16")
+    """
+
+    def __init__(self, name: str, detail: str = "") -> None:
+        super().__init__(name)
+        self.name = name
+        self.detail = detail
+
+
+def connection_failure(error: OSError) -> RequestFailure:
+    """Name a socket-level failure the same way for both protocols."""
+    if isinstance(error, ConnectionRefusedError):
+        return RequestFailure("connection refused", str(error))
+    if isinstance(error, ConnectionResetError | BrokenPipeError | ConnectionAbortedError):
+        return RequestFailure("connection reset", str(error))
+    if isinstance(error, TimeoutError):
+        return RequestFailure("timeout", str(error))
+    return RequestFailure("connection error", str(error))
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """One request body built before the test, reused for every send.
+
+    `wire` is the protocol's own object (HTTP body + headers, or a gRPC protobuf).
+    `seq_len` is the token count of a BERT request (for validating per-token outputs).
+    """
+
+    endpoint: str
+    model: str
+    batch_size: int
+    wire: Any
+    seq_len: int | None = None
+
+
+Validator = Callable[[dict[str, np.ndarray], dict[str, str], PreparedRequest], None]
+
+
+@dataclass
+class _FailureLog:
+    """Logs the server's message the first time each failure name is seen (not per request)."""
+
+    seen: set[str] = field(default_factory=set)
+
+    def note(self, failure: RequestFailure, endpoint: str) -> None:
+        if failure.name not in self.seen:
+            self.seen.add(failure.name)
+            logger.warning("%s: first '%s' failure: %s", endpoint, failure.name, failure.detail or "(no detail)")
+
+
+_failure_log = _FailureLog()
+
+
+class TritonClient(ABC):
+    """One connection to Triton for one Locust user (clients are not shared between greenlets)."""
+
+    protocol: str = ""
+
+    def __init__(self, address: str, timeout_s: float, request_event: Any) -> None:
+        self.address = address
+        self.timeout_s = timeout_s
+        self.request_event = request_event
+
+    # -- control plane (pre-flight) ---------------------------------------------------
+    @abstractmethod
+    def server_live(self) -> bool: ...
+
+    @abstractmethod
+    def model_ready(self, model: str) -> bool: ...
+
+    @abstractmethod
+    def model_metadata_and_config(self, model: str) -> tuple[dict, dict]: ...
+
+    def model_spec(self, model: str) -> ModelSpec:
+        metadata, config = self.model_metadata_and_config(model)
+        return ModelSpec.from_triton(metadata, config)
+
+    # -- data plane ---------------------------------------------------------------------
+    @abstractmethod
+    def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> Any:
+        """Build the wire object for these inputs once (serialisation is the main client cost)."""
+
+    @abstractmethod
+    def _send(self, wire: Any) -> Any:
+        """Send one prepared request; return the raw response or raise RequestFailure."""
+
+    @abstractmethod
+    def _response_length(self, response: Any) -> int: ...
+
+    @abstractmethod
+    def _decode(self, response: Any) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """Output arrays and their Triton datatypes, for validation only."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def infer(self, request: PreparedRequest, validate: Validator | None = None) -> None:
+        """Send one request, time it alone, and report it through Locust's request event."""
+        exception: RequestFailure | None = None
+        length = 0
+        start = time.perf_counter_ns()
+        try:
+            response = self._send(request.wire)
+        except RequestFailure as failure:
+            elapsed_ns = time.perf_counter_ns() - start
+            exception = failure
+        else:
+            elapsed_ns = time.perf_counter_ns() - start
+            length = self._response_length(response)
+            if validate is not None:
+                try:
+                    outputs, datatypes = self._decode(response)
+                    validate(outputs, datatypes, request)
+                except RequestFailure as failure:
+                    exception = failure
+        if exception is not None:
+            _failure_log.note(exception, request.endpoint)
+        self.request_event.fire(
+            request_type=self.protocol,
+            name=request.model,
+            response_time=elapsed_ns / 1e6,
+            response_length=length,
+            exception=exception,
+            context={"batch_size": request.batch_size, "endpoint": request.endpoint},
+        )

@@ -1,0 +1,128 @@
+"""Triton over HTTP/REST (KServe v2), with the binary tensor extension by default.
+
+Request bodies are generated once with tritonclient's public `generate_request_body`
+and posted through one geventhttpclient connection per user (cooperative with
+Locust's gevent loop, and no new connection per request).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import gevent
+import numpy as np
+import tritonclient.http as httpclient
+from geventhttpclient import HTTPClient
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+
+from loadtests.clients.base import RequestFailure, TritonClient, connection_failure
+from loadtests.errors import ServerError
+from loadtests.model_spec import ModelSpec
+
+INFER_HEADER = "Inference-Header-Content-Length"
+CONNECTION_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class HttpWire:
+    path: str
+    body: bytes
+    headers: dict[str, str]
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ServerError(f"'{address}' is not a host:port address (e.g. 127.0.0.1:8000)")
+    return host, int(port)
+
+
+class HttpClient(TritonClient):
+    """Triton HTTP client for one user. `binary=False` sends and receives JSON tensors."""
+
+    protocol = "http"
+
+    def __init__(self, address: str, timeout_s: float, request_event, binary: bool = True) -> None:
+        super().__init__(address, timeout_s, request_event)
+        host, port = _split_address(address)
+        self.binary = binary
+        self._http = HTTPClient(
+            host,
+            port,
+            concurrency=1,
+            connection_timeout=min(CONNECTION_TIMEOUT_S, timeout_s),
+            network_timeout=timeout_s,
+        )
+        self._control: httpclient.InferenceServerClient | None = None
+
+    # -- control plane ----------------------------------------------------------------
+    @property
+    def control(self) -> httpclient.InferenceServerClient:
+        if self._control is None:
+            self._control = httpclient.InferenceServerClient(
+                self.address, connection_timeout=CONNECTION_TIMEOUT_S, network_timeout=self.timeout_s
+            )
+        return self._control
+
+    def server_live(self) -> bool:
+        return bool(self.control.is_server_live())
+
+    def model_ready(self, model: str) -> bool:
+        return bool(self.control.is_model_ready(model))
+
+    def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
+        return self.control.get_model_metadata(model), self.control.get_model_config(model)
+
+    # -- data plane ---------------------------------------------------------------------
+    def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> HttpWire:
+        tensors = []
+        for name, array in inputs.items():
+            tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+            tensor.set_data_from_numpy(array, binary_data=self.binary)
+            tensors.append(tensor)
+        outputs = [httpclient.InferRequestedOutput(o.name, binary_data=self.binary) for o in model.outputs]
+        body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs)
+        headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
+        return HttpWire(f"/v2/models/{quote(model.name)}/infer", body, headers)
+
+    def _send(self, wire: HttpWire):
+        try:
+            response = self._http.post(wire.path, body=wire.body, headers=wire.headers)
+            body = response.read()
+        except (TimeoutError, gevent.Timeout) as error:
+            raise RequestFailure("timeout", str(error)) from None
+        except OSError as error:
+            raise connection_failure(error) from None
+        if response.status_code != 200:
+            raise RequestFailure(f"HTTP {response.status_code}", _error_text(body))
+        return response, body
+
+    def _response_length(self, response) -> int:
+        return len(response[1])
+
+    def _decode(self, response) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        raw, body = response
+        header_length = raw.get(INFER_HEADER)
+        try:
+            result = httpclient.InferResult.from_response_body(
+                body, header_length=int(header_length) if header_length else None
+            )
+        except (InferenceServerException, ValueError) as error:
+            raise RequestFailure("validation: undecodable response", str(error)) from None
+        described = result.get_response().get("outputs", [])
+        datatypes = {o["name"]: o["datatype"] for o in described}
+        return {name: result.as_numpy(name) for name in datatypes}, datatypes
+
+    def close(self) -> None:
+        self._http.close()
+        if self._control is not None:
+            self._control.close()
+
+
+def _error_text(body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("error", body[:200]))
+    except (ValueError, AttributeError):
+        return body[:200].decode(errors="replace")

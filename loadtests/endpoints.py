@@ -1,0 +1,174 @@
+"""Pre-flight and payload pools: everything that happens before the first timed request.
+
+An endpoint is one (workload, protocol, model) a user class sends to. Preparing it
+checks, in order, that the server is live, the model is ready, the batch SPEC fits the
+model, and the workload's tensors fit the model's inputs; then it builds a pool of
+request bodies for every batch size in the SPEC, so a request at run time only picks one.
+Any failure is a StartupError with one line a user can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from loadtests.clients import PreparedRequest, TritonClient
+from loadtests.clients.base import Validator
+from loadtests.errors import ModelMismatchError, ServerError
+from loadtests.model_spec import ModelSpec
+from loadtests.options import DEFAULT_BERT_MODEL, DEFAULT_RESNET_MODEL, Settings
+from loadtests.validation import make_validator
+from loadtests.workloads import BatchSizeSpec, BertQAWorkload, GenericWorkload, ImageWorkload, Workload
+
+WORKLOAD_KINDS = ("bert_qa", "resnet", "generic")
+# Distinct request bodies kept per batch size, within a memory budget per endpoint.
+POOL_PER_BATCH_SIZE = 8
+POOL_BUDGET_BYTES = 128 * 2**20
+POOL_SEED = 20240321
+
+
+def model_name_for(kind: str, settings: Settings, kinds_in_run: Iterable[str]) -> str:
+    """Which model a workload targets: --model alone, or --bert-model/--resnet-model when mixed."""
+    kinds = set(kinds_in_run)
+    if kind == "generic":
+        if not settings.model:
+            raise ModelMismatchError("generic Triton users need --model NAME")
+        return settings.model
+    own = settings.bert_model if kind == "bert_qa" else settings.resnet_model
+    if own:
+        return own
+    if settings.model and kinds == {kind}:
+        return settings.model
+    return DEFAULT_BERT_MODEL if kind == "bert_qa" else DEFAULT_RESNET_MODEL
+
+
+def build_workload(kind: str, model: ModelSpec, settings: Settings) -> Workload:
+    if kind == "bert_qa":
+        return BertQAWorkload(
+            model,
+            seq_len=settings.seq_len,
+            doc_stride=settings.doc_stride,
+            vocab_file=settings.vocab,
+            input_map=settings.input_map or None,
+        )
+    if kind == "resnet":
+        return ImageWorkload(model, image_dir=settings.image_dir)
+    if kind == "generic":
+        return GenericWorkload(
+            model,
+            shape_overrides=settings.shapes or None,
+            data_mode=settings.data_mode,
+            input_data_file=settings.input_data,
+        )
+    raise ValueError(f"unknown workload kind {kind!r}")
+
+
+def check_inputs_fit(model: ModelSpec, inputs: dict[str, np.ndarray], batch_size: int) -> None:
+    """The payload's names, dtypes and fixed dims against the model's inputs."""
+    expected = {spec.name for spec in model.inputs}
+    unknown = sorted(set(inputs) - expected)
+    if unknown:
+        raise ModelMismatchError(
+            f"input {unknown[0]!r} is not an input of model '{model.name}' (its inputs: {', '.join(sorted(expected))})"
+        )
+    missing = sorted(expected - set(inputs))
+    if missing:
+        raise ModelMismatchError(f"the payload has no data for input {missing[0]!r} of model '{model.name}'")
+    for spec in model.inputs:
+        array = inputs[spec.name]
+        if array.dtype != spec.numpy_dtype and not (spec.datatype == "BYTES" and array.dtype.kind in "OS"):
+            raise ModelMismatchError(
+                f"input '{spec.name}' of model '{model.name}' is {spec.datatype}, the payload is {array.dtype}"
+            )
+        shape = array.shape[1:] if model.batches else array.shape
+        if model.batches and array.shape[0] != batch_size:
+            raise ModelMismatchError(f"input '{spec.name}': batch of {array.shape[0]} rows, expected {batch_size}")
+        if len(shape) != len(spec.shape) or any(w not in (-1, g) for w, g in zip(spec.shape, shape, strict=False)):
+            raise ModelMismatchError(
+                f"input '{spec.name}' of model '{model.name}' has shape {list(spec.shape)}, "
+                f"the payload's is {list(shape)}"
+            )
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A prepared target: model spec, batch sizes, and request bodies built before timing.
+
+    Example: request = endpoint.pick(rng); client.infer(request, endpoint.validator)
+    """
+
+    name: str
+    kind: str
+    protocol: str
+    model: ModelSpec
+    batch_sizes: BatchSizeSpec
+    pools: dict[int, tuple[PreparedRequest, ...]]
+    validator: Validator | None
+
+    def pick(self, rng: np.random.Generator) -> PreparedRequest:
+        pool = self.pools[self.batch_sizes.sample(rng)]
+        return pool[int(rng.integers(len(pool)))] if len(pool) > 1 else pool[0]
+
+
+def _pool_count(sample_bytes: int, sizes: int) -> int:
+    return max(1, min(POOL_PER_BATCH_SIZE, POOL_BUDGET_BYTES // max(1, sample_bytes * sizes)))
+
+
+def _seq_len(kind: str, inputs: dict[str, np.ndarray]) -> int | None:
+    if kind != "bert_qa":
+        return None
+    first = next(iter(inputs.values()))
+    return int(first.shape[-1])
+
+
+def fetch_model(client: TritonClient, name: str) -> ModelSpec:
+    """Server live, model ready, metadata and config: or one line saying which is not."""
+    where = f"Triton at {client.address} over {client.protocol.upper()}"
+    try:
+        live = client.server_live()
+    except Exception as error:  # tritonclient raises assorted socket and gRPC errors here
+        raise ServerError(f"cannot reach {where}: {_reason(error)}") from None
+    if not live:
+        raise ServerError(f"{where} is not live")
+    try:
+        ready = client.model_ready(name)
+    except Exception as error:
+        raise ServerError(f"cannot ask {where} about model '{name}': {_reason(error)}") from None
+    if not ready:
+        raise ServerError(f"model '{name}' is not ready on {where} (unknown, or failed to load)")
+    metadata, config = client.model_metadata_and_config(name)
+    return ModelSpec.from_triton(metadata, config)
+
+
+def _reason(error: Exception) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text[:200]
+
+
+def prepare_endpoint(kind: str, client: TritonClient, model_name: str, settings: Settings) -> Endpoint:
+    """Pre-flight one endpoint and build its request pools (the client is used, not closed)."""
+    model = fetch_model(client, model_name)
+    settings.batch_size.check_against(model)
+    workload = build_workload(kind, model, settings)
+    rng = np.random.default_rng(POOL_SEED)
+    name = f"{model.name} [{client.protocol}]"
+    pools: dict[int, tuple[PreparedRequest, ...]] = {}
+    for size in settings.batch_size.sizes:
+        first = workload.make_batch(size, rng)
+        check_inputs_fit(model, first, size)
+        count = _pool_count(sum(a.nbytes for a in first.values()), len(settings.batch_size.sizes))
+        samples = [first] + [workload.make_batch(size, rng) for _ in range(count - 1)]
+        pools[size] = tuple(
+            PreparedRequest(
+                endpoint=name,
+                model=model.name,
+                batch_size=size,
+                wire=client.prepare(model, inputs, name, size),
+                seq_len=_seq_len(kind, inputs),
+            )
+            for inputs in samples
+        )
+    validator = make_validator(kind, model) if settings.validate_responses else None
+    return Endpoint(name, kind, client.protocol, model, settings.batch_size, pools, validator)

@@ -1,0 +1,164 @@
+"""The suite's Locust options, and the one frozen Settings object built from them.
+
+Every option has help text and a LOCUST_-prefixed environment variable, so it works
+from the command line, `locust.conf`, the environment and the web UI, and reaches
+distributed workers in the master's spawn message (at test_start, not at init).
+
+    locust -f locustfile.py --headless -u 4 -t 30s BertQAGrpcUser \\
+        --triton-grpc 127.0.0.1:8001 --batch-size 1:0.7,8:0.3 --validate-responses
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loadtests.errors import SpecError
+from loadtests.workloads import BatchSizeSpec, parse_batch_size, parse_input_map, parse_shape_overrides
+
+DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
+DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
+DEFAULT_TRITON_METRICS = "127.0.0.1:8002"
+DEFAULT_BERT_MODEL = "bert_qa_dynbatch"
+DEFAULT_RESNET_MODEL = "resnet50"
+DEFAULT_SEQ_LEN = "384"
+DEFAULT_DOC_STRIDE = 128
+DEFAULT_REQUEST_TIMEOUT_S = 30.0
+DATA_MODES = ("random", "zero")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the suite's options on Locust's parser (init_command_line_parser)."""
+    group = parser.add_argument_group("triton-loadtest", "Triton target, model and payload options")
+
+    def option(name: str, **kwargs) -> None:
+        env = "LOCUST_" + name.lstrip("-").upper().replace("-", "_")
+        kwargs["help"] = f"{kwargs['help']} [env {env}]"
+        group.add_argument(name, env_var=env, **kwargs)
+
+    option("--triton-http", default=DEFAULT_TRITON_HTTP, metavar="HOST:PORT", help="Triton HTTP endpoint")
+    option("--triton-grpc", default=DEFAULT_TRITON_GRPC, metavar="HOST:PORT", help="Triton gRPC endpoint")
+    option("--triton-metrics", default=DEFAULT_TRITON_METRICS, metavar="HOST:PORT", help="Triton Prometheus endpoint")
+    option(
+        "--model",
+        default="",
+        help="model for the selected user classes; with several classes, the generic Triton*User model",
+    )
+    option("--bert-model", default="", help=f"BERT-QA model when classes are mixed (default {DEFAULT_BERT_MODEL})")
+    option("--resnet-model", default="", help=f"ResNet model when classes are mixed (default {DEFAULT_RESNET_MODEL})")
+    option(
+        "--batch-size",
+        default="1",
+        metavar="SPEC",
+        help="batch size per request: 8 | 1,2,4,8 (choice) | 1-16 (range) | 1:0.7,8:0.3 (weighted)",
+    )
+    option("--seq-len", default=DEFAULT_SEQ_LEN, help="BERT sequence length: N (padded/truncated) or 'variable'")
+    option("--doc-stride", type=int, default=DEFAULT_DOC_STRIDE, help="BERT document stride for long contexts")
+    option("--vocab", default="", metavar="FILE", help="WordPiece vocabulary of the target BERT model")
+    option(
+        "--input-map",
+        default="",
+        metavar="ids=NAME,segments=NAME,mask=NAME",
+        help="BERT input names, when the model's are not recognised",
+    )
+    option("--image-dir", default="", metavar="DIR", help="images for ResNet users (default payloads/images)")
+    option(
+        "--shape",
+        default="",
+        metavar="NAME:D1,D2",
+        help="shape of a variable-size input for generic users (space-separated for several)",
+    )
+    option("--input-data", default="", metavar="FILE", help="perf_analyzer --input-data JSON for generic users")
+    option("--data-mode", default="random", choices=DATA_MODES, help="generic users' generated data")
+    option("--http-json", action="store_true", default=False, help="send HTTP tensors as JSON instead of binary")
+    option(
+        "--request-timeout",
+        type=float,
+        default=DEFAULT_REQUEST_TIMEOUT_S,
+        metavar="SECONDS",
+        help="per-request timeout",
+    )
+    option(
+        "--validate-responses",
+        action="store_true",
+        default=False,
+        help="check every response's outputs (names, dtypes, batch dim, values)",
+    )
+    option("--run-dir", default="", metavar="DIR", help="run directory (default runs/<UTC time>-<name>)")
+
+
+def _text(options: argparse.Namespace, name: str) -> str:
+    value = getattr(options, name, "")
+    return str(value).strip() if value is not None else ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs from the options, validated once.
+
+    Example: Settings.from_options(environment.parsed_options)
+    """
+
+    triton_http: str = DEFAULT_TRITON_HTTP
+    triton_grpc: str = DEFAULT_TRITON_GRPC
+    triton_metrics: str = DEFAULT_TRITON_METRICS
+    model: str = ""
+    bert_model: str = ""
+    resnet_model: str = ""
+    batch_size: BatchSizeSpec = field(default_factory=lambda: parse_batch_size("1"))
+    seq_len: int | None = 384
+    doc_stride: int = DEFAULT_DOC_STRIDE
+    vocab: Path | None = None
+    input_map: dict[str, str] = field(default_factory=dict)
+    image_dir: Path | None = None
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    input_data: Path | None = None
+    data_mode: str = "random"
+    http_json: bool = False
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    validate_responses: bool = False
+    run_dir: Path | None = None
+
+    @classmethod
+    def from_options(cls, options: argparse.Namespace) -> Settings:
+        """Parse and check every option; raises SpecError naming the bad one."""
+        seq_len_text = _text(options, "seq_len") or DEFAULT_SEQ_LEN
+        if seq_len_text == "variable":
+            seq_len = None
+        elif seq_len_text.isdigit() and int(seq_len_text) > 0:
+            seq_len = int(seq_len_text)
+        else:
+            raise SpecError(f"--seq-len '{seq_len_text}' is not a positive integer or 'variable'")
+        timeout = float(getattr(options, "request_timeout", DEFAULT_REQUEST_TIMEOUT_S))
+        if timeout <= 0:
+            raise SpecError(f"--request-timeout must be positive, got {timeout}")
+        data_mode = _text(options, "data_mode") or "random"
+        if data_mode not in DATA_MODES:
+            raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
+
+        def path(name: str) -> Path | None:
+            text = _text(options, name)
+            return Path(text) if text else None
+
+        return cls(
+            triton_http=_text(options, "triton_http") or DEFAULT_TRITON_HTTP,
+            triton_grpc=_text(options, "triton_grpc") or DEFAULT_TRITON_GRPC,
+            triton_metrics=_text(options, "triton_metrics") or DEFAULT_TRITON_METRICS,
+            model=_text(options, "model"),
+            bert_model=_text(options, "bert_model"),
+            resnet_model=_text(options, "resnet_model"),
+            batch_size=parse_batch_size(_text(options, "batch_size") or "1"),
+            seq_len=seq_len,
+            doc_stride=int(getattr(options, "doc_stride", DEFAULT_DOC_STRIDE)),
+            vocab=path("vocab"),
+            input_map=parse_input_map(_text(options, "input_map") or None),
+            image_dir=path("image_dir"),
+            shapes=parse_shape_overrides(_text(options, "shape") or None),
+            input_data=path("input_data"),
+            data_mode=data_mode,
+            http_json=bool(getattr(options, "http_json", False)),
+            request_timeout_s=timeout,
+            validate_responses=bool(getattr(options, "validate_responses", False)),
+            run_dir=path("run_dir"),
+        )

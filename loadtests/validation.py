@@ -1,0 +1,73 @@
+"""`--validate-responses`: check each response against the model's metadata.
+
+Every output named in the metadata must be present, with the metadata's datatype,
+the request's batch dimension and the fixed dims; then per workload: ResNet
+probabilities are finite and sum to 1, QA start/end logits have one value per token.
+A mismatch is a request failure named "validation: <what>", with a stable <what>.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loadtests.clients import PreparedRequest, RequestFailure
+from loadtests.clients.base import Validator
+from loadtests.model_spec import ModelSpec
+
+PROBABILITY_SUM_TOLERANCE = 1e-3
+QA_LOGIT_OUTPUTS = ("start_logits", "end_logits")
+
+
+def _fail(what: str, detail: str) -> RequestFailure:
+    return RequestFailure(f"validation: {what}", detail)
+
+
+def check_outputs(model: ModelSpec, outputs: dict[str, np.ndarray], datatypes: dict[str, str], batch: int) -> None:
+    for spec in model.outputs:
+        if spec.name not in outputs:
+            raise _fail(f"missing output {spec.name}", f"response has {sorted(outputs)}")
+        if datatypes.get(spec.name) != spec.datatype:
+            raise _fail(f"{spec.name} datatype", f"got {datatypes.get(spec.name)}, metadata says {spec.datatype}")
+        array = outputs[spec.name]
+        shape = array.shape[1:] if model.batches else array.shape
+        if model.batches and (array.ndim == 0 or array.shape[0] != batch):
+            raise _fail(f"{spec.name} batch dimension", f"shape {array.shape} for a batch of {batch}")
+        if len(shape) != len(spec.shape) or any(w not in (-1, g) for w, g in zip(spec.shape, shape, strict=False)):
+            raise _fail(f"{spec.name} shape", f"got {shape}, metadata says {spec.shape}")
+
+
+def check_probabilities(outputs: dict[str, np.ndarray]) -> None:
+    for name, array in outputs.items():
+        if array.dtype.kind != "f":
+            continue
+        if not np.isfinite(array).all():
+            raise _fail(f"{name} not finite", "NaN or infinity in the output")
+        # Outputs named like probabilities must be a distribution per row; logits need not be.
+        if "prob" in name.lower() or "softmax" in name.lower():
+            sums = array.reshape(array.shape[0], -1).sum(axis=1)
+            if not np.allclose(sums, 1.0, atol=PROBABILITY_SUM_TOLERANCE):
+                raise _fail(f"{name} do not sum to 1", f"row sums {sums[:4]}")
+
+
+def check_qa_logits(outputs: dict[str, np.ndarray], seq_len: int | None) -> None:
+    for name in QA_LOGIT_OUTPUTS:
+        array = outputs.get(name)
+        if array is None or seq_len is None:
+            continue
+        if array.shape[-1] != seq_len:
+            raise _fail(f"{name} not one per token", f"{array.shape[-1]} values for {seq_len} tokens")
+        if not np.isfinite(array).all():
+            raise _fail(f"{name} not finite", "NaN or infinity in the output")
+
+
+def make_validator(kind: str, model: ModelSpec) -> Validator:
+    """The checks for one endpoint. Example: make_validator("resnet", spec)(outputs, datatypes, request)."""
+
+    def validate(outputs: dict[str, np.ndarray], datatypes: dict[str, str], request: PreparedRequest) -> None:
+        check_outputs(model, outputs, datatypes, request.batch_size)
+        if kind == "resnet":
+            check_probabilities(outputs)
+        elif kind == "bert_qa":
+            check_qa_logits(outputs, request.seq_len)
+
+    return validate

@@ -1,0 +1,347 @@
+"""Inputs for any model: random or zero tensors from its metadata, or perf_analyzer's
+`--input-data` JSON file.
+
+The JSON semantics follow perf_analyzer (docs/input_data.md, "Real Input Data", and
+src/infer_data_manager_base.cc in triton-inference-server/perf_analyzer):
+- each entry of `"data"` holds every input for ONE sample: a batch-1 request of a
+  batching model (shape without the batch dim), or the whole request of a
+  non-batching one;
+- a tensor is a flat row-major list, `{"content": [...], "shape": [...]}`, or
+  `{"b64": "..."}` / `{"content": {"b64": ...}, "shape": [...]}` (little-endian raw
+  bytes; BYTES elements as a 4-byte length then the bytes);
+- a request of batch size B takes B consecutive entries, and the next request starts
+  after them, wrapping round (round-robin); entries batched together must share a shape.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import struct
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from loadtests.errors import ModelMismatchError, PayloadError, SpecError
+from loadtests.model_spec import ModelSpec, TensorSpec
+from loadtests.workloads.batch_spec import SampleLayout, check_batch_size
+
+DATA_MODES = ("random", "zero")
+RANDOM_INT_HIGH = 100  # random integers are drawn from [0, 100): valid ids/indices for most models
+RANDOM_BYTES_LENGTH = 8  # characters per random BYTES element
+RANDOM_POOL_SAMPLES = 16  # distinct random samples, so that requests do not all repeat one
+RANDOM_POOL_MAX_BYTES = 64 * 2**20  # ... unless the samples are large
+
+Shapes = dict[str, tuple[int, ...]]
+
+
+def parse_shape_overrides(values: str | Iterable[str] | None) -> Shapes:
+    """Parse perf_analyzer-style `--shape NAME:d1,d2` values (repeated or space-separated).
+
+    The shape excludes the batch dim, as perf_analyzer's does. Names may contain ':'
+    (TensorFlow's "input:0"): the last ':' separates the dims.
+
+    Example: parse_shape_overrides("a:1,2 b:3") == {"a": (1, 2), "b": (3,)}
+    """
+    if values is None:
+        return {}
+    if isinstance(values, str):
+        values = [values]
+    shapes: Shapes = {}
+    for value in values:
+        for item in value.split():
+            name, sep, dims = item.rpartition(":")
+            try:
+                shape = tuple(int(d) for d in dims.split(","))
+            except ValueError:
+                shape = ()
+            if not sep or not name or not shape or min(shape) < 1:
+                raise SpecError(
+                    f"bad --shape {item!r}: write NAME:d1,d2,... with positive dims, e.g. --shape INPUT0:3,224,224"
+                )
+            shapes[name] = shape
+    return shapes
+
+
+def random_sample(
+    tensor: TensorSpec, shape: Sequence[int], rng: np.random.Generator, count: int = 1, zero: bool = False
+) -> np.ndarray:
+    """`count` samples of `shape` for `tensor`, stacked: shape (count, *shape).
+
+    Example: random_sample(TensorSpec("x", "BYTES", (2,)), (2,), rng)[0, 0] -> b'qkzjwhtr'
+    """
+    full = (count, *shape)
+    dtype = tensor.numpy_dtype
+    if tensor.datatype == "BYTES":
+        n = math.prod(full)
+        if zero:
+            return np.full(full, b"", dtype=object)
+        letters = rng.integers(ord("a"), ord("z") + 1, size=(n, RANDOM_BYTES_LENGTH), dtype=np.uint8)
+        out = np.empty(n, dtype=object)
+        out[:] = [row.tobytes() for row in letters]
+        return out.reshape(full)
+    if zero:
+        return np.zeros(full, dtype=dtype)
+    if tensor.datatype == "BOOL":
+        return rng.integers(0, 2, size=full).astype(bool)
+    if dtype.kind in "iu":
+        return rng.integers(0, RANDOM_INT_HIGH, size=full, dtype=dtype)
+    return rng.random(size=full).astype(dtype)
+
+
+class GenericWorkload:
+    """Batches for any model: random/zero data of the right dtype and shape, or the
+    entries of perf_analyzer `--input-data` JSON files, round-robin.
+
+    Example:
+        >>> wl = GenericWorkload(model, parse_shape_overrides("INPUT0:16"))
+        >>> wl.make_batch(4, np.random.default_rng(0))["INPUT0"].shape
+        (4, 16)
+    """
+
+    def __init__(
+        self,
+        model: ModelSpec,
+        shape_overrides: Shapes | None = None,
+        data_mode: str = "random",
+        input_data_file: str | Path | Sequence[str | Path] | None = None,
+        seed: int = 0,
+    ) -> None:
+        if data_mode not in DATA_MODES:
+            raise SpecError(f"bad data mode {data_mode!r}: use one of {', '.join(DATA_MODES)}")
+        self.model = model
+        self.data_mode = data_mode
+        self.shape_overrides = dict(shape_overrides or {})
+        self._layouts = {t.name: SampleLayout.of(model, t, rank=len(t.shape)) for t in model.inputs}
+        self._check_overrides()
+        self._cursor = 0
+        if input_data_file is not None:
+            paths = [input_data_file] if isinstance(input_data_file, (str, Path)) else list(input_data_file)
+            self.entries = [e for p in paths for e in load_input_data(p, model, self.shape_overrides)]
+            self._pool = _stack_if_uniform(self.entries, model)
+        else:
+            self.entries = []
+            self._pool = self._random_pool(np.random.default_rng(seed))
+
+    @property
+    def uses_input_data(self) -> bool:
+        return bool(self.entries)
+
+    def make_batch(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Random/zero mode: samples drawn from a small precomputed pool with `rng`.
+        JSON mode: the next `batch_size` entries in file order (`rng` unused)."""
+        check_batch_size(self.model, batch_size)
+        if not self.model.inputs:
+            return {}
+        if self.entries:
+            n = len(self.entries)
+            idx = (self._cursor + np.arange(batch_size)) % n
+            self._cursor = (self._cursor + batch_size) % n
+            if self._pool is None:
+                return self._stack_entries(idx)
+        else:
+            idx = rng.integers(0, len(next(iter(self._pool.values()))), size=batch_size)
+        return {name: self._layouts[name].stack(rows[idx]) for name, rows in self._pool.items()}
+
+    # --- construction ------------------------------------------------------------
+
+    def _check_overrides(self) -> None:
+        names = [t.name for t in self.model.inputs]
+        for name, shape in self.shape_overrides.items():
+            if name not in names:
+                raise ModelMismatchError(
+                    f"--shape {name}: model {self.model.name!r} has no input {name!r} (its inputs: {', '.join(names)})"
+                )
+            tensor = self.model.input(name)
+            if not _fits(shape, tensor.shape):
+                raise ModelMismatchError(
+                    f"--shape {name}:{','.join(map(str, shape))} does not fit the model's "
+                    f"shape {list(tensor.shape)} for {name!r} (batch dim excluded)"
+                )
+
+    def sample_shape(self, tensor: TensorSpec) -> tuple[int, ...]:
+        """The shape random data takes: the model's, with --shape filling -1 dims."""
+        shape = self.shape_overrides.get(tensor.name, tuple(tensor.shape))
+        if any(d < 0 for d in shape):
+            example = ",".join(str(d if d > 0 else 16) for d in tensor.shape)
+            raise ModelMismatchError(
+                f"model {self.model.name!r} input {tensor.name!r} has variable shape "
+                f"{list(tensor.shape)}: pass --shape {tensor.name}:{example} (batch dim excluded)"
+            )
+        return shape
+
+    def _random_pool(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        shapes = {t.name: self.sample_shape(t) for t in self.model.inputs}
+        zero = self.data_mode == "zero"
+        per_sample = sum(
+            math.prod(shapes[t.name]) * (RANDOM_BYTES_LENGTH if t.datatype == "BYTES" else t.numpy_dtype.itemsize)
+            for t in self.model.inputs
+        )
+        count = 1 if zero else max(1, min(RANDOM_POOL_SAMPLES, RANDOM_POOL_MAX_BYTES // max(per_sample, 1)))
+        return {t.name: random_sample(t, shapes[t.name], rng, count, zero) for t in self.model.inputs}
+
+    def _stack_entries(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for tensor in self.model.inputs:
+            rows = [self.entries[i][tensor.name] for i in idx]
+            for i, row in zip(idx[1:], rows[1:], strict=True):
+                if row.shape != rows[0].shape:
+                    raise PayloadError(
+                        f"--input-data entries data[{idx[0]}] and data[{i}] give input "
+                        f"{tensor.name!r} shapes {list(rows[0].shape)} and {list(row.shape)}: "
+                        "entries batched together must share a shape"
+                    )
+            out[tensor.name] = self._layouts[tensor.name].stack(np.stack(rows))
+        return out
+
+
+def load_input_data(
+    path: str | Path, model: ModelSpec, shape_overrides: Shapes | None = None
+) -> list[dict[str, np.ndarray]]:
+    """The `"data"` entries of a perf_analyzer input-data JSON file, one dict of sample
+    arrays (no batch dim for batching models) per entry.
+
+    Example: load_input_data("data.json", model)[0]["INPUT0"].shape == (16,)
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise PayloadError(f"--input-data {path}: no such file (expected a perf_analyzer JSON file)")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PayloadError(f"--input-data {path}: cannot read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"--input-data {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, list) or not data:
+        raise PayloadError(f'--input-data {path}: expected {{"data": [ {{INPUT: values, ...}}, ... ]}}')
+
+    overrides = shape_overrides or {}
+    names = {t.name for t in model.inputs}
+    entries = []
+    for index, entry in enumerate(data):
+        where = f"--input-data {path} data[{index}]"
+        if isinstance(entry, list):
+            raise PayloadError(f"{where}: sequence data streams (nested lists) are not supported")
+        if not isinstance(entry, dict):
+            raise PayloadError(f"{where}: expected an object of input name -> values")
+        unknown = sorted(set(entry) - names - {"model"})  # perf_analyzer allows "model"
+        if unknown:
+            raise PayloadError(
+                f"{where}: {unknown[0]!r} is not an input of model {model.name!r} "
+                f"(its inputs: {', '.join(t.name for t in model.inputs)})"
+            )
+        arrays = {}
+        for tensor in model.inputs:
+            if tensor.name not in entry:
+                raise PayloadError(f"{where}: no data for input {tensor.name!r}")
+            arrays[tensor.name] = _decode_tensor(
+                entry[tensor.name], tensor, overrides.get(tensor.name), f"{where} input {tensor.name!r}"
+            )
+        entries.append(arrays)
+    return entries
+
+
+def _decode_tensor(value, tensor: TensorSpec, override: tuple[int, ...] | None, where: str) -> np.ndarray:
+    shape: tuple[int, ...] | None = None
+    content = value
+    if isinstance(value, dict):
+        if "shape" in value:
+            raw = value["shape"]
+            if not (isinstance(raw, list) and all(isinstance(d, int) and d >= 0 for d in raw)):
+                raise PayloadError(f"{where}: 'shape' must be a list of non-negative integers")
+            shape = tuple(raw)
+        if "b64" not in value:
+            if "content" not in value:
+                raise PayloadError(f"{where}: an object needs 'content' (with 'shape') or 'b64'")
+            content = value["content"]
+    if shape is None:
+        shape = override or tuple(tensor.shape)
+    if not _fits(shape, tensor.shape):
+        raise PayloadError(
+            f"{where}: shape {list(shape)} does not fit the model's {list(tensor.shape)} (batch dim excluded)"
+        )
+    if any(d < 0 for d in shape):
+        raise PayloadError(
+            f"{where}: the model's shape {list(tensor.shape)} is variable: "
+            f'give "shape" in the entry or pass --shape {tensor.name}:d1,d2,...'
+        )
+
+    if isinstance(content, dict) and "b64" in content:
+        flat = _decode_b64(content["b64"], tensor, where)
+    elif isinstance(content, list):
+        flat = _decode_list(content, tensor, where)
+    else:
+        raise PayloadError(f"{where}: values must be a list or a {{'b64': ...}} object")
+    expected = math.prod(shape)
+    if flat.size != expected:
+        raise PayloadError(f"{where}: {flat.size} elements, but shape {list(shape)} needs {expected}")
+    return flat.reshape(shape)
+
+
+def _decode_list(content: list, tensor: TensorSpec, where: str) -> np.ndarray:
+    if tensor.datatype == "BYTES":
+        flat = list(_flatten(content))
+        if not all(isinstance(v, str) for v in flat):
+            raise PayloadError(f"{where}: BYTES values must be strings")
+        out = np.empty(len(flat), dtype=object)
+        out[:] = [v.encode("utf-8") for v in flat]
+        return out
+    try:
+        return np.asarray(content, dtype=tensor.numpy_dtype).ravel()
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise PayloadError(f"{where}: values are not {tensor.datatype} ({exc})") from None
+
+
+def _decode_b64(encoded, tensor: TensorSpec, where: str) -> np.ndarray:
+    if not isinstance(encoded, str):
+        raise PayloadError(f"{where}: 'b64' must be a string")
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise PayloadError(f"{where}: invalid base64 ({exc})") from None
+    if tensor.datatype == "BYTES":
+        # Triton's BYTES serialisation: each element is a little-endian uint32 length, then the bytes.
+        items, pos = [], 0
+        while pos < len(raw):
+            if pos + 4 > len(raw):
+                raise PayloadError(f"{where}: truncated BYTES data (length prefix at byte {pos})")
+            (length,) = struct.unpack_from("<I", raw, pos)
+            if pos + 4 + length > len(raw):
+                raise PayloadError(f"{where}: truncated BYTES data (element at byte {pos})")
+            items.append(raw[pos + 4 : pos + 4 + length])
+            pos += 4 + length
+        out = np.empty(len(items), dtype=object)
+        out[:] = items
+        return out
+    dtype = tensor.numpy_dtype.newbyteorder("<")
+    if len(raw) % dtype.itemsize:
+        raise PayloadError(f"{where}: {len(raw)} bytes is not a whole number of {tensor.datatype} elements")
+    return np.frombuffer(raw, dtype=dtype).astype(tensor.numpy_dtype)
+
+
+def _flatten(values):
+    for v in values:
+        if isinstance(v, list):
+            yield from _flatten(v)
+        else:
+            yield v
+
+
+def _fits(shape: Sequence[int], model_shape: Sequence[int]) -> bool:
+    return len(shape) == len(model_shape) and all(m < 0 or s == m for s, m in zip(shape, model_shape, strict=True))
+
+
+def _stack_if_uniform(entries: list[dict[str, np.ndarray]], model: ModelSpec) -> dict[str, np.ndarray] | None:
+    """All entries stacked per input, when every input keeps one shape across entries:
+    then a batch is one fancy-index copy instead of a per-request np.stack."""
+    pool = {}
+    for tensor in model.inputs:
+        rows = [e[tensor.name] for e in entries]
+        if any(r.shape != rows[0].shape for r in rows):
+            return None
+        pool[tensor.name] = np.stack(rows)
+    return pool
