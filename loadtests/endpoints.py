@@ -23,6 +23,7 @@ from loadtests.validation import make_validator
 from loadtests.workloads import BatchSizeSpec, BertQAWorkload, GenericWorkload, ImageWorkload, Workload
 
 WORKLOAD_KINDS = ("bert_qa", "resnet", "generic")
+PROTOCOL_NAMES = {"http": "HTTP", "grpc": "gRPC"}
 # Distinct request bodies kept per batch size, within a memory budget per endpoint.
 POOL_PER_BATCH_SIZE = 8
 POOL_BUDGET_BYTES = 128 * 2**20
@@ -125,7 +126,7 @@ def _seq_len(kind: str, inputs: dict[str, np.ndarray]) -> int | None:
 
 def fetch_model(client: TritonClient, name: str) -> ModelSpec:
     """Server live, model ready, metadata and config: or one line saying which is not."""
-    where = f"Triton at {client.address} over {client.protocol.upper()}"
+    where = f"Triton at {client.address} over {PROTOCOL_NAMES[client.protocol]}"
     try:
         live = client.server_live()
     except Exception as error:  # tritonclient raises assorted socket and gRPC errors here

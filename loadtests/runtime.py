@@ -118,6 +118,10 @@ def install(events) -> None:
             return  # workers get their options at test_start
         try:
             runtime.reload_settings()
+            # Let a stopping user finish its in-flight request (at most one request timeout):
+            # a request Triton counted but the user never reported would break exact counts.
+            if not environment.stop_timeout:
+                environment.stop_timeout = runtime.settings.request_timeout_s
             if options.headless or getattr(options, "autostart", False):
                 runtime.preflight()
         except StartupError as error:

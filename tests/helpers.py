@@ -39,3 +39,32 @@ def run_cli(args: list[str], timeout: float = 300, env: dict[str, str] | None = 
         env=full_env,
         stdin=subprocess.DEVNULL,
     )
+
+
+def run_locust(
+    user_classes: list[str], options: list[str], users: int = 2, run_time: str = "4s", timeout: float = 180
+) -> subprocess.CompletedProcess:
+    """A headless Locust run of the project's locustfile, as a user would type it."""
+    args = [
+        "-m",
+        "locust",
+        "-f",
+        "locustfile.py",
+        "--headless",
+        "--only-summary",
+        "-u",
+        str(users),
+        "-r",
+        str(max(users, 1) * 10),
+        "-t",
+        run_time,
+        *user_classes,
+        *options,
+    ]
+    return run_cli(args, timeout=timeout)
+
+
+def read_summary(run_dir: Path) -> dict:
+    import json
+
+    return json.loads((Path(run_dir) / "summary.json").read_text())

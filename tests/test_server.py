@@ -67,7 +67,7 @@ def test_server_and_models_ready(triton):
     client = httpclient.InferenceServerClient(triton.http_address)
     assert client.is_server_live()
     assert client.is_server_ready()
-    for model in (*DEMO_MODELS, "text_reverse", "sleep", "identity"):
+    for model in (*DEMO_MODELS, "text_reverse", "sleep", "identity", "reject"):
         assert client.is_model_ready(model), model
     client.close()
 

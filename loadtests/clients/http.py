@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from http.client import HTTPException
 from urllib.parse import quote
 
 import gevent
 import numpy as np
 import tritonclient.http as httpclient
 from geventhttpclient import HTTPClient
+from geventhttpclient.response import HTTPConnectionClosed
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from loadtests.clients.base import RequestFailure, TritonClient, connection_failure
@@ -95,6 +97,10 @@ class HttpClient(TritonClient):
             raise RequestFailure("timeout", str(error)) from None
         except OSError as error:
             raise connection_failure(error) from None
+        except HTTPConnectionClosed as error:
+            raise RequestFailure("connection reset", str(error)) from None
+        except HTTPException as error:  # a malformed or truncated response
+            raise RequestFailure("bad response", str(error)) from None
         if response.status_code != 200:
             raise RequestFailure(f"HTTP {response.status_code}", _error_text(body))
         return response, body
