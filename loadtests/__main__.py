@@ -1,4 +1,4 @@
-"""`python -m loadtests COMMAND`: the suite's command line (serve, sweep)."""
+"""`python -m loadtests COMMAND`: the suite's command line (serve, demo)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from loadtests.errors import StartupError
+from loadtests import demo
 from loadtests.server import serve
 
 
@@ -13,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m loadtests", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(subparsers)
+    demo.add_parser(subparsers)
     return parser
 
 
