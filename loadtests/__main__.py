@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from loadtests.errors import StartupError
 from loadtests import demo
+from loadtests.errors import StartupError
 from loadtests.server import serve
 
 
