@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import weakref
 from dataclasses import dataclass, field
 
@@ -43,8 +44,18 @@ class Runtime:
     recorder: Recorder = field(default_factory=Recorder)
     endpoints: dict[tuple[str, str], Endpoint] = field(default_factory=dict)
     run_directory: RunDirectory | None = None
+    # CPU seconds this process and (on the master) its workers spent since test start:
+    # the load generator's cost, for sizing workers and for `make bench`.
+    cpu_s: float = 0.0
+    _cpu_mark: float = field(default_factory=time.process_time)
     _locks: dict[tuple[str, str], Semaphore] = field(default_factory=dict)
     _user_seed: int = 0
+
+    def take_cpu(self) -> float:
+        """CPU seconds of this process since the last call (or since test start)."""
+        now = time.process_time()
+        spent, self._cpu_mark = now - self._cpu_mark, now
+        return spent
 
     def reload_settings(self) -> None:
         settings = suite_options.Settings.from_options(self.environment.parsed_options)
@@ -136,6 +147,8 @@ def install(events) -> None:
         except StartupError as error:
             runtime.fail_startup(error)
             return
+        runtime.take_cpu()
+        runtime.cpu_s = 0.0
         if not isinstance(environment.runner, WorkerRunner):
             runtime.recorder.reset()
             runtime.run_directory = RunDirectory.create(environment, runtime.settings)
@@ -158,20 +171,22 @@ def install(events) -> None:
     def _on_report_to_master(client_id, data, **_kwargs) -> None:
         runtime = bound.get("runtime")
         if runtime is not None:
-            data[REPORT_KEY] = runtime.recorder.drain()
+            data[REPORT_KEY] = {"endpoints": runtime.recorder.drain(), "cpu_s": runtime.take_cpu()}
 
     @events.worker_report.add_listener
     def _on_worker_report(client_id, data, **_kwargs) -> None:
         runtime = bound.get("runtime")
         if runtime is not None and REPORT_KEY in data:
-            runtime.recorder.merge_messages(data[REPORT_KEY])
+            runtime.recorder.merge_messages(data[REPORT_KEY]["endpoints"])
+            runtime.cpu_s += data[REPORT_KEY]["cpu_s"]
 
     @events.quitting.add_listener
     def _on_quitting(environment: Environment, **_kwargs) -> None:
         runtime = runtime_for(environment)
         if isinstance(environment.runner, WorkerRunner) or runtime.run_directory is None:
             return
-        path = runtime.run_directory.write(runtime.recorder, environment)
+        runtime.cpu_s += runtime.take_cpu()
+        path = runtime.run_directory.write(runtime.recorder, runtime.cpu_s)
         print(f"Run directory: {path}", flush=True)
         _print_exact_summary(runtime.recorder)
 

@@ -77,7 +77,7 @@ class RunDirectory:
         (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         return run
 
-    def write(self, recorder: Recorder, environment: Environment) -> Path:
+    def write(self, recorder: Recorder, load_generator_cpu_s: float) -> Path:
         duration = max(time.time() - self.started_at, 1e-9)
         endpoints = []
         for stats in sorted(recorder.endpoints.values(), key=lambda s: s.name):
@@ -96,6 +96,11 @@ class RunDirectory:
                     "latency_us": stats.latency_summary_us(),
                 }
             )
-        summary = {"endpoints": endpoints, "server": {}}
+        requests = sum(stats.requests for stats in recorder.endpoints.values())
+        load_generator = {
+            "cpu_s": round(load_generator_cpu_s, 3),
+            "cpu_per_request_us": round(load_generator_cpu_s * 1e6 / requests, 1) if requests else None,
+        }
+        summary = {"endpoints": endpoints, "server": {}, "load_generator": load_generator}
         (self.path / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         return self.path

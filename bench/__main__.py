@@ -1,0 +1,202 @@
+"""`make bench` (`python -m bench`): the suite against NVIDIA's perf_analyzer, side by side.
+
+Both drive the same trivial batching model (`identity`, FP32 [16], batch 1, random data)
+on one local Triton, over HTTP and gRPC, at concurrency 1, 4 and 16. For each level the
+two tools run back to back, in alternating order (this machine is shared and noisy, so
+only ratios measured in one run mean anything). The suite runs as one Locust process.
+
+Writes bench/results.md and prints it. Targets (issue 3): throughput ratio suite /
+perf_analyzer >= 0.9 over HTTP and >= 0.8 over gRPC at concurrency 4 and 16; p50 within
+15 % of perf_analyzer's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import tritonclient.http as httpclient
+
+from loadtests.server import TEST_REPOSITORY, LocalTriton
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+PERF_ANALYZER = BENCH_DIR / "perf_analyzer"
+MODEL = "identity"
+CONCURRENCIES = (1, 4, 16)
+PROTOCOLS = ("http", "grpc")
+TARGET_RATIO = {"http": 0.9, "grpc": 0.8}
+TARGET_P50_DIFF = 0.15
+MEASUREMENT_INTERVAL_MS = 4000
+
+
+@dataclass(frozen=True)
+class Measurement:
+    tool: str
+    protocol: str
+    concurrency: int
+    infer_per_s: float
+    p50_us: float
+    p99_us: float
+    cpu_per_request_us: float | None
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def server_requests(triton: LocalTriton) -> int:
+    client = httpclient.InferenceServerClient(triton.http_address)
+    try:
+        stats = client.get_inference_statistics(MODEL)["model_stats"][0]
+    finally:
+        client.close()
+    return int(stats["inference_stats"]["success"]["count"])
+
+
+def run_perf_analyzer(triton: LocalTriton, protocol: str, concurrency: int, workdir: Path) -> Measurement:
+    csv_file = workdir / f"pa-{protocol}-{concurrency}.csv"
+    address = triton.http_address if protocol == "http" else triton.grpc_address
+    command = [
+        str(PERF_ANALYZER),
+        "-m",
+        MODEL,
+        "-u",
+        address,
+        "-i",
+        protocol,
+        "--concurrency-range",
+        str(concurrency),
+        "--measurement-interval",
+        str(MEASUREMENT_INTERVAL_MS),
+        "-f",
+        str(csv_file),
+    ]
+    cpu_before, requests_before = children_cpu_s(), server_requests(triton)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    cpu, requests = children_cpu_s() - cpu_before, server_requests(triton) - requests_before
+    if result.returncode != 0:
+        raise SystemExit(f"error: perf_analyzer failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+    (row,) = list(csv.DictReader(csv_file.open()))
+    # Its CPU covers the whole process (every trial window), divided by every request it sent.
+    return Measurement(
+        tool="perf_analyzer",
+        protocol=protocol,
+        concurrency=concurrency,
+        infer_per_s=float(row["Inferences/Second"]),
+        p50_us=float(row["p50 latency"]),
+        p99_us=float(row["p99 latency"]),
+        cpu_per_request_us=cpu * 1e6 / requests if requests else None,
+    )
+
+
+def run_suite(triton: LocalTriton, protocol: str, concurrency: int, workdir: Path, duration_s: int) -> Measurement:
+    run_dir = workdir / f"suite-{protocol}-{concurrency}"
+    user_class = "TritonHttpUser" if protocol == "http" else "TritonGrpcUser"
+    command = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(REPO_ROOT / "locustfile.py"),
+        "--headless",
+        "--only-summary",
+        "-u",
+        str(concurrency),
+        "-r",
+        str(concurrency),
+        "-t",
+        f"{duration_s}s",
+        user_class,
+        "--model",
+        MODEL,
+        "--triton-http",
+        triton.http_address,
+        "--triton-grpc",
+        triton.grpc_address,
+        "--run-dir",
+        str(run_dir),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=duration_s + 120, cwd=REPO_ROOT)
+    if result.returncode != 0:
+        raise SystemExit(f"error: the suite's run failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (endpoint,) = summary["endpoints"]
+    return Measurement(
+        "suite",
+        protocol,
+        concurrency,
+        endpoint["throughput_infer_per_s"],
+        endpoint["latency_us"]["p50"],
+        endpoint["latency_us"]["p99"],
+        summary["load_generator"]["cpu_per_request_us"],
+    )
+
+
+def ratio_row(pa: Measurement, suite: Measurement) -> str:
+    ratio = suite.infer_per_s / pa.infer_per_s if pa.infer_per_s else float("nan")
+    p50_diff = (suite.p50_us - pa.p50_us) / pa.p50_us if pa.p50_us else float("nan")
+    gated = pa.concurrency in (4, 16)
+    ratio_ok = "" if not gated else (" ok" if ratio >= TARGET_RATIO[pa.protocol] else " MISS")
+    p50_ok = " ok" if abs(p50_diff) <= TARGET_P50_DIFF else " MISS"
+
+    def cpu(m: Measurement) -> str:
+        return f"{m.cpu_per_request_us:.0f}" if m.cpu_per_request_us is not None else "-"
+
+    return (
+        f"| {pa.protocol} | {pa.concurrency} | {pa.infer_per_s:.0f} | {suite.infer_per_s:.0f} | "
+        f"{ratio:.2f}{ratio_ok} | {pa.p50_us:.0f} | {suite.p50_us:.0f} | {p50_diff:+.0%}{p50_ok} | "
+        f"{pa.p99_us:.0f} | {suite.p99_us:.0f} | {cpu(pa)} | {cpu(suite)} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--duration", type=int, default=12, help="seconds per suite run (default 12)")
+    parser.add_argument("--output", type=Path, default=BENCH_DIR / "results.md")
+    args = parser.parse_args(argv)
+    if not PERF_ANALYZER.exists():
+        print("error: bench/perf_analyzer missing: run bench/install_perf_analyzer.sh", file=sys.stderr)
+        return 2
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp, LocalTriton([TEST_REPOSITORY]) as triton:
+        workdir = Path(tmp)
+        for protocol in PROTOCOLS:
+            for index, concurrency in enumerate(CONCURRENCIES):
+                # Alternate which tool goes first, so drift on a shared machine hurts both alike.
+                runners = [run_perf_analyzer, lambda *a: run_suite(*a, args.duration)]
+                if index % 2:
+                    runners.reverse()
+                results = [runner(triton, protocol, concurrency, workdir) for runner in runners]
+                pa, suite = sorted(results, key=lambda m: m.tool)
+                rows.append(ratio_row(pa, suite))
+                print(rows[-1], flush=True)
+    header = [
+        "# Benchmark: the suite against perf_analyzer",
+        "",
+        f"Model `{MODEL}` (FP32 [16], batch 1, dynamic batching) on the local Triton; one Locust process;",
+        f"perf_analyzer {MEASUREMENT_INTERVAL_MS} ms windows until stable, the suite {args.duration} s per level.",
+        "Command: `make bench`. Latencies in µs; CPU is the client's CPU time per request in µs.",
+        f"Targets: ratio >= {TARGET_RATIO['http']} (HTTP), >= {TARGET_RATIO['grpc']} (gRPC) at concurrency 4 and 16;"
+        f" p50 within {TARGET_P50_DIFF:.0%}.",
+        "",
+        "| protocol | concurrency | PA infer/s | suite infer/s | ratio | PA p50 | suite p50 | p50 diff "
+        "| PA p99 | suite p99 | PA CPU/req | suite CPU/req |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    text = "\n".join(header + rows) + "\n"
+    args.output.write_text(text)
+    print(f"\nWritten to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
