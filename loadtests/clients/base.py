@@ -89,6 +89,7 @@ class TritonClient(ABC):
     def __init__(self, address: str, timeout_s: float, request_event: Any) -> None:
         self.address = address
         self.timeout_s = timeout_s
+        self._timeout_ns = int(timeout_s * 1e9)
         self.request_event = request_event
 
     # -- control plane (pre-flight) ---------------------------------------------------
@@ -137,7 +138,11 @@ class TritonClient(ABC):
         else:
             elapsed_ns = time.perf_counter_ns() - start
             length = self._response_length(response)
-            if validate is not None:
+            if elapsed_ns > self._timeout_ns:
+                # gevent timeouts are cooperative: when the loop is busy elsewhere, a late
+                # response can be read before the timer fires. Over the deadline is a timeout.
+                exception = RequestFailure("timeout", f"response after {elapsed_ns / 1e6:.1f} ms")
+            elif validate is not None:
                 try:
                     outputs, datatypes = self._decode(response)
                     validate(outputs, datatypes, request)

@@ -48,15 +48,9 @@ class HttpClient(TritonClient):
 
     def __init__(self, address: str, timeout_s: float, request_event, binary: bool = True) -> None:
         super().__init__(address, timeout_s, request_event)
-        host, port = _split_address(address)
+        self._host, self._port = _split_address(address)
         self.binary = binary
-        self._http = HTTPClient(
-            host,
-            port,
-            concurrency=1,
-            connection_timeout=min(CONNECTION_TIMEOUT_S, timeout_s),
-            network_timeout=timeout_s,
-        )
+        self._http = self._connect()
         self._control: httpclient.InferenceServerClient | None = None
 
     # -- control plane ----------------------------------------------------------------
@@ -89,18 +83,26 @@ class HttpClient(TritonClient):
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
         return HttpWire(f"/v2/models/{quote(model.name)}/infer", body, headers)
 
+    def _connect(self) -> HTTPClient:
+        return HTTPClient(
+            self._host,
+            self._port,
+            concurrency=1,
+            connection_timeout=min(CONNECTION_TIMEOUT_S, self.timeout_s),
+            network_timeout=self.timeout_s,
+        )
+
     def _send(self, wire: HttpWire):
         try:
             response = self._http.post(wire.path, body=wire.body, headers=wire.headers)
             body = response.read()
-        except (TimeoutError, gevent.Timeout) as error:
-            raise RequestFailure("timeout", str(error)) from None
-        except OSError as error:
-            raise connection_failure(error) from None
-        except HTTPConnectionClosed as error:
-            raise RequestFailure("connection reset", str(error)) from None
-        except HTTPException as error:  # a malformed or truncated response
-            raise RequestFailure("bad response", str(error)) from None
+        except (TimeoutError, gevent.Timeout, OSError, HTTPException) as error:
+            # geventhttpclient returns a keep-alive socket to its pool after a timeout
+            # mid-response; the next request would then read this request's late
+            # response as its own. A failed connection is never reused.
+            self._http.close()
+            self._http = self._connect()
+            raise _transport_failure(error) from None
         if response.status_code != 200:
             raise RequestFailure(f"HTTP {response.status_code}", _error_text(body))
         return response, body
@@ -125,6 +127,16 @@ class HttpClient(TritonClient):
         self._http.close()
         if self._control is not None:
             self._control.close()
+
+
+def _transport_failure(error: BaseException) -> RequestFailure:
+    if isinstance(error, TimeoutError | gevent.Timeout):
+        return RequestFailure("timeout", str(error))
+    if isinstance(error, HTTPConnectionClosed):
+        return RequestFailure("connection reset", str(error))
+    if isinstance(error, OSError):
+        return connection_failure(error)
+    return RequestFailure("bad response", str(error))  # a malformed or truncated response
 
 
 def _error_text(body: bytes) -> str:
