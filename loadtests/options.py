@@ -26,6 +26,8 @@ DEFAULT_SEQ_LEN = "384"
 DEFAULT_DOC_STRIDE = 128
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 DATA_MODES = ("random", "zero")
+DEFAULT_WINDOW_S = 1.0
+DEFAULT_SERVER_POLL_S = 5.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +88,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check every response's outputs (names, dtypes, batch dim, values)",
     )
     option("--run-dir", default="", metavar="DIR", help="run directory (default runs/<UTC time>-<name>)")
+    option(
+        "--window",
+        type=float,
+        default=DEFAULT_WINDOW_S,
+        metavar="SECONDS",
+        help="length of the time windows that timeseries.csv and the HDR logs are cut into",
+    )
+    option(
+        "--server-stats-interval",
+        type=float,
+        default=DEFAULT_SERVER_POLL_S,
+        metavar="SECONDS",
+        help="how often Triton's statistics and Prometheus metrics are read during a run",
+    )
 
 
 def _text(options: argparse.Namespace, name: str) -> str:
@@ -119,6 +135,8 @@ class Settings:
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     validate_responses: bool = False
     run_dir: Path | None = None
+    window_s: float = DEFAULT_WINDOW_S
+    server_poll_s: float = DEFAULT_SERVER_POLL_S
 
     @classmethod
     def from_options(cls, options: argparse.Namespace) -> Settings:
@@ -133,6 +151,10 @@ class Settings:
         timeout = float(getattr(options, "request_timeout", DEFAULT_REQUEST_TIMEOUT_S))
         if timeout <= 0:
             raise SpecError(f"--request-timeout must be positive, got {timeout}")
+        window_s = float(getattr(options, "window", DEFAULT_WINDOW_S))
+        server_poll_s = float(getattr(options, "server_stats_interval", DEFAULT_SERVER_POLL_S))
+        if window_s <= 0 or server_poll_s <= 0:
+            raise SpecError("--window and --server-stats-interval must be positive")
         data_mode = _text(options, "data_mode") or "random"
         if data_mode not in DATA_MODES:
             raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
@@ -161,4 +183,6 @@ class Settings:
             request_timeout_s=timeout,
             validate_responses=bool(getattr(options, "validate_responses", False)),
             run_dir=path("run_dir"),
+            window_s=window_s,
+            server_poll_s=server_poll_s,
         )

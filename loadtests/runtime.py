@@ -4,11 +4,13 @@ Listeners (registered by `install(events)` from the locustfile):
 - init_command_line_parser: the suite's options;
 - init: on a standalone or master process in headless mode, the pre-flight of every
   selected user class, so bad input exits with code 2 before any load is sent;
-- test_start: settings re-read (workers receive options only now, and the web UI
-  may have changed them);
-- request: every request recorded in the exact per-endpoint histograms;
-- report_to_master / worker_report: workers ship their histograms, the master merges;
-- quitting: the master or standalone process writes the run directory.
+- test_start: settings re-read (workers receive options only now, and the web UI may
+  have changed them); on the master or single process, a new run directory, Triton's
+  metadata, and the server-side pollers;
+- request: every request recorded in the current window's exact histograms;
+- report_to_master / worker_report: workers ship their windows, the master merges;
+- test_stop / quitting: the master or single process closes the windows and writes the
+  summary (once per run, also when stopped early by Ctrl-C or an error).
 """
 
 from __future__ import annotations
@@ -22,17 +24,33 @@ from dataclasses import dataclass, field
 import gevent
 from gevent.lock import Semaphore
 from locust.env import Environment
-from locust.runners import WorkerRunner
+from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from loadtests import options as suite_options
 from loadtests.clients import open_client
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import StartupError
-from loadtests.recording.histograms import Recorder
+from loadtests.recording.console import print_exact_summary
 from loadtests.recording.run_dir import RunDirectory
+from loadtests.recording.server_watch import ServerWatch
+from loadtests.recording.triton_info import fetch_triton_info
+from loadtests.recording.windows import RunAggregator, WindowRecorder
 
 logger = logging.getLogger(__name__)
 REPORT_KEY = "triton_loadtest"
+# After the master's test_stop, workers' last windows arrive with their next report (every 3 s).
+MASTER_FINAL_REPORT_WAIT_S = 4.0
+
+
+@dataclass
+class Run:
+    """One test on the master or single process: where it writes, what it merges, what it polls."""
+
+    directory: RunDirectory
+    aggregator: RunAggregator
+    server: ServerWatch
+    loop: gevent.Greenlet | None = None
+    cpu_s: float = 0.0
 
 
 @dataclass
@@ -41,30 +59,32 @@ class Runtime:
 
     environment: Environment
     settings: suite_options.Settings = field(default_factory=suite_options.Settings)
-    recorder: Recorder = field(default_factory=Recorder)
+    recorder: WindowRecorder = field(default_factory=WindowRecorder)
     endpoints: dict[tuple[str, str], Endpoint] = field(default_factory=dict)
-    run_directory: RunDirectory | None = None
-    # CPU seconds this process and (on the master) its workers spent since test start:
-    # the load generator's cost, for sizing workers and for `make bench`.
-    cpu_s: float = 0.0
+    run: Run | None = None
     _cpu_mark: float = field(default_factory=time.process_time)
     _locks: dict[tuple[str, str], Semaphore] = field(default_factory=dict)
     _user_seed: int = 0
 
-    def take_cpu(self) -> float:
-        """CPU seconds of this process since the last call (or since test start)."""
-        now = time.process_time()
-        spent, self._cpu_mark = now - self._cpu_mark, now
-        return spent
-
+    # -- settings and endpoints -------------------------------------------------------
     def reload_settings(self) -> None:
         settings = suite_options.Settings.from_options(self.environment.parsed_options)
         if settings != self.settings:
             self.settings = settings
             self.endpoints.clear()
+        self.recorder.window_s = settings.window_s
 
     def kinds_in_run(self) -> set[str]:
         return {cls.workload for cls in self.environment.user_classes if getattr(cls, "workload", None)}
+
+    def models_in_run(self) -> list[str]:
+        models = []
+        for kind in sorted(self.kinds_in_run()):
+            try:
+                models.append(model_name_for(kind, self.settings, self.kinds_in_run()))
+            except StartupError:
+                continue
+        return sorted(set(models))
 
     def endpoint(self, kind: str, protocol: str) -> Endpoint:
         """The prepared endpoint for a user class, built once per process (first user waits)."""
@@ -100,6 +120,62 @@ class Runtime:
         if runner is not None:
             gevent.spawn(runner.quit)
 
+    def take_cpu(self) -> float:
+        """CPU seconds of this process since the last call."""
+        now = time.process_time()
+        spent, self._cpu_mark = now - self._cpu_mark, now
+        return spent
+
+    # -- a run on the master or single process ----------------------------------------
+    @property
+    def is_local(self) -> bool:
+        return not isinstance(self.environment.runner, MasterRunner | WorkerRunner)
+
+    def start_run(self) -> None:
+        settings = self.settings
+        models = self.models_in_run()
+        directory = RunDirectory.create(
+            self.environment,
+            settings,
+            triton=fetch_triton_info(settings.triton_http, models),
+            window_s=settings.window_s,
+        )
+        server = ServerWatch(settings.triton_http, settings.triton_metrics, models, settings.server_poll_s)
+        server.start()
+        self.run = Run(directory, RunAggregator(window_s=settings.window_s, sink=directory), server)
+        self.run.loop = gevent.spawn(self._run_loop, self.run)
+
+    def _run_loop(self, run: Run) -> None:
+        """Every window: merge local data (single process), note users, close old windows."""
+        while True:
+            gevent.sleep(run.aggregator.window_s)
+            self._collect_local(run)
+            runner = self.environment.runner
+            run.aggregator.note_users(runner.user_count if runner is not None else 0)
+            run.aggregator.close_windows()
+
+    def _collect_local(self, run: Run) -> None:
+        # Every process with users drains its own recorder: the single process here, workers into reports.
+        if self.is_local:
+            run.aggregator.merge(self.recorder.drain())
+        run.cpu_s += self.take_cpu()
+
+    def finish_run(self) -> None:
+        """Close every window, stop the pollers, write the summary. Idempotent."""
+        run, self.run = self.run, None
+        if run is None:
+            return
+        if run.loop is not None:
+            run.loop.kill(block=False)
+        self._collect_local(run)
+        run.aggregator.close_windows(final=True)
+        server = run.server.stop(run.directory)
+        extra = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else None
+        path = run.directory.write_summary(run.aggregator.totals, run.cpu_s, server=server, extra=extra)
+        run.directory.close()
+        print(f"Run directory: {path}", flush=True)
+        print_exact_summary(run.aggregator.totals)
+
 
 _runtimes: weakref.WeakKeyDictionary[Environment, Runtime] = weakref.WeakKeyDictionary()
 
@@ -113,8 +189,7 @@ def runtime_for(environment: Environment) -> Runtime:
 
 def install(events) -> None:
     """Register the suite's listeners on Locust's events (call once, from the locustfile)."""
-    # Request and report events carry no environment; Locust runs one per process,
-    # bound here at init.
+    # Request and report events carry no environment; Locust runs one per process, bound at init.
     bound: dict[str, Runtime] = {}
 
     @events.init_command_line_parser.add_listener
@@ -148,58 +223,57 @@ def install(events) -> None:
             runtime.fail_startup(error)
             return
         runtime.take_cpu()
-        runtime.cpu_s = 0.0
         if not isinstance(environment.runner, WorkerRunner):
-            runtime.recorder.reset()
-            runtime.run_directory = RunDirectory.create(environment, runtime.settings)
+            runtime.finish_run()  # a previous web-UI run that was never finished
+            runtime.start_run()
+
+    @events.test_stop.add_listener
+    def _on_test_stop(environment: Environment, **_kwargs) -> None:
+        runtime = runtime_for(environment)
+        if runtime.is_local:
+            runtime.finish_run()
+        elif isinstance(environment.runner, MasterRunner) and runtime.run is not None:
+            run = runtime.run
+            # Workers send their last windows with their next report; quitting may come first.
+            gevent.spawn_later(MASTER_FINAL_REPORT_WAIT_S, lambda: runtime.run is run and runtime.finish_run())
 
     @events.request.add_listener
     def _on_request(request_type, name, response_time, exception=None, context=None, **_kwargs) -> None:
-        context = context or {}
-        endpoint = context.get("endpoint")
-        if endpoint is None:
-            return  # not one of ours
+        endpoint = (context or {}).get("endpoint")
         runtime = bound.get("runtime")
-        if runtime is None:
-            return
-        failure = str(exception) if exception is not None else None
+        if endpoint is None or runtime is None:
+            return  # not one of ours
         runtime.recorder.record(
-            endpoint, name, request_type, response_time * 1000.0, context.get("batch_size", 1), failure
+            endpoint,
+            name,
+            request_type,
+            response_time * 1000.0,
+            context.get("batch_size", 1),
+            str(exception) if exception is not None else None,
         )
 
     @events.report_to_master.add_listener
     def _on_report_to_master(client_id, data, **_kwargs) -> None:
         runtime = bound.get("runtime")
         if runtime is not None:
-            data[REPORT_KEY] = {"endpoints": runtime.recorder.drain(), "cpu_s": runtime.take_cpu()}
+            data[REPORT_KEY] = {"windows": runtime.recorder.drain(), "cpu_s": runtime.take_cpu()}
 
     @events.worker_report.add_listener
     def _on_worker_report(client_id, data, **_kwargs) -> None:
         runtime = bound.get("runtime")
-        if runtime is not None and REPORT_KEY in data:
-            runtime.recorder.merge_messages(data[REPORT_KEY]["endpoints"])
-            runtime.cpu_s += data[REPORT_KEY]["cpu_s"]
+        report = data.get(REPORT_KEY)
+        if runtime is None or report is None or runtime.run is None:
+            return
+        runtime.run.aggregator.merge(report["windows"])
+        runtime.run.cpu_s += report["cpu_s"]
 
     @events.quitting.add_listener
     def _on_quitting(environment: Environment, **_kwargs) -> None:
         runtime = runtime_for(environment)
-        if isinstance(environment.runner, WorkerRunner) or runtime.run_directory is None:
-            return
-        runtime.cpu_s += runtime.take_cpu()
-        path = runtime.run_directory.write(runtime.recorder, runtime.cpu_s)
-        print(f"Run directory: {path}", flush=True)
-        _print_exact_summary(runtime.recorder)
-
-
-def _print_exact_summary(recorder: Recorder) -> None:
-    if not recorder.endpoints:
-        return
-    header = f"{'Endpoint':<32} {'reqs':>8} {'fails':>6} {'infer':>8} {'p50 ms':>10} {'p90 ms':>10} {'p99 ms':>10}"
-    lines = ["Exact latencies (HdrHistogram, microsecond precision):", header]
-    for stats in recorder.endpoints.values():
-        latency = stats.latency_summary_us()
-        lines.append(
-            f"{stats.name:<32} {stats.requests:>8} {stats.failure_count:>6} {stats.inferences:>8} "
-            f"{latency['p50'] / 1000:>10.3f} {latency['p90'] / 1000:>10.3f} {latency['p99'] / 1000:>10.3f}"
-        )
-    print("\n".join(lines), flush=True)
+        runner = environment.runner
+        if runtime.run is not None and runner is not None and runner.state not in (STATE_STOPPED, STATE_INIT):
+            # Ctrl-C: Locust fires quitting before it stops the runner. Stop it first (users
+            # finish their in-flight requests, workers send their final reports), so nothing
+            # measured is left out of the run directory.
+            runner.quit()
+        runtime.finish_run()

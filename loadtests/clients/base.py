@@ -135,6 +135,12 @@ class TritonClient(ABC):
         except RequestFailure as failure:
             elapsed_ns = time.perf_counter_ns() - start
             exception = failure
+        except BaseException:
+            # Ctrl-C or a forced stop (KeyboardInterrupt, GreenletExit) in the middle of the
+            # request: the server may have counted it, so it is reported, then the stop goes on.
+            elapsed_ns = time.perf_counter_ns() - start
+            self._report(request, elapsed_ns, 0, RequestFailure("interrupted", "the run stopped mid-request"))
+            raise
         else:
             elapsed_ns = time.perf_counter_ns() - start
             length = self._response_length(response)
@@ -148,6 +154,9 @@ class TritonClient(ABC):
                     validate(outputs, datatypes, request)
                 except RequestFailure as failure:
                     exception = failure
+        self._report(request, elapsed_ns, length, exception)
+
+    def _report(self, request: PreparedRequest, elapsed_ns: int, length: int, exception: RequestFailure | None) -> None:
         if exception is not None:
             _failure_log.note(exception, request.endpoint)
         self.request_event.fire(

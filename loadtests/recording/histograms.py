@@ -99,34 +99,3 @@ class EndpointStats:
         summary["max"] = float(h.get_max_value())
         summary["mean"] = round(float(h.get_mean_value()), 3)
         return summary
-
-
-class Recorder:
-    """All endpoints of one process; drained by workers, merged by the master."""
-
-    def __init__(self) -> None:
-        self.endpoints: dict[str, EndpointStats] = {}
-
-    def record(self, name: str, model: str, protocol: str, latency_us: float, batch_size: int, failure: str | None):
-        stats = self.endpoints.get(name)
-        if stats is None:
-            stats = self.endpoints[name] = EndpointStats(name, model, protocol)
-        stats.record(latency_us, batch_size, failure)
-
-    def drain(self) -> list[dict]:
-        """Messages for what was recorded since the last drain, and a fresh start."""
-        messages = [stats.to_message() for stats in self.endpoints.values() if stats.requests]
-        self.endpoints = {}
-        return messages
-
-    def merge_messages(self, messages: list[dict]) -> None:
-        for message in messages:
-            incoming = EndpointStats.from_message(message)
-            existing = self.endpoints.get(incoming.name)
-            if existing is None:
-                self.endpoints[incoming.name] = incoming
-            else:
-                existing.merge(incoming)
-
-    def reset(self) -> None:
-        self.endpoints = {}

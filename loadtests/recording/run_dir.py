@@ -1,31 +1,58 @@
-"""The run directory: the one contract between measuring and reporting (DESIGN.md).
+"""The run directory: the one contract between measuring and reporting (docs/run-directory.md).
 
     runs/20261122T013000Z-bertqagrpcuser/
-        config.json    every option, versions, user classes, start time
-        summary.json   per endpoint: requests, failures, inferences, throughput, exact latency_us
+        config.json          options, versions, Triton's server metadata, each model's metadata and config
+        timeseries.csv       per window and endpoint: users, counts, throughput, exact percentiles (µs)
+        hdr/<endpoint>.hlog  HdrHistogram interval logs (standard log format, readable by HDR tools)
+        summary.json         per endpoint totals and exact percentiles; server-side breakdown per model
+        server_stats.json    Triton's /stats snapshots and deltas
+        server_metrics.csv   Triton's Prometheus samples
 
-Written by the master (or the standalone process) only.
+Written by the master (or the single process) only. timeseries.csv and the HDR logs grow
+as windows close, so a run that is stopped early keeps what it measured.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import platform
 import re
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import IO
 
 from locust.env import Environment
 
 from loadtests import __version__
 from loadtests.options import Settings
-from loadtests.recording.histograms import Recorder
+from loadtests.recording.histograms import EndpointStats
 
 RUNS_ROOT = Path("runs")
-VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio")
+VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio", "hdrhistogram")
+TIMESERIES_COLUMNS = (
+    "time_s",
+    "timestamp",
+    "endpoint",
+    "model",
+    "protocol",
+    "users",
+    "requests",
+    "failures",
+    "inferences",
+    "throughput_rps",
+    "throughput_infer_per_s",
+    "p50_us",
+    "p90_us",
+    "p95_us",
+    "p99_us",
+    "max_us",
+    "mean_us",
+)
+# HDR log "Interval_Max" column unit: values are µs, the column shows ms.
+HDR_MAX_VALUE_UNIT_RATIO = 1000.0
 
 
 def default_run_dir(environment: Environment, now: datetime | None = None) -> Path:
@@ -58,49 +85,141 @@ def _jsonable(options) -> dict:
     return out
 
 
-@dataclass
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
+
+
+def endpoint_json(stats: EndpointStats, duration_s: float) -> dict:
+    return {
+        "name": stats.name,
+        "model": stats.model,
+        "protocol": stats.protocol,
+        "requests": stats.requests,
+        "failures": stats.failure_count,
+        "failures_by_class": dict(sorted(stats.failures.items())),
+        "inferences": stats.inferences,
+        "duration_s": round(duration_s, 3),
+        "throughput_rps": round(stats.requests / duration_s, 3),
+        "throughput_infer_per_s": round(stats.inferences / duration_s, 3),
+        "latency_us": stats.latency_summary_us(),
+    }
+
+
 class RunDirectory:
-    path: Path
-    started_at: float
+    """Creates a run directory at test start and fills it as the run goes (a WindowSink)."""
+
+    def __init__(self, path: Path, started_at: float) -> None:
+        self.path = path
+        self.started_at = started_at
+        self.finished = False
+        self._timeseries_file: IO[str] = open(path / "timeseries.csv", "w", newline="")  # noqa: SIM115
+        self._timeseries = csv.writer(self._timeseries_file)
+        self._timeseries.writerow(TIMESERIES_COLUMNS)
+        self._timeseries_file.flush()
+        (path / "hdr").mkdir(exist_ok=True)
+        self._hdr_logs: dict[str, IO[str]] = {}
+        # HDR log timestamps are relative to this base and must not be negative: the first
+        # window can start up to one window length before the run does.
+        self._hdr_base: float | None = None
 
     @classmethod
-    def create(cls, environment: Environment, settings: Settings) -> RunDirectory:
+    def create(
+        cls, environment: Environment, settings: Settings, triton: dict | None = None, window_s: float = 1.0
+    ) -> RunDirectory:
         path = Path(settings.run_dir) if settings.run_dir else default_run_dir(environment)
         path.mkdir(parents=True, exist_ok=True)
-        run = cls(path=path, started_at=time.time())
+        started_at = time.time()
         config = {
-            "started_at": datetime.fromtimestamp(run.started_at, UTC).isoformat(),
+            "started_at": datetime.fromtimestamp(started_at, UTC).isoformat(),
+            "window_s": window_s,
             "user_classes": sorted(c.__name__ for c in environment.user_classes),
             "options": _jsonable(environment.parsed_options),
             "versions": versions(),
+            "triton": triton or {},
         }
         (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        return run
+        return cls(path, started_at)
 
-    def write(self, recorder: Recorder, load_generator_cpu_s: float) -> Path:
-        duration = max(time.time() - self.started_at, 1e-9)
-        endpoints = []
-        for stats in sorted(recorder.endpoints.values(), key=lambda s: s.name):
-            endpoints.append(
-                {
-                    "name": stats.name,
-                    "model": stats.model,
-                    "protocol": stats.protocol,
-                    "requests": stats.requests,
-                    "failures": stats.failure_count,
-                    "failures_by_class": dict(sorted(stats.failures.items())),
-                    "inferences": stats.inferences,
-                    "duration_s": round(duration, 3),
-                    "throughput_rps": round(stats.requests / duration, 3),
-                    "throughput_infer_per_s": round(stats.inferences / duration, 3),
-                    "latency_us": stats.latency_summary_us(),
-                }
+    # -- windows (called as they close) ------------------------------------------------
+    def write_window(self, start_s: float, window_s: float, endpoints: dict[str, EndpointStats], users: int) -> None:
+        timestamp = datetime.fromtimestamp(start_s, UTC).isoformat()
+        if self._hdr_base is None:
+            self._hdr_base = min(self.started_at, start_s)
+        for name in sorted(endpoints):
+            stats = endpoints[name]
+            latency = stats.latency_summary_us()
+            self._timeseries.writerow(
+                [
+                    round(start_s - self.started_at, 3),
+                    timestamp,
+                    name,
+                    stats.model,
+                    stats.protocol,
+                    users,
+                    stats.requests,
+                    stats.failure_count,
+                    stats.inferences,
+                    round(stats.requests / window_s, 3),
+                    round(stats.inferences / window_s, 3),
+                    latency["p50"],
+                    latency["p90"],
+                    latency["p95"],
+                    latency["p99"],
+                    latency["max"],
+                    latency["mean"],
+                ]
             )
-        requests = sum(stats.requests for stats in recorder.endpoints.values())
-        load_generator = {
-            "cpu_s": round(load_generator_cpu_s, 3),
-            "cpu_per_request_us": round(load_generator_cpu_s * 1e6 / requests, 1) if requests else None,
+            if stats.histogram.get_total_count():
+                self._write_hdr_interval(name, start_s, window_s, stats)
+        self._timeseries_file.flush()
+
+    def _write_hdr_interval(self, name: str, start_s: float, window_s: float, stats: EndpointStats) -> None:
+        log = self._hdr_logs.get(name)
+        if log is None:
+            log = self._hdr_logs[name] = open(self.path / "hdr" / f"{_slug(name)}.hlog", "w")  # noqa: SIM115
+            # The standard HdrHistogram log header (format 1.2), timestamps relative to StartTime.
+            base = self._hdr_base
+            started = datetime.fromtimestamp(base, UTC).strftime("%Y-%m-%d %H:%M:%S")
+            log.write(f"#[Latency of {name} in microseconds, one interval per window]\n")
+            log.write("#[Histogram log format version 1.2]\n")
+            log.write(f"#[StartTime: {base:.3f} (seconds since epoch), {started} UTC]\n")
+            # Interval timestamps are relative to this base (readers would otherwise guess).
+            log.write(f"#[BaseTime: {base:.3f} (seconds since epoch)]\n")
+            log.write('"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n')
+        histogram = stats.histogram
+        log.write(
+            f"{start_s - self._hdr_base:.3f},{window_s:.3f},"
+            f"{histogram.get_max_value() / HDR_MAX_VALUE_UNIT_RATIO:.3f},{histogram.encode().decode('ascii')}\n"
+        )
+        log.flush()
+
+    # -- end of run ------------------------------------------------------------------------
+    def write_summary(
+        self,
+        totals: dict[str, EndpointStats],
+        load_generator_cpu_s: float,
+        server: dict | None = None,
+        extra: dict | None = None,
+    ) -> Path:
+        duration = max(time.time() - self.started_at, 1e-9)
+        requests = sum(stats.requests for stats in totals.values())
+        summary = {
+            "endpoints": [endpoint_json(totals[name], duration) for name in sorted(totals)],
+            "server": server or {},
+            "load_generator": {
+                "cpu_s": round(load_generator_cpu_s, 3),
+                "cpu_per_request_us": round(load_generator_cpu_s * 1e6 / requests, 1) if requests else None,
+            },
+            **(extra or {}),
         }
-        summary = {"endpoints": endpoints, "server": {}, "load_generator": load_generator}
         (self.path / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         return self.path
+
+    def write_json(self, name: str, content: dict) -> None:
+        (self.path / name).write_text(json.dumps(content, indent=2) + "\n")
+
+    def close(self) -> None:
+        self._timeseries_file.close()
+        for log in self._hdr_logs.values():
+            log.close()
+        self.finished = True

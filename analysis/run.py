@@ -1,0 +1,74 @@
+"""Reading a run directory (the contract in docs/run-directory.md) into plain objects."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class RunDirectoryError(Exception):
+    """A run directory that is missing or lacks a file the contract requires."""
+
+
+@dataclass(frozen=True)
+class EndpointSummary:
+    """One endpoint of summary.json. Latencies in microseconds."""
+
+    name: str
+    model: str
+    protocol: str
+    requests: int
+    failures: int
+    inferences: int
+    duration_s: float
+    throughput_rps: float
+    throughput_infer_per_s: float
+    latency_us: dict[str, float]
+    failures_by_class: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, entry: dict) -> EndpointSummary:
+        return cls(
+            name=entry["name"],
+            model=entry["model"],
+            protocol=entry["protocol"],
+            requests=int(entry["requests"]),
+            failures=int(entry["failures"]),
+            inferences=int(entry["inferences"]),
+            duration_s=float(entry["duration_s"]),
+            throughput_rps=float(entry["throughput_rps"]),
+            throughput_infer_per_s=float(entry["throughput_infer_per_s"]),
+            latency_us={key: float(value) for key, value in entry["latency_us"].items()},
+            failures_by_class=dict(entry.get("failures_by_class", {})),
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run directory: its options and versions (config.json) and its endpoints (summary.json)."""
+
+    path: Path
+    config: dict
+    endpoints: dict[str, EndpointSummary]
+    load_generator: dict
+
+
+def _read_json(path: Path) -> dict:
+    if not path.exists():
+        raise RunDirectoryError(f"{path} is missing: is {path.parent} a run directory?")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise RunDirectoryError(f"{path} is not valid JSON: {error}") from None
+
+
+def load_run(path: str | Path) -> Run:
+    """Load a run directory. Example: load_run("runs/20261122T014233Z-demo")."""
+    path = Path(path)
+    if not path.is_dir():
+        raise RunDirectoryError(f"run directory {path} does not exist")
+    config = _read_json(path / "config.json")
+    summary = _read_json(path / "summary.json")
+    endpoints = {entry["name"]: EndpointSummary.from_json(entry) for entry in summary.get("endpoints", [])}
+    return Run(path=path, config=config, endpoints=endpoints, load_generator=summary.get("load_generator", {}))

@@ -1,0 +1,250 @@
+"""Triton's Prometheus metrics (/metrics on port 8002), scraped during a run.
+
+A small parser of the Prometheus text exposition format (version 0.0.4) instead of a
+dependency: HELP/TYPE and other comments, labels with escaped quotes, backslashes and
+newlines, NaN/+Inf/-Inf values and optional millisecond timestamps.
+
+We keep Triton's per-model counters and gauges (`nv_inference_*`) and its utilisation and
+memory gauges where present. On this CPU-only machine Triton 2.51 exports `nv_inference_*`
+(per model and version; `nv_inference_request_failure` also per reason), `nv_cpu_*` and
+`nv_pinned_memory_pool_*` (not kept); no `nv_gpu_*` and no `nv_energy_consumption`: an
+absent metric is simply absent, not an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import string
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from loadtests.errors import ServerError
+from loadtests.recording.server_stats import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S, PeriodicSampler, base_url, http_get
+
+KEPT_PREFIXES = (
+    "nv_inference_",
+    "nv_gpu_utilization",
+    "nv_gpu_memory_used_bytes",
+    "nv_gpu_memory_total_bytes",
+    "nv_gpu_power_usage",
+    "nv_cpu_utilization",
+    "nv_cpu_memory_used_bytes",
+    "nv_cpu_memory_total_bytes",
+    "nv_energy_consumption",
+)
+CSV_HEADER = ("time_s", "metric", "labels", "value")
+
+_LABEL_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
+_LABEL_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+_NAME_CHARS = _LABEL_CHARS | {":"}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One series' value: nv_inference_count{model="resnet50",version="1"} 1234.
+
+    Example:
+        Sample("nv_inference_count", {"model": "resnet50", "version": "1"}, 1234.0)
+    """
+
+    name: str
+    labels: dict[str, str]
+    value: float
+    timestamp_ms: int | None = None
+
+    @property
+    def labels_json(self) -> str:
+        """Compact JSON with sorted keys: one spelling per label set, e.g. '{"model":"m","version":"1"}'."""
+        return json.dumps(self.labels, sort_keys=True, separators=(",", ":"))
+
+
+# -- parsing -----------------------------------------------------------------------------------
+def parse(text: str) -> list[Sample]:
+    """Every sample of a Prometheus text exposition, in order. A malformed line raises ValueError.
+
+    Example:
+        parse('# TYPE up gauge\\nup{job="triton"} 1 1700000000000\\n')
+        # [Sample(name='up', labels={'job': 'triton'}, value=1.0, timestamp_ms=1700000000000)]
+    """
+    samples = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue  # HELP, TYPE and free comments carry no sample
+        try:
+            samples.append(_parse_sample(line))
+        except ValueError as exc:
+            raise ValueError(f"line {number}: {exc}: {raw!r}") from exc
+    return samples
+
+
+def _parse_sample(line: str) -> Sample:
+    i = 0
+    while i < len(line) and line[i] in _NAME_CHARS:
+        i += 1
+    name = line[:i]
+    if not name or name[0].isdigit():
+        raise ValueError("no metric name")
+    labels: dict[str, str] = {}
+    if i < len(line) and line[i] == "{":
+        labels, i = _parse_labels(line, i + 1)
+    rest = line[i:].split()
+    if len(rest) not in (1, 2) or (i < len(line) and not line[i].isspace()):
+        raise ValueError("expected a value and an optional timestamp")
+    # float() reads Prometheus' NaN, +Inf and -Inf as they are spelt.
+    value = float(rest[0])
+    timestamp_ms = int(rest[1]) if len(rest) == 2 else None
+    return Sample(name, labels, value, timestamp_ms)
+
+
+def _parse_labels(line: str, i: int) -> tuple[dict[str, str], int]:
+    """Labels from just after '{' to just after '}'. Values may hold ',', '}', '=' and escapes."""
+    labels: dict[str, str] = {}
+    while True:
+        i = _skip_spaces(line, i)
+        if i < len(line) and line[i] == "}":
+            return labels, i + 1
+        start = i
+        while i < len(line) and line[i] in _LABEL_CHARS:
+            i += 1
+        label = line[start:i]
+        i = _skip_spaces(line, i)
+        if not label or not line.startswith("=", i):
+            raise ValueError("malformed label")
+        i = _skip_spaces(line, i + 1)
+        if not line.startswith('"', i):
+            raise ValueError("unquoted label value")
+        value, i = _parse_quoted(line, i + 1)
+        labels[label] = value
+        i = _skip_spaces(line, i)
+        if i < len(line) and line[i] == ",":
+            i += 1  # a trailing comma before '}' is allowed
+        elif not line.startswith("}", i):
+            raise ValueError("expected ',' or '}' after a label")
+
+
+def _parse_quoted(line: str, i: int) -> tuple[str, int]:
+    out = []
+    while i < len(line):
+        char = line[i]
+        if char == '"':
+            return "".join(out), i + 1
+        if char == "\\" and i + 1 < len(line):
+            # Prometheus escapes \\, \" and \n; any other backslash is kept as written (Go's
+            # parser rejects it; a scrape is better kept than lost over one odd label).
+            escaped = line[i + 1]
+            out.append(_LABEL_ESCAPES.get(escaped, "\\" + escaped))
+            i += 2
+            continue
+        out.append(char)
+        i += 1
+    raise ValueError("unterminated label value")
+
+
+def _skip_spaces(line: str, i: int) -> int:
+    while i < len(line) and line[i] in " \t":
+        i += 1
+    return i
+
+
+def kept(samples: Iterable[Sample], prefixes: tuple[str, ...] = KEPT_PREFIXES) -> list[Sample]:
+    return [sample for sample in samples if sample.name.startswith(prefixes)]
+
+
+def scrape(
+    metrics_address: str, timeout_s: float = DEFAULT_TIMEOUT_S, prefixes: tuple[str, ...] = KEPT_PREFIXES
+) -> list[Sample]:
+    """Triton's metrics whose names start with one of `prefixes`. Raises ServerError if unreachable.
+
+    Example:
+        [s.value for s in scrape("localhost:8002") if s.name == "nv_inference_count"]  # [1234.0, ...]
+    """
+    url = f"{base_url(metrics_address)}/metrics"
+    body = http_get(url, timeout_s)
+    try:
+        return kept(parse(body.decode("utf-8")), prefixes)
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
+        raise ServerError(f"GET {url}: not a Prometheus text exposition ({exc})") from exc
+
+
+# -- polling -----------------------------------------------------------------------------------
+class MetricsPoller:
+    """Scrapes Triton's metrics every `interval_s` in a gevent greenlet; writes server_metrics.csv.
+
+    Memory: one row per series per scrape, kept until the run ends, about 200 bytes each
+    (label strings are shared between rows). The local Triton with its 7 models exports 94
+    kept series (13 per model, failures per reason); a one-hour run at 5 s is 720 scrapes,
+    about 68,000 rows, roughly 14 MB: fine for a load generator's master.
+
+    Example:
+        poller = MetricsPoller("localhost:8002", interval_s=5.0)
+        poller.start()
+        ...  # the load
+        poller.stop()
+        poller.write_csv(run_dir / "server_metrics.csv")
+    """
+
+    def __init__(
+        self,
+        metrics_address: str,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        prefixes: tuple[str, ...] = KEPT_PREFIXES,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.metrics_address = metrics_address
+        self.timeout_s = timeout_s
+        self.prefixes = prefixes
+        self.rows: list[tuple[float, str, str, float]] = []
+        self._label_strings: dict[str, str] = {}
+        self._sampler = PeriodicSampler(self._scrape, interval_s, clock)
+
+    def _scrape(self) -> None:
+        samples = scrape(self.metrics_address, self.timeout_s, self.prefixes)
+        now = self._sampler.clock()
+        for sample in samples:
+            labels = sample.labels_json
+            labels = self._label_strings.setdefault(labels, labels)  # one string object per label set
+            self.rows.append((now, sample.name, labels, sample.value))
+
+    @property
+    def interval_s(self) -> float:
+        return self._sampler.interval_s
+
+    @property
+    def errors(self) -> list[dict]:
+        """[{"time_s": ..., "error": "GET http://...: ..."}] for every scrape that failed."""
+        return self._sampler.errors
+
+    @property
+    def running(self) -> bool:
+        return self._sampler.running
+
+    def start(self) -> None:
+        """Scrapes now and starts the periodic greenlet."""
+        self._sampler.start()
+
+    def stop(self) -> None:
+        """Stops the greenlet and scrapes a last time."""
+        self._sampler.stop()
+
+    def write_csv(self, path: str | Path) -> Path:
+        """server_metrics.csv: time_s,metric,labels,value, one row per series per scrape."""
+        path = Path(path)
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(CSV_HEADER)
+            for time_s, name, labels, value in self.rows:
+                writer.writerow((f"{time_s:.3f}", name, labels, _format_value(value)))
+        return path
+
+
+def _format_value(value: float) -> str:
+    # Counters are integers: write 1234, not 1234.0; NaN and infinities as 'nan', 'inf', '-inf',
+    # which float() and pandas read back.
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)

@@ -1,0 +1,35 @@
+"""Triton's side of a run: /stats snapshots and Prometheus samples, polled on the master.
+
+Read on the master (or the single process) only, never by every worker: one poller per
+run, whatever the worker count.
+"""
+
+from __future__ import annotations
+
+from loadtests.recording.metrics import MetricsPoller
+from loadtests.recording.server_stats import ServerStatsPoller
+
+
+class ServerWatch:
+    """Starts both pollers at test start; at the end writes their files and returns the breakdown.
+
+    Example:
+        watch = ServerWatch("127.0.0.1:8000", "127.0.0.1:8002", ["bert_qa"], interval_s=5.0)
+        watch.start(); ...; summary["server"] = watch.stop(run_directory)
+    """
+
+    def __init__(self, http_address: str, metrics_address: str, models: list[str], interval_s: float) -> None:
+        self.stats = ServerStatsPoller(http_address, models, interval_s=interval_s)
+        self.metrics = MetricsPoller(metrics_address, interval_s=interval_s)
+
+    def start(self) -> None:
+        self.stats.start()
+        self.metrics.start()
+
+    def stop(self, directory) -> dict:
+        """Final snapshots, server_stats.json and server_metrics.csv; returns summary.json's `server`."""
+        self.stats.stop()
+        self.metrics.stop()
+        directory.write_json("server_stats.json", self.stats.to_json())
+        self.metrics.write_csv(directory.path / "server_metrics.csv")
+        return {model: delta.to_json() for model, delta in sorted(self.stats.total_delta().items())}

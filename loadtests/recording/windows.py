@@ -1,0 +1,125 @@
+"""Time windows: every process records per (window, endpoint); the master merges and closes them.
+
+    process that runs users          master (or the single process)
+    WindowRecorder.record()   --->   RunAggregator.merge(messages)
+      drain() every report            totals per endpoint (whole run)
+      (workers: Locust's worker       open windows, closed after a grace period
+       report; single process:          -> WindowSink (timeseries.csv, HDR logs)
+       a local greenlet)
+
+Windows are keyed by absolute time (epoch seconds // window length), so all processes
+agree on them without a shared start. A window stays open on the master for a grace
+period (late worker reports), then is written out and dropped: memory stays bounded
+whatever the run length (a histogram is ~170 KB; only open windows and totals are kept).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from loadtests.recording.histograms import EndpointStats
+
+DEFAULT_WINDOW_S = 1.0
+# Locust workers report every 3 s; a window is final once every report that could hold it is in.
+DEFAULT_GRACE_S = 8.0
+
+
+def window_key(now_s: float, window_s: float) -> int:
+    return math.floor(now_s / window_s)
+
+
+class WindowRecorder:
+    """Per-process recording, drained into messages (what workers ship to the master)."""
+
+    def __init__(self, window_s: float = DEFAULT_WINDOW_S, clock: Callable[[], float] = time.time) -> None:
+        self.window_s = window_s
+        self.clock = clock
+        self.pending: dict[int, dict[str, EndpointStats]] = {}
+
+    def record(
+        self, name: str, model: str, protocol: str, latency_us: float, batch_size: int, failure: str | None
+    ) -> None:
+        key = window_key(self.clock(), self.window_s)
+        window = self.pending.get(key)
+        if window is None:
+            window = self.pending[key] = {}
+        stats = window.get(name)
+        if stats is None:
+            stats = window[name] = EndpointStats(name, model, protocol)
+        stats.record(latency_us, batch_size, failure)
+
+    def drain(self) -> list[dict]:
+        """Everything recorded since the last drain, as msgpack-friendly messages."""
+        messages = [
+            {"window": key, **stats.to_message()} for key, window in self.pending.items() for stats in window.values()
+        ]
+        self.pending = {}
+        return messages
+
+
+class WindowSink(Protocol):
+    def write_window(self, start_s: float, window_s: float, endpoints: dict[str, EndpointStats], users: int) -> None:
+        """Called once per closed window, in time order."""
+
+
+class RunAggregator:
+    """Merges drained messages on the master: run totals, and windows closed in time order."""
+
+    def __init__(
+        self,
+        window_s: float = DEFAULT_WINDOW_S,
+        grace_s: float = DEFAULT_GRACE_S,
+        sink: WindowSink | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.window_s = window_s
+        self.grace_s = grace_s
+        self.sink = sink
+        self.clock = clock
+        self.totals: dict[str, EndpointStats] = {}
+        self.open: dict[int, dict[str, EndpointStats]] = {}
+        self.users: dict[int, int] = {}
+        self.last_closed: int | None = None
+        self.late_messages = 0
+
+    def note_users(self, count: int) -> None:
+        self.users[window_key(self.clock(), self.window_s)] = count
+
+    def merge(self, messages: list[dict]) -> None:
+        for message in messages:
+            incoming = EndpointStats.from_message(message)
+            total = self.totals.get(incoming.name)
+            if total is None:
+                self.totals[incoming.name] = EndpointStats.from_message(message)
+            else:
+                total.merge(incoming)
+            key = int(message["window"])
+            if self.last_closed is not None and key <= self.last_closed:
+                # Arrived after its window was written: counted in the totals, not in the series.
+                self.late_messages += 1
+                continue
+            window = self.open.setdefault(key, {})
+            if incoming.name in window:
+                window[incoming.name].merge(incoming)
+            else:
+                window[incoming.name] = incoming
+
+    def close_windows(self, final: bool = False) -> None:
+        """Write out every window older than the grace period (all of them when final)."""
+        limit = math.inf if final else window_key(self.clock() - self.grace_s, self.window_s)
+        for key in sorted(k for k in self.open if k < limit):
+            endpoints = self.open.pop(key)
+            if self.sink is not None:
+                self.sink.write_window(key * self.window_s, self.window_s, endpoints, self._users_at(key))
+            self.last_closed = key
+        for key in [k for k in self.users if self.last_closed is not None and k < self.last_closed - 1]:
+            del self.users[key]
+
+    def _users_at(self, key: int) -> int:
+        if key in self.users:
+            return self.users[key]
+        earlier = [k for k in self.users if k <= key]
+        return self.users[max(earlier)] if earlier else 0

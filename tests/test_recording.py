@@ -1,0 +1,159 @@
+"""Exact measurement: known latencies in, the same percentiles out (within HDR's precision)."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+
+from loadtests.recording.histograms import EndpointStats, new_histogram
+from loadtests.recording.run_dir import RunDirectory
+from loadtests.recording.windows import RunAggregator, WindowRecorder
+
+# HdrHistogram with 3 significant digits: a value is reported within 0.1 % of itself.
+RELATIVE_PRECISION = 1e-3
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def known_latencies(count: int = 20_000, seed: int = 3) -> np.ndarray:
+    """Generated, not measured: a sub-millisecond body with a long tail, in microseconds."""
+    rng = np.random.default_rng(seed)
+    body = rng.lognormal(mean=np.log(400), sigma=0.4, size=count)
+    tail = rng.uniform(5_000, 900_000, size=count // 100)
+    return np.round(np.concatenate([body, tail])).astype(np.int64)
+
+
+def assert_close_to(reported: float, exact: float) -> None:
+    assert abs(reported - exact) <= exact * RELATIVE_PRECISION + 1, (reported, exact)
+
+
+def test_percentiles_match_a_direct_computation():
+    values = known_latencies()
+    stats = EndpointStats("m [http]", "m", "http")
+    for value in values:
+        stats.record(float(value), batch_size=2, failure=None)
+    summary = stats.latency_summary_us()
+    for key, percentile in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99), ("p99.9", 99.9)):
+        # HDR reports the value at or above the exact rank ("inverted_cdf" in numpy's terms).
+        assert_close_to(summary[key], float(np.percentile(values, percentile, method="inverted_cdf")))
+    assert_close_to(summary["max"], float(values.max()))
+    assert summary["mean"] == pytest.approx(values.mean(), rel=RELATIVE_PRECISION)
+    assert stats.requests == len(values)
+    assert stats.inferences == 2 * len(values)
+
+
+def test_p50_and_p99_differ_at_sub_millisecond_latencies():
+    stats = EndpointStats("m [grpc]", "m", "grpc")
+    for value in (180.4, 210.0, 250.7, 300.2, 820.9):
+        stats.record(value, batch_size=1, failure=None)
+    summary = stats.latency_summary_us()
+    assert summary["p50"] == pytest.approx(250, abs=1)
+    assert summary["p99"] == pytest.approx(821, abs=1)
+
+
+def test_failures_are_counted_by_name_and_kept_out_of_latency():
+    stats = EndpointStats("m [http]", "m", "http")
+    stats.record(100.0, 4, None)
+    stats.record(30_000_000.0, 4, "timeout")
+    stats.record(5.0, 4, "HTTP 400")
+    assert stats.requests == 3 and stats.inferences == 4
+    assert dict(stats.failures) == {"timeout": 1, "HTTP 400": 1}
+    assert stats.latency_summary_us()["max"] == pytest.approx(100, abs=1)
+
+
+def test_split_across_recorders_and_merged_is_identical_to_one_recorder():
+    values = known_latencies(6_000)
+    clock = FakeClock()
+    single = WindowRecorder(window_s=1.0, clock=clock)
+    workers = [WindowRecorder(window_s=1.0, clock=clock) for _ in range(3)]
+    for index, value in enumerate(values):
+        clock.now = 1_700_000_000.0 + index / 1000  # 6 windows of 1,000 values
+        failure = "timeout" if index % 97 == 0 else None
+        single.record("m [http]", "m", "http", float(value), 1 + index % 4, failure)
+        workers[index % 3].record("m [http]", "m", "http", float(value), 1 + index % 4, failure)
+
+    one, merged = RunAggregator(clock=clock), RunAggregator(clock=clock)
+    one.merge(single.drain())
+    for worker in workers:
+        merged.merge(worker.drain())
+    a, b = one.totals["m [http]"], merged.totals["m [http]"]
+    assert (a.requests, a.inferences, dict(a.failures)) == (b.requests, b.inferences, dict(b.failures))
+    assert a.latency_summary_us() == b.latency_summary_us()
+    assert sorted(one.open) == sorted(merged.open)
+    for key in one.open:
+        assert one.open[key]["m [http]"].latency_summary_us() == merged.open[key]["m [http]"].latency_summary_us()
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.rows: list[tuple[float, dict, int]] = []
+
+    def write_window(self, start_s, window_s, endpoints, users) -> None:
+        self.rows.append((start_s, {n: s.requests for n, s in endpoints.items()}, users))
+
+
+def test_windows_close_in_order_after_the_grace_period_and_late_data_is_not_lost():
+    clock = FakeClock(1000.0)
+    sink = ListSink()
+    aggregator = RunAggregator(window_s=1.0, grace_s=3.0, sink=sink, clock=clock)
+    recorder = WindowRecorder(window_s=1.0, clock=clock)
+    for second in range(5):
+        clock.now = 1000.0 + second + 0.5
+        aggregator.note_users(second + 1)
+        for _ in range(second + 1):
+            recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    aggregator.merge(recorder.drain())
+    aggregator.close_windows()  # now = 1004.5: windows before 1001.5 - grace are final
+    assert [row[0] for row in sink.rows] == [1000.0]
+    clock.now = 1000.0  # a straggler for the closed window 1000
+    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    aggregator.merge(recorder.drain())
+    aggregator.close_windows(final=True)
+    assert [row[0] for row in sink.rows] == [1000.0, 1001.0, 1002.0, 1003.0, 1004.0]
+    assert [row[1]["m [http]"] for row in sink.rows] == [1, 2, 3, 4, 5]
+    assert [row[2] for row in sink.rows] == [1, 2, 3, 4, 5]
+    assert aggregator.late_messages == 1
+    assert aggregator.totals["m [http]"].requests == 16  # the straggler is in the totals
+
+
+def test_run_directory_writes_timeseries_and_readable_hdr_logs(tmp_path):
+    directory = RunDirectory(tmp_path, started_at=1000.0)
+    expected_total = 0
+    for second in range(3):
+        stats = EndpointStats("bert_qa [grpc]", "bert_qa", "grpc")
+        for value in range(100, 100 + 50 * (second + 1)):
+            stats.record(float(value), 2, None)
+        expected_total += stats.requests
+        directory.write_window(1000.0 + second, 1.0, {stats.name: stats}, users=4)
+    directory.close()
+
+    with (tmp_path / "timeseries.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert [int(r["requests"]) for r in rows] == [50, 100, 150]
+    assert [float(r["time_s"]) for r in rows] == [0.0, 1.0, 2.0]
+    assert all(r["users"] == "4" and r["endpoint"] == "bert_qa [grpc]" for r in rows)
+    assert float(rows[2]["throughput_infer_per_s"]) == 300.0
+    assert float(rows[0]["p50_us"]) == pytest.approx(124, abs=1)
+
+    log = tmp_path / "hdr" / "bert_qa_grpc.hlog"
+    reader = HistogramLogReader(str(log), new_histogram())
+    total = HdrHistogram(1, 600_000_000, 3)
+    intervals = 0
+    while (interval := reader.get_next_interval_histogram()) is not None:
+        total.add(interval)
+        intervals += 1
+    reader.close()
+    assert intervals == 3
+    assert total.get_total_count() == expected_total
+    assert total.get_max_value() == pytest.approx(249, abs=1)
+    assert "#[StartTime: 1000.000 (seconds since epoch)" in log.read_text()

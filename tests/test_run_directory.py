@@ -1,0 +1,155 @@
+"""The run directory from real runs: complete, exact, the same single-process and distributed."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+
+from analysis import load_run
+from loadtests.recording.histograms import new_histogram
+from loadtests.server import TritonPorts
+from tests.helpers import REPO_ROOT, model_stats, run_locust
+
+RUN_FILES = ("config.json", "summary.json", "timeseries.csv", "server_stats.json", "server_metrics.csv")
+
+
+def triton_options(triton) -> list[str]:
+    return [
+        "--triton-http",
+        triton.http_address,
+        "--triton-grpc",
+        triton.grpc_address,
+        "--triton-metrics",
+        triton.metrics_address,
+        "--server-stats-interval",
+        "1",
+    ]
+
+
+def hdr_total(log: Path) -> int:
+    reader = HistogramLogReader(str(log), new_histogram())
+    total = HdrHistogram(1, 600_000_000, 3)
+    while (interval := reader.get_next_interval_histogram()) is not None:
+        total.add(interval)
+    reader.close()
+    return total.get_total_count()
+
+
+def read_rows(path: Path) -> list[dict]:
+    with path.open() as file:
+        return list(csv.DictReader(file))
+
+
+def assert_complete(run_dir: Path, model: str) -> dict:
+    for name in RUN_FILES:
+        assert (run_dir / name).exists(), name
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (endpoint,) = summary["endpoints"]
+    rows = read_rows(run_dir / "timeseries.csv")
+    assert sum(int(r["requests"]) for r in rows) == endpoint["requests"]
+    assert sum(int(r["inferences"]) for r in rows) == endpoint["inferences"]
+    (log,) = (run_dir / "hdr").glob("*.hlog")
+    assert hdr_total(log) == endpoint["requests"] - endpoint["failures"]
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["triton"]["server"]["name"] == "triton"
+    assert config["triton"]["models"][model]["config"]["name"] == model
+    return summary
+
+
+def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    result = run_locust(
+        ["TritonGrpcUser"],
+        [*triton_options(triton), "--model", "identity", "--batch-size", "1,2", "--run-dir", str(run_dir)],
+        users=2,
+        run_time="4s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    after = model_stats(triton.http_address, "identity")
+    summary = assert_complete(run_dir, "identity")
+    (endpoint,) = summary["endpoints"]
+    assert endpoint["requests"] == after["requests"] - before["requests"]
+    latency = endpoint["latency_us"]
+    assert 0 < latency["p50"] < latency["p99"] < 100_000  # microseconds, not collapsed to 0 or 1 ms
+    server = summary["server"]["identity"]
+    assert server["requests"] == endpoint["requests"]
+    assert server["inferences"] == endpoint["inferences"]
+    assert server["avg_batch"] >= 1.0
+    components = server["queue_us"] + server["compute_input_us"] + server["compute_infer_us"]
+    assert 0 < components + server["compute_output_us"] <= latency["mean"]
+    assert "Exact latencies" in result.stdout
+
+
+def test_sigint_mid_run_leaves_a_complete_run_directory(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "2", "-t", "60s"]
+    command += ["TritonHttpUser", *triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)]
+    with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
+        time.sleep(5)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    summary = assert_complete(run_dir, "identity")
+    (endpoint,) = summary["endpoints"]
+    after = model_stats(triton.http_address, "identity")
+    # Ctrl-C can land in the middle of a request: it is counted as "interrupted" (the server
+    # may or may not have received it); every other request is accounted for exactly.
+    interrupted = endpoint["failures_by_class"].get("interrupted", 0)
+    assert set(endpoint["failures_by_class"]) <= {"interrupted"}
+    completed = endpoint["requests"] - interrupted
+    assert completed > 0
+    assert completed <= after["requests"] - before["requests"] <= endpoint["requests"]
+
+
+def test_master_and_two_workers_merge_exactly(triton, tmp_path):
+    port = TritonPorts.free().http
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    common = [sys.executable, "-m", "locust", "-f", "locustfile.py"]
+    master = subprocess.Popen(
+        [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--headless"]
+        + ["--expect-workers", "2", "-u", "4", "-r", "4", "-t", "5s", "--csv", str(tmp_path / "locust")]
+        + ["TritonGrpcUser", *triton_options(triton), "--model", "identity", "--batch-size", "1,3"]
+        + ["--run-dir", str(run_dir)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    time.sleep(1)
+    worker_command = [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
+    workers = [
+        subprocess.Popen(
+            [*worker_command, "TritonGrpcUser"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        for _ in range(2)
+    ]
+    try:
+        output, _ = master.communicate(timeout=120)
+        for worker in workers:
+            worker.wait(timeout=60)
+    finally:
+        for process in [master, *workers]:
+            if process.poll() is None:
+                process.kill()
+    assert master.returncode == 0, output[-3000:]
+    summary = assert_complete(run_dir, "identity")
+    (endpoint,) = summary["endpoints"]
+    after = model_stats(triton.http_address, "identity")
+    # What the workers sent, as Locust's own master aggregated it from their reports:
+    aggregated = next(r for r in read_rows(tmp_path / "locust_stats.csv") if r["Name"] == "Aggregated")
+    assert endpoint["requests"] == int(aggregated["Request Count"]) > 0
+    assert endpoint["requests"] == after["requests"] - before["requests"]
+    assert endpoint["inferences"] == after["inferences"] - before["inferences"]
+    assert endpoint["inferences"] > endpoint["requests"]  # the batch SPEC reached the workers
+    assert summary["load_generator"]["cpu_s"] > 0
+    assert load_run(run_dir).endpoints["identity [grpc]"].requests == endpoint["requests"]

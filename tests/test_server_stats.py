@@ -1,0 +1,362 @@
+"""Triton's server-side breakdown and metrics, against the real local Triton.
+
+Counts are checked exactly: the requests sent here between two snapshots are the only
+traffic the session's Triton sees meanwhile (tests run one at a time).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import socket
+import threading
+
+import gevent
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+
+from loadtests.errors import ServerError
+from loadtests.recording.metrics import CSV_HEADER, KEPT_PREFIXES, MetricsPoller, Sample, kept, parse, scrape
+from loadtests.recording.server_stats import (
+    ModelDelta,
+    ServerStatsPoller,
+    StatsSnapshot,
+    compute_delta,
+    fetch_stats,
+    take_snapshot,
+)
+
+# Batch sizes cycle over the threads, so inferences differ from requests even without batching.
+BATCH_SIZES = (1, 2, 3)
+# Queue and compute averages are rounded separately from the request average.
+SUM_TOLERANCE_US = 1.0
+
+
+def send(http_address: str, model: str, requests: int, batch_size: int = 1, width: int = 16) -> None:
+    """`requests` sequential inferences of [batch_size, width] zeros, on a client of this thread's own."""
+    client = httpclient.InferenceServerClient(http_address)
+    try:
+        tensor = httpclient.InferInput("INPUT0", [batch_size, width], "FP32")
+        tensor.set_data_from_numpy(np.zeros((batch_size, width), np.float32))
+        for _ in range(requests):
+            client.infer(model, [tensor])
+    finally:
+        client.close()
+
+
+def send_concurrently(http_address: str, model: str, threads: int, requests_each: int, batch_sizes=(1,)) -> int:
+    """Threads started together (so the dynamic batcher can group them); returns inferences sent."""
+    barrier = threading.Barrier(threads)
+    errors = []
+
+    def run(index: int) -> None:
+        try:
+            barrier.wait()
+            send(http_address, model, requests_each, batch_sizes[index % len(batch_sizes)])
+        except Exception as exc:  # re-raised in the test's thread below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors, errors
+    return sum(batch_sizes[i % len(batch_sizes)] * requests_each for i in range(threads))
+
+
+def batch_stats_totals(before: StatsSnapshot, after: StatsSnapshot, model: str) -> tuple[int, int]:
+    """(executions, inferences) from the per-batch-size stats: an independent count of both."""
+
+    def totals(snapshot):
+        executions = inferences = 0
+        for entry in snapshot.models[model].values():
+            for batch in entry["batch_stats"]:
+                executions += batch["compute_infer"]["count"]
+                inferences += batch["compute_infer"]["count"] * batch["batch_size"]
+        return executions, inferences
+
+    (e0, i0), (e1, i1) = totals(before), totals(after)
+    return e1 - e0, i1 - i0
+
+
+def closed_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+def component_sum(delta: ModelDelta) -> float:
+    return delta.queue_us + delta.compute_input_us + delta.compute_infer_us + delta.compute_output_us
+
+
+# -- statistics deltas against the real Triton -------------------------------------------------
+def test_identity_delta_counts_exactly_what_was_sent(triton):
+    before = take_snapshot(triton.http_address, ["identity"])
+    send(triton.http_address, "identity", 10)
+    inferences = 10 + send_concurrently(triton.http_address, "identity", 6, 5, BATCH_SIZES)
+    after = take_snapshot(triton.http_address, ["identity"])
+
+    delta = compute_delta(before, after)["identity"]
+    assert delta.requests == 10 + 6 * 5
+    assert delta.failed_requests == 0
+    assert delta.inferences == inferences == 10 + 5 * (1 + 2 + 3) * 2
+    assert (delta.executions, delta.inferences) == batch_stats_totals(before, after, "identity")
+    assert 0 < delta.executions <= delta.requests
+    assert delta.avg_batch == pytest.approx(delta.inferences / delta.executions)
+    for component in (delta.queue_us, delta.compute_input_us, delta.compute_infer_us, delta.compute_output_us):
+        assert component > 0
+    assert component_sum(delta) <= delta.request_us + SUM_TOLERANCE_US
+    assert delta.overhead_us == pytest.approx(delta.request_us - component_sum(delta), abs=SUM_TOLERANCE_US)
+    # The divisors perf_analyzer uses all equal the success count here (no response cache).
+    counts = {
+        name: sum(e["inference_stats"][name]["count"] for e in after.models["identity"].values())
+        - sum(e["inference_stats"][name]["count"] for e in before.models["identity"].values())
+        for name in ("success", "queue", "compute_input", "compute_infer", "compute_output")
+    }
+    assert set(counts.values()) == {delta.requests}
+
+
+def test_sleep_model_compute_infer_is_its_sleep(triton):
+    # Each of the 8 instances is slow on its first requests (we saw 50-270 ms): warm them all.
+    send_concurrently(triton.http_address, "sleep", 8, 2)
+    before = take_snapshot(triton.http_address, ["sleep"])
+    send_concurrently(triton.http_address, "sleep", 8, 2)
+    after = take_snapshot(triton.http_address, ["sleep"])
+
+    delta = compute_delta(before, after)["sleep"]
+    assert (delta.requests, delta.executions, delta.inferences) == (16, 16, 16)  # no batching
+    assert delta.avg_batch == 1.0
+    assert 15_000 <= delta.compute_infer_us <= 40_000  # sleeps 20 ms per request
+    assert component_sum(delta) <= delta.request_us + SUM_TOLERANCE_US
+    assert json.dumps(delta.to_json())
+
+
+def test_model_without_traffic_gives_zeros(triton):
+    before = take_snapshot(triton.http_address, ["text_reverse", "identity"])
+    after = take_snapshot(triton.http_address, ["text_reverse", "identity"])
+    assert compute_delta(before, after) == {"text_reverse": ModelDelta(), "identity": ModelDelta()}
+    assert ModelDelta().to_json()["avg_batch"] == 0.0
+
+
+def test_fetch_stats_keeps_the_raw_entry_per_version(triton):
+    stats = fetch_stats(triton.http_address, ["identity"])
+    entry = stats["identity"]["1"]
+    assert entry["name"] == "identity"
+    assert {"inference_count", "execution_count", "inference_stats", "batch_stats"} <= set(entry)
+
+
+def test_fetch_stats_names_what_failed(triton):
+    with pytest.raises(ServerError, match="not available"):
+        fetch_stats(triton.http_address, ["no_such_model"])
+    with pytest.raises(ServerError, match="Connection refused"):
+        fetch_stats(closed_port(), ["identity"], timeout_s=1.0)
+
+
+# -- deltas on hand-made stats: no stats yet, versions, counter resets ---------------------
+def entry(version: str, success: int, ns_each: int = 1000, executions: int | None = None, batch: int = 1) -> dict:
+    executions = success if executions is None else executions
+    timed = {"count": success, "ns": success * ns_each}
+    return {
+        "name": "m",
+        "version": version,
+        "inference_count": success * batch,
+        "execution_count": executions,
+        "inference_stats": {
+            "success": {"count": success, "ns": success * ns_each * 4},
+            "fail": {"count": 0, "ns": 0},
+            "queue": timed,
+            "compute_input": timed,
+            "compute_infer": timed,
+            "compute_output": timed,
+        },
+    }
+
+
+def snapshot(time_s: float, **versions: dict) -> StatsSnapshot:
+    return StatsSnapshot(time_s, {"m": {v["version"]: v for v in versions.values()}})
+
+
+def test_model_without_stats_yet_counts_from_zero():
+    delta = compute_delta(StatsSnapshot(0, {}), snapshot(1, v1=entry("1", 10, executions=5, batch=2)))["m"]
+    assert (delta.requests, delta.executions, delta.inferences, delta.avg_batch) == (10, 5, 20, 4.0)
+    assert delta.queue_us == delta.compute_infer_us == 1.0
+    assert delta.request_us == 4.0
+
+
+def test_versions_are_summed_and_a_new_version_counts_from_zero():
+    before = snapshot(0, v1=entry("1", 10))
+    after = snapshot(1, v1=entry("1", 15), v2=entry("2", 5))
+    assert compute_delta(before, after)["m"].requests == 5 + 5
+
+
+def test_a_counter_reset_counts_from_zero():
+    delta = compute_delta(snapshot(0, v1=entry("1", 100)), snapshot(1, v1=entry("1", 7)))["m"]
+    assert delta.requests == 7
+
+
+def test_a_model_missing_from_the_later_snapshot_is_left_out():
+    assert compute_delta(snapshot(0, v1=entry("1", 1)), StatsSnapshot(1, {})) == {}
+
+
+def test_failures_and_missing_fields():
+    failed = entry("1", 3)
+    failed["inference_stats"]["fail"] = {"count": 2, "ns": 500}
+    sparse = {"version": "1", "inference_count": 0, "execution_count": 0}  # an older Triton's answer
+    delta = compute_delta(StatsSnapshot(0, {"m": {"1": sparse}}), StatsSnapshot(1, {"m": {"1": failed}}))["m"]
+    assert (delta.requests, delta.failed_requests) == (3, 2)
+
+
+# -- the pollers under gevent -------------------------------------------------------------------
+def test_stats_poller_snapshots_periodically_and_totals_the_run(triton):
+    poller = ServerStatsPoller(triton.http_address, ["identity", "sleep"], interval_s=0.2)
+    poller.start()
+    gevent.sleep(0.5)
+    send(triton.http_address, "identity", 5, batch_size=2)
+    gevent.sleep(0.6)
+    poller.stop()
+    poller.stop()  # a second stop does nothing
+
+    times = [s.time_s for s in poller.snapshots]
+    assert len(times) >= 6, times  # the start, about five ticks in 1.1 s, the stop
+    assert times == sorted(times)
+    assert not poller.errors
+    total = poller.total_delta()
+    assert (total["identity"].requests, total["identity"].inferences) == (5, 10)
+    assert total["sleep"] == ModelDelta()
+
+    document = json.loads(json.dumps(poller.to_json()))
+    assert len(document["snapshots"]) == len(times)
+    assert document["deltas"]["total"]["identity"]["requests"] == 5
+    intervals = document["deltas"]["intervals"]
+    assert len(intervals) == len(times) - 1
+    assert sum(i["models"]["identity"]["requests"] for i in intervals) == 5
+    assert all(i["start_s"] < i["end_s"] for i in intervals)
+
+    assert poller.delta_between(times[0], times[-1]) == total
+    assert poller.delta_between(times[0] - 10, times[0] + 0.01)["identity"] == ModelDelta()
+
+
+def test_stats_poller_records_errors_and_keeps_going():
+    poller = ServerStatsPoller(closed_port(), ["identity"], interval_s=0.05, timeout_s=0.5)
+    poller.start()
+    gevent.sleep(0.2)
+    assert poller.running  # still ticking after failures
+    poller.stop()
+    assert poller.snapshots == []
+    assert len(poller.errors) >= 3
+    assert "Connection refused" in poller.errors[0]["error"]
+    assert poller.total_delta() == {}
+    assert poller.to_json()["deltas"] == {"total": {}, "intervals": []}
+
+
+def test_metrics_poller_writes_server_metrics_csv(triton, tmp_path):
+    poller = MetricsPoller(triton.metrics_address, interval_s=0.2)
+    poller.start()
+    gevent.sleep(0.5)
+    poller.stop()
+    assert not poller.errors
+    path = poller.write_csv(tmp_path / "server_metrics.csv")
+
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    assert tuple(rows[0]) == CSV_HEADER
+    body = rows[1:]
+    assert {name for _, name, _, _ in body} >= {"nv_inference_count", "nv_cpu_utilization"}
+    assert all(name.startswith(KEPT_PREFIXES) for _, name, _, _ in body)
+    assert len({time_s for time_s, _, _, _ in body}) >= 3  # start, at least one tick, stop
+    for _, _, labels, value in body:
+        assert labels == json.dumps(json.loads(labels), sort_keys=True, separators=(",", ":"))
+        float(value)
+    identity = [r for r in body if r[1] == "nv_inference_count" and json.loads(r[2]).get("model") == "identity"]
+    assert identity and json.loads(identity[0][2]) == {"model": "identity", "version": "1"}
+
+
+def test_metrics_poller_records_errors():
+    poller = MetricsPoller(closed_port(), interval_s=0.05, timeout_s=0.5)
+    poller.start()
+    gevent.sleep(0.12)
+    assert poller.running
+    poller.stop()
+    assert not poller.running
+    assert poller.rows == [] and len(poller.errors) >= 2
+
+
+# -- metrics against the real Triton ------------------------------------------------------------
+def identity_metric(samples: list[Sample], name: str) -> float:
+    (value,) = [s.value for s in samples if s.name == name and s.labels == {"model": "identity", "version": "1"}]
+    return value
+
+
+def test_scraped_inference_count_grows_by_what_was_sent(triton):
+    before = scrape(triton.metrics_address)
+    send(triton.http_address, "identity", 7, batch_size=3)
+    after = scrape(triton.metrics_address)
+    assert identity_metric(after, "nv_inference_count") - identity_metric(before, "nv_inference_count") == 21
+    grown = identity_metric(after, "nv_inference_request_success") - identity_metric(
+        before, "nv_inference_request_success"
+    )
+    assert grown == 7
+    assert all(s.name.startswith(KEPT_PREFIXES) for s in after)
+    assert not any(s.name.startswith("nv_pinned_memory") for s in after)  # exported, not kept
+
+
+# -- the exposition-format parser ---------------------------------------------------------------
+EXPOSITION = r"""# HELP nv_inference_count Number of inferences performed (does not include cached requests)
+# TYPE nv_inference_count counter
+nv_inference_count{model="resnet50",version="1"} 1234
+nv_inference_count{model="bert",version="2",} 5 1700000000123
+# a free comment
+   # TYPE weird gauge
+
+nv_gpu_utilization{gpu_uuid="GPU-1"} NaN
+nv_gpu_power_usage{gpu_uuid="GPU-1"} +Inf
+nv_gpu_memory_used_bytes{gpu_uuid="GPU-1"} -Inf
+nv_inference_queue_duration_us{ model = "say \"hi\"" , path="C:\\models\\m", note="a\nb", odd="x\y,}=" } 1.5e3
+nv_cpu_utilization 0.25
+nv_energy_consumption{gpu_uuid="GPU-1"}	12	-5
+nv_pinned_memory_pool_used_bytes 0
+"""
+
+
+def test_parser_reads_the_exposition_format():
+    samples = parse(EXPOSITION)
+    assert samples[0] == Sample("nv_inference_count", {"model": "resnet50", "version": "1"}, 1234.0)
+    assert samples[1] == Sample("nv_inference_count", {"model": "bert", "version": "2"}, 5.0, 1700000000123)
+    assert math.isnan(samples[2].value)
+    assert samples[3].value == math.inf and samples[4].value == -math.inf
+    assert samples[5].labels == {"model": 'say "hi"', "path": "C:\\models\\m", "note": "a\nb", "odd": "x\\y,}="}
+    assert samples[5].value == 1500.0
+    assert samples[6] == Sample("nv_cpu_utilization", {}, 0.25)
+    assert samples[7] == Sample("nv_energy_consumption", {"gpu_uuid": "GPU-1"}, 12.0, -5)
+    assert [s.name for s in kept(samples)] == [s.name for s in samples[:-1]]  # pinned memory dropped
+    assert (
+        samples[5].labels_json == '{"model":"say \\"hi\\"","note":"a\\nb","odd":"x\\\\y,}=","path":"C:\\\\models\\\\m"}'
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'm{a="1"',  # unterminated label set
+        'm{a="1} 2',  # unterminated value
+        "m{a=1} 2",  # unquoted value
+        "m",  # no value
+        "m 1 2 3",  # too many fields
+        "m one",  # not a number
+        "m 1 1.5",  # timestamps are integers
+        '{a="1"} 2',  # no name
+        "9m 1",  # a name cannot start with a digit
+        'm{a="1"}x 2',  # junk after the labels
+    ],
+)
+def test_parser_rejects_malformed_lines(line):
+    with pytest.raises(ValueError, match="line 1"):
+        parse(line)
+
+
+def test_scrape_names_an_unreachable_server():
+    with pytest.raises(ServerError, match="metrics"):
+        scrape(closed_port(), timeout_s=1.0)
