@@ -163,3 +163,30 @@ def _cmdline(pid: int) -> list[str]:
         return psutil.Process(pid).cmdline()
     except psutil.NoSuchProcess:
         return []
+
+
+def test_triton_stops_when_its_launcher_is_killed(tmp_path):
+    """A launcher killed without cleanup (SIGKILL) must not leave Triton running."""
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from loadtests.server import TEST_REPOSITORY, LocalTriton\n"
+        f"t = LocalTriton([TEST_REPOSITORY], log_file=r'{tmp_path / 'triton.log'}')\n"
+        "t.start()\n"
+        "print(t.process.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as launcher:
+        triton_pid = int(launcher.stdout.readline())
+        assert psutil.pid_exists(triton_pid)
+        launcher.kill()
+        launcher.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and psutil.pid_exists(triton_pid):
+        if psutil.Process(triton_pid).status() == psutil.STATUS_ZOMBIE:
+            break
+        time.sleep(0.2)
+    assert not psutil.pid_exists(triton_pid) or psutil.Process(triton_pid).status() == psutil.STATUS_ZOMBIE

@@ -11,6 +11,7 @@ process group, so stopping the group leaves nothing behind.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import shutil
@@ -40,6 +41,7 @@ DEFAULT_STOP_TIMEOUT_S = 30.0
 READY_POLL_INTERVAL_S = 0.2
 LOG_LINES_ON_FAILURE = 12
 EXIT_TIMEOUT_S = 5
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 # Triton's own log lines start with a severity letter and a date: "E1122 01:21:07.80 ...".
 _ERROR_LINE = re.compile(r"^E\d{4} |failed to load|UNAVAILABLE|error:|Error", re.IGNORECASE)
@@ -207,6 +209,7 @@ class LocalTriton:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         try:
             self._wait_ready()
@@ -291,6 +294,16 @@ class LocalTriton:
         self.process = None
         if self._ready:
             shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM Triton if the launcher dies without stopping it.
+
+    A launcher killed by SIGKILL, or by a SIGTERM it does not handle, would otherwise
+    leave Triton (in its own session) running on its ports.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _process_or_none(pid: int) -> psutil.Process | None:
