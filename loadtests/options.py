@@ -96,6 +96,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="length of the time windows that timeseries.csv and the HDR logs are cut into",
     )
     option(
+        "--prometheus-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="serve the load generator's own metrics at http://HOST:PORT/metrics (master only; 0: off)",
+    )
+    option(
+        "--prometheus-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address for --prometheus-port (0.0.0.0 to let a Prometheus in the cluster scrape it)",
+    )
+    option(
         "--server-stats-interval",
         type=float,
         default=DEFAULT_SERVER_POLL_S,

@@ -26,11 +26,13 @@ from gevent.lock import Semaphore
 from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
 
+from loadtests import exporter, webui
 from loadtests import options as suite_options
 from loadtests.clients import open_client
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import StartupError
 from loadtests.recording.console import print_exact_summary
+from loadtests.recording.live import LiveEndpoint, LiveSnapshot
 from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.server_watch import ServerWatch
 from loadtests.recording.triton_info import fetch_triton_info
@@ -160,6 +162,23 @@ class Runtime:
             run.aggregator.merge(self.recorder.drain())
         run.cpu_s += self.take_cpu()
 
+    def live(self) -> LiveSnapshot:
+        """The current merged numbers (what the web UI tab and the Prometheus endpoint show)."""
+        runner = self.environment.runner
+        users = runner.user_count if runner is not None else 0
+        workers = len(runner.clients.ready + runner.clients.running) if isinstance(runner, MasterRunner) else 0
+        run = self.run
+        if run is None:
+            return LiveSnapshot(users=users, workers=workers)
+        aggregator = run.aggregator
+        endpoints = [
+            LiveEndpoint.of(total, aggregator.last_window.get(name), aggregator.window_s)
+            for name, total in sorted(aggregator.totals.items())
+        ]
+        intervals = run.server.stats.interval_deltas()
+        server = intervals[-1][2] if intervals else {}
+        return LiveSnapshot(endpoints=endpoints, server=server, users=users, workers=workers)
+
     def finish_run(self) -> None:
         """Close every window, stop the pollers, write the summary. Idempotent."""
         run, self.run = self.run, None
@@ -197,7 +216,7 @@ def install(events) -> None:
         suite_options.add_arguments(parser)
 
     @events.init.add_listener
-    def _on_init(environment: Environment, **_kwargs) -> None:
+    def _on_init(environment: Environment, **kwargs) -> None:
         runtime = bound["runtime"] = runtime_for(environment)
         options = environment.parsed_options
         if options is None or isinstance(environment.runner, WorkerRunner):
@@ -213,6 +232,16 @@ def install(events) -> None:
         except StartupError as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(error.exit_code)
+        if kwargs.get("web_ui") is not None:
+            webui.install(kwargs["web_ui"], runtime.live)
+        port = getattr(options, "prometheus_port", 0)
+        if port:
+            try:
+                exporter.serve(options.prometheus_host, port, runtime.live)
+            except OSError as error:
+                print(f"error: --prometheus-port {port}: {error.strerror}", file=sys.stderr, flush=True)
+                sys.exit(2)
+            logger.info("load generator metrics at http://%s:%d/metrics", options.prometheus_host, port)
 
     @events.test_start.add_listener
     def _on_test_start(environment: Environment, **_kwargs) -> None:

@@ -135,11 +135,12 @@ class TritonClient(ABC):
         except RequestFailure as failure:
             elapsed_ns = time.perf_counter_ns() - start
             exception = failure
-        except BaseException:
+        except BaseException as error:
             # Ctrl-C or a forced stop (KeyboardInterrupt, GreenletExit) in the middle of the
             # request: the server may have counted it, so it is reported, then the stop goes on.
             elapsed_ns = time.perf_counter_ns() - start
-            self._report(request, elapsed_ns, 0, RequestFailure("interrupted", "the run stopped mid-request"))
+            detail = f"{type(error).__name__} while the request was in flight"
+            self._report(request, elapsed_ns, 0, RequestFailure("interrupted", detail))
             raise
         else:
             elapsed_ns = time.perf_counter_ns() - start

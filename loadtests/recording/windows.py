@@ -83,6 +83,7 @@ class RunAggregator:
         self.open: dict[int, dict[str, EndpointStats]] = {}
         self.users: dict[int, int] = {}
         self.last_closed: int | None = None
+        self.last_window: dict[str, EndpointStats] = {}
         self.late_messages = 0
 
     def note_users(self, count: int) -> None:
@@ -112,6 +113,7 @@ class RunAggregator:
         limit = math.inf if final else window_key(self.clock() - self.grace_s, self.window_s)
         for key in sorted(k for k in self.open if k < limit):
             endpoints = self.open.pop(key)
+            self.last_window = endpoints
             if self.sink is not None:
                 self.sink.write_window(key * self.window_s, self.window_s, endpoints, self._users_at(key))
             self.last_closed = key

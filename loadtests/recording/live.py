@@ -1,0 +1,67 @@
+"""The live view of a run on the master (or single process): what the web UI tab and the
+Prometheus endpoint show while the test runs, from the same merged numbers the report uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.server_stats import ModelDelta
+
+
+@dataclass(frozen=True)
+class LiveEndpoint:
+    name: str
+    model: str
+    protocol: str
+    requests: int
+    failures: dict[str, int]
+    inferences: int
+    window_rps: float
+    window_infer_per_s: float
+    latency_us: dict[str, float]
+
+    @classmethod
+    def of(cls, total: EndpointStats, window: EndpointStats | None, window_s: float) -> LiveEndpoint:
+        return cls(
+            name=total.name,
+            model=total.model,
+            protocol=total.protocol,
+            requests=total.requests,
+            failures=dict(total.failures),
+            inferences=total.inferences,
+            window_rps=(window.requests / window_s) if window else 0.0,
+            window_infer_per_s=(window.inferences / window_s) if window else 0.0,
+            latency_us=total.latency_summary_us(),
+        )
+
+
+@dataclass(frozen=True)
+class LiveSnapshot:
+    """Endpoints (exact, since the test started), the latest server-side interval, users, workers."""
+
+    endpoints: list[LiveEndpoint] = field(default_factory=list)
+    server: dict[str, ModelDelta] = field(default_factory=dict)
+    users: int = 0
+    workers: int = 0
+
+    def table_rows(self) -> list[dict]:
+        """One row per endpoint for the web UI tab; times in ms with microsecond precision."""
+        rows = []
+        for endpoint in self.endpoints:
+            server = self.server.get(endpoint.model)
+            rows.append(
+                {
+                    "endpoint": endpoint.name,
+                    "requests": endpoint.requests,
+                    "failures": sum(endpoint.failures.values()),
+                    "inferences": endpoint.inferences,
+                    "infer_per_s": round(endpoint.window_infer_per_s, 1),
+                    **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in ("p50", "p90", "p99", "max")},
+                    "avg_batch": round(server.avg_batch, 2) if server else "",
+                    "queue_ms": round(server.queue_us / 1000, 3) if server else "",
+                    "compute_infer_ms": round(server.compute_infer_us / 1000, 3) if server else "",
+                }
+            )
+        return rows

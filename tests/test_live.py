@@ -1,0 +1,78 @@
+"""What a run shows while it runs: the Prometheus endpoint and the web UI's exact tab."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+
+from analysis import load_run
+from loadtests.recording.metrics import parse
+from loadtests.server import TritonPorts
+from tests.helpers import REPO_ROOT
+
+
+def get(url: str, attempts: int = 50) -> bytes:
+    for _ in range(attempts):
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return response.read()
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} never answered")
+
+
+def locust(*args: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "locust", "-f", "locustfile.py", *args]
+    return subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def test_prometheus_endpoint_serves_exact_numbers_during_the_run(triton, tmp_path):
+    port = TritonPorts.free().http
+    run_dir = tmp_path / "run"
+    with locust(
+        "--headless", "-u", "2", "-t", "6s", "TritonHttpUser", "--model", "identity", "--batch-size", "2",
+        "--triton-http", triton.http_address, "--triton-metrics", triton.metrics_address,
+        "--server-stats-interval", "1", "--prometheus-port", str(port), "--run-dir", str(run_dir),
+    ) as process:  # fmt: skip
+        time.sleep(4)
+        samples = parse(get(f"http://127.0.0.1:{port}/metrics").decode())
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr[-2000:]
+    by_name = {}
+    for sample in samples:
+        by_name.setdefault(sample.name, []).append(sample)
+    (requests,) = by_name["triton_loadtest_requests_total"]
+    assert requests.labels == {"endpoint": "identity [http]", "model": "identity", "protocol": "http"}
+    (inferences,) = by_name["triton_loadtest_inferences_total"]
+    assert inferences.value == 2 * requests.value > 0
+    quantiles = {s.labels["quantile"]: s.value for s in by_name["triton_loadtest_latency_microseconds"]}
+    assert 0 < quantiles["0.5"] <= quantiles["0.99"] <= quantiles["1"]
+    assert by_name["triton_loadtest_users"][0].value == 2
+    assert by_name["triton_loadtest_server_avg_batch"][0].labels == {"model": "identity"}
+    # The scrape saw part of the run; the run directory has all of it.
+    (endpoint,) = load_run(run_dir).endpoints.values()
+    assert 0 < requests.value <= endpoint.requests
+
+
+def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
+    port = TritonPorts.free().http
+    with locust(
+        "--web-host", "127.0.0.1", "--web-port", str(port), "--autostart", "--autoquit", "2",
+        "-u", "2", "-t", "6s", "TritonGrpcUser", "--model", "identity",
+        "--triton-grpc", triton.grpc_address, "--triton-http", triton.http_address,
+        "--run-dir", str(tmp_path / "run"),
+    ) as process:  # fmt: skip
+        page = get(f"http://127.0.0.1:{port}/").decode()
+        time.sleep(4)
+        stats = json.loads(get(f"http://127.0.0.1:{port}/stats/requests"))
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr[-2000:]
+    assert "Triton (exact)" in page and "triton-exact" in page
+    (tab,) = [entry for entry in stats["extended_stats"] if entry["key"] == "triton-exact"]
+    (row,) = tab["data"]
+    assert row["endpoint"] == "identity [grpc]"
+    assert row["requests"] > 0 and row["failures"] == 0
+    assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
