@@ -32,12 +32,13 @@ DEFAULT_SERVER_POLL_S = 5.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the suite's options on Locust's parser (init_command_line_parser)."""
-    group = parser.add_argument_group("triton-loadtest", "Triton target, model and payload options")
 
     def option(name: str, **kwargs) -> None:
         env = "LOCUST_" + name.lstrip("-").upper().replace("-", "_")
         kwargs["help"] = f"{kwargs['help']} [env {env}]"
-        group.add_argument(name, env_var=env, **kwargs)
+        # Directly on the parser, not in an argument group: Locust's web UI form lists only
+        # arguments added this way (locust/argument_parser.py, ui_extra_args_dict).
+        parser.add_argument(name, env_var=env, **kwargs)
 
     option("--triton-http", default=DEFAULT_TRITON_HTTP, metavar="HOST:PORT", help="Triton HTTP endpoint")
     option("--triton-grpc", default=DEFAULT_TRITON_GRPC, metavar="HOST:PORT", help="Triton gRPC endpoint")

@@ -7,7 +7,8 @@ All six share `TritonUser`; they differ only in two class attributes, `workload`
     locust -f locustfile.py --headless -u 4 -t 30s TritonGrpcUser --model identity --shape INPUT0:16
 
 Each user opens one connection in on_start and closes it in on_stop, sends
-back-to-back requests (closed loop, perf_analyzer's concurrency mode), and picks
+back-to-back requests (closed loop, perf_analyzer's concurrency mode) until Locust
+stops it (the request in flight always finishes), and picks
 each request's batch size from --batch-size and its body from a pool built before
 the first request.
 """
@@ -18,6 +19,7 @@ from typing import ClassVar
 
 import numpy as np
 from locust import User, constant, task
+from locust.user.task import LOCUST_STATE_STOPPING
 
 from loadtests.clients import TritonClient, open_client
 from loadtests.endpoints import Endpoint
@@ -49,7 +51,13 @@ class TritonUser(User):
 
     @task
     def infer(self) -> None:
-        self.client.infer(self.endpoint.pick(self.rng), self.endpoint.validator)
+        # One task that loops, instead of one task per request: between tasks Locust marks a
+        # user "waiting", and a graceful stop kills a waiting user with an asynchronous kill
+        # that can land in the *next* request (seen as GreenletExit mid-request under load).
+        # Inside this loop the user stays "running", so a stop lets the request in flight
+        # finish; the loop ends when Locust marks the user "stopping".
+        while self._state != LOCUST_STATE_STOPPING:
+            self.client.infer(self.endpoint.pick(self.rng), self.endpoint.validator)
 
     def on_stop(self) -> None:
         client = getattr(self, "client", None)

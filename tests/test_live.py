@@ -71,6 +71,9 @@ def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr[-2000:]
     assert "Triton (exact)" in page and "triton-exact" in page
+    # The suite's options are in the web UI's form (Locust's "extra_options").
+    for option in ("triton_grpc", "batch_size", "validate_responses", "request_timeout"):
+        assert f'"{option}"' in page, option
     (tab,) = [entry for entry in stats["extended_stats"] if entry["key"] == "triton-exact"]
     (row,) = tab["data"]
     assert row["endpoint"] == "identity [grpc]"

@@ -20,6 +20,10 @@ from loadtests.model_spec import ModelSpec
 
 logger = logging.getLogger(__name__)
 
+# Pre-flight calls (live, ready, metadata) are not what is measured: they get their own,
+# generous timeout, so a short --request-timeout does not fail the pre-flight on a busy host.
+CONTROL_TIMEOUT_S = 10.0
+
 
 class RequestFailure(Exception):
     """A failed request, named for Locust's failure table.

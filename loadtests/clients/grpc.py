@@ -18,7 +18,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
-from loadtests.clients.base import RequestFailure, TritonClient
+from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient
 from loadtests.model_spec import ModelSpec
 
 # Triton's own client raises these limits: inference payloads exceed gRPC's 4 MB default.
@@ -83,14 +83,14 @@ class GrpcClient(TritonClient):
         return self._control
 
     def server_live(self) -> bool:
-        return bool(self.control.is_server_live(client_timeout=self.timeout_s))
+        return bool(self.control.is_server_live(client_timeout=CONTROL_TIMEOUT_S))
 
     def model_ready(self, model: str) -> bool:
-        return bool(self.control.is_model_ready(model, client_timeout=self.timeout_s))
+        return bool(self.control.is_model_ready(model, client_timeout=CONTROL_TIMEOUT_S))
 
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
-        metadata = self.control.get_model_metadata(model, as_json=True, client_timeout=self.timeout_s)
-        config = self.control.get_model_config(model, as_json=True, client_timeout=self.timeout_s)
+        metadata = self.control.get_model_metadata(model, as_json=True, client_timeout=CONTROL_TIMEOUT_S)
+        config = self.control.get_model_config(model, as_json=True, client_timeout=CONTROL_TIMEOUT_S)
         return metadata, config.get("config", config)
 
     # -- data plane ---------------------------------------------------------------------

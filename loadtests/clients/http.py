@@ -19,7 +19,7 @@ from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
-from loadtests.clients.base import RequestFailure, TritonClient, connection_failure
+from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient, connection_failure
 from loadtests.errors import ServerError
 from loadtests.model_spec import ModelSpec
 
@@ -58,7 +58,7 @@ class HttpClient(TritonClient):
     def control(self) -> httpclient.InferenceServerClient:
         if self._control is None:
             self._control = httpclient.InferenceServerClient(
-                self.address, connection_timeout=CONNECTION_TIMEOUT_S, network_timeout=self.timeout_s
+                self.address, connection_timeout=CONNECTION_TIMEOUT_S, network_timeout=CONTROL_TIMEOUT_S
             )
         return self._control
 

@@ -1,0 +1,7 @@
+"""Traffic patterns: how much load, and when.
+
+- `loadtests.traffic.shapes`: load shapes (`--load-shape steps|ramp|spike|sine|trace`
+  with `--shape-args`): pure target-versus-time profiles, and the Locust `LoadTestShape`
+  classes that drive the user count (closed loop) or hand a target rate to open-loop
+  traffic.
+"""
