@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loadtests.errors import SpecError
+from loadtests.traffic import shapes as traffic_shapes
 from loadtests.workloads import BatchSizeSpec, parse_batch_size, parse_input_map, parse_shape_overrides
 
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
@@ -116,6 +117,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how often Triton's statistics and Prometheus metrics are read during a run",
     )
+    # --load-shape and --shape-args (loadtests/traffic/shapes.py)
+    traffic_shapes.add_arguments(parser)
 
 
 def _text(options: argparse.Namespace, name: str) -> str:

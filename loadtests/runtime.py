@@ -37,6 +37,7 @@ from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.server_watch import ServerWatch
 from loadtests.recording.triton_info import fetch_triton_info
 from loadtests.recording.windows import RunAggregator, WindowRecorder
+from loadtests.traffic import shapes as traffic_shapes
 
 logger = logging.getLogger(__name__)
 REPORT_KEY = "triton_loadtest"
@@ -53,6 +54,7 @@ class Run:
     server: ServerWatch
     loop: gevent.Greenlet | None = None
     cpu_s: float = 0.0
+    shape: traffic_shapes.TrafficShape | None = None
 
 
 @dataclass
@@ -146,6 +148,16 @@ class Runtime:
         server.start()
         self.run = Run(directory, RunAggregator(window_s=settings.window_s, sink=directory), server)
         self.run.loop = gevent.spawn(self._run_loop, self.run)
+        shape = self.environment.shape_class
+        if isinstance(shape, traffic_shapes.TrafficShape):
+            self.run.shape = shape
+            shape.on_step = lambda _step, run=self.run: self.write_steps(run)
+            self.write_steps(self.run)  # step 0 began before test_start created the directory
+
+    def write_steps(self, run: Run, final: bool = False) -> None:
+        """steps.json: the load shape's step boundaries, on the run directory's clock."""
+        if run.shape is not None and run.shape.profile is not None and not run.directory.finished:
+            run.directory.write_json("steps.json", run.shape.record(relative_to=run.directory.started_at, final=final))
 
     def _run_loop(self, run: Run) -> None:
         """Every window: merge local data (single process), note users, close old windows."""
@@ -223,6 +235,7 @@ def install(events) -> None:
             return  # workers get their options at test_start
         try:
             runtime.reload_settings()
+            traffic_shapes.install_shape(environment, kwargs.get("web_ui"))
             # Let a stopping user finish its in-flight request (at most one request timeout):
             # a request Triton counted but the user never reported would break exact counts.
             if not environment.stop_timeout:
@@ -259,6 +272,8 @@ def install(events) -> None:
     @events.test_stop.add_listener
     def _on_test_stop(environment: Environment, **_kwargs) -> None:
         runtime = runtime_for(environment)
+        if runtime.run is not None:
+            runtime.write_steps(runtime.run, final=True)  # the last step ends at the real stop
         if runtime.is_local:
             runtime.finish_run()
         elif isinstance(environment.runner, MasterRunner) and runtime.run is not None:
