@@ -521,9 +521,15 @@ class Pod:
         """The container's command with the image's paths mapped to this machine."""
         args = list(self.args)
         assert args[0] == "locust", "the image's entrypoint is the locust command"
-        args = [sys.executable, "-m", "locust", *args[1:]]
-        args = [str(REPO_ROOT / "locustfile.py") if a == "/app/locustfile.py" else a for a in args]
-        return [self.local_path(a) if a.startswith("/") and not a.startswith(sys.executable) else a for a in args]
+        # One mapping per argument: the repository itself may live under a path the pod
+        # mounts (a CI clone in /tmp), so a mapped path must not be mapped again.
+        mapped = [self._map(a) for a in args[1:]]
+        return [sys.executable, "-m", "locust", *mapped]
+
+    def _map(self, arg: str) -> str:
+        if arg == "/app/locustfile.py":
+            return str(REPO_ROOT / "locustfile.py")
+        return self.local_path(arg) if arg.startswith("/") else arg
 
     def environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOCUST_")}
