@@ -34,6 +34,7 @@ from loadtests.errors import StartupError
 from loadtests.recording.console import print_exact_summary
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
 from loadtests.recording.run_dir import RunDirectory
+from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
 from loadtests.recording.triton_info import fetch_triton_info
 from loadtests.recording.windows import RunAggregator, WindowRecorder
@@ -187,8 +188,8 @@ class Runtime:
             LiveEndpoint.of(total, aggregator.last_window.get(name), aggregator.window_s)
             for name, total in sorted(aggregator.totals.items())
         ]
-        intervals = run.server.stats.interval_deltas()
-        server = intervals[-1][2] if intervals else {}
+        snapshots = run.server.stats.snapshots
+        server = compute_delta(snapshots[-2], snapshots[-1]) if len(snapshots) >= 2 else {}
         return LiveSnapshot(endpoints=endpoints, server=server, users=users, workers=workers)
 
     def finish_run(self) -> None:

@@ -157,3 +157,17 @@ def test_run_directory_writes_timeseries_and_readable_hdr_logs(tmp_path):
     assert total.get_total_count() == expected_total
     assert total.get_max_value() == pytest.approx(249, abs=1)
     assert "#[StartTime: 1000.000 (seconds since epoch)" in log.read_text()
+
+
+def test_a_window_before_the_first_user_count_takes_the_next_one():
+    clock = FakeClock(1000.0)
+    sink = ListSink()
+    aggregator = RunAggregator(window_s=1.0, grace_s=0.0, sink=sink, clock=clock)
+    recorder = WindowRecorder(window_s=1.0, clock=clock)
+    clock.now = 1000.5
+    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    clock.now = 1001.2  # the run loop notes users only after the first window has passed
+    aggregator.note_users(3)
+    aggregator.merge(recorder.drain())
+    aggregator.close_windows(final=True)
+    assert [(row[0], row[2]) for row in sink.rows] == [(1000.0, 3)]

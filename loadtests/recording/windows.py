@@ -121,7 +121,11 @@ class RunAggregator:
             del self.users[key]
 
     def _users_at(self, key: int) -> int:
+        """The user count noted in this window, else the nearest one noted (before, then after)."""
         if key in self.users:
             return self.users[key]
         earlier = [k for k in self.users if k <= key]
-        return self.users[max(earlier)] if earlier else 0
+        if earlier:
+            return self.users[max(earlier)]
+        later = [k for k in self.users if k > key]
+        return self.users[min(later)] if later else 0
