@@ -22,8 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import tritonclient.http as httpclient
-
+from loadtests.recording.server_stats import fetch_stats
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -60,12 +59,11 @@ def children_cpu_s() -> float:
 
 
 def server_requests(triton: LocalTriton) -> int:
-    client = httpclient.InferenceServerClient(triton.http_address)
-    try:
-        stats = client.get_inference_statistics(MODEL)["model_stats"][0]
-    finally:
-        client.close()
-    return int(stats["inference_stats"]["success"]["count"])
+    """Requests Triton has served for MODEL, from its statistics (the suite's own reader)."""
+    return sum(
+        int(version["inference_stats"]["success"]["count"])
+        for version in fetch_stats(triton.http_address, [MODEL])[MODEL].values()
+    )
 
 
 def run_perf_analyzer(triton: LocalTriton, protocol: str, concurrency: int, workdir: Path) -> Measurement:

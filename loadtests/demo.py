@@ -8,12 +8,12 @@ short headless Locust test (BERT-QA over HTTP and ResNet over gRPC, batch sizes
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from analysis.run import RunDirectoryError, load_run
 from loadtests.server.launcher import DEMO_REPOSITORY, REPO_ROOT, LocalTriton
 from loadtests.server.serve import demo_environment
 
@@ -68,16 +68,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"Triton ready at {triton.http_url} and {triton.grpc_url}", flush=True)
         print(f"Load test: {', '.join(DEMO_USER_CLASSES)}, {args.users} users, {args.duration} ...", flush=True)
         code = subprocess.call(locust_command(triton, args, run_dir), cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
-    summary_file = run_dir / "summary.json"
-    if not summary_file.exists():
-        print(f"error: the load test wrote no summary (exit code {code}); see {run_dir}", file=sys.stderr)
+    try:
+        endpoints = load_run(run_dir).endpoints.values()
+    except RunDirectoryError as error:
+        print(f"error: the load test left no complete run directory (exit code {code}): {error}", file=sys.stderr)
         return code or 1
-    for endpoint in json.loads(summary_file.read_text())["endpoints"]:
-        latency = endpoint["latency_us"]
+    for endpoint in endpoints:
+        latency = endpoint.latency_us
         print(
-            f"  {endpoint['name']:<26} {endpoint['throughput_infer_per_s']:>8.1f} infer/s  "
+            f"  {endpoint.name:<26} {endpoint.throughput_infer_per_s:>8.1f} infer/s  "
             f"p50 {latency['p50'] / 1000:.3f} ms  p99 {latency['p99'] / 1000:.3f} ms  "
-            f"failures {endpoint['failures']}",
+            f"failures {endpoint.failures}",
             flush=True,
         )
     print(f"Results: {run_dir}", flush=True)

@@ -86,7 +86,7 @@ def check_inputs_fit(model: ModelSpec, inputs: dict[str, np.ndarray], batch_size
         shape = array.shape[1:] if model.batches else array.shape
         if model.batches and array.shape[0] != batch_size:
             raise ModelMismatchError(f"input '{spec.name}': batch of {array.shape[0]} rows, expected {batch_size}")
-        if len(shape) != len(spec.shape) or any(w not in (-1, g) for w, g in zip(spec.shape, shape, strict=False)):
+        if not spec.accepts(shape):
             raise ModelMismatchError(
                 f"input '{spec.name}' of model '{model.name}' has shape {list(spec.shape)}, "
                 f"the payload's is {list(shape)}"
@@ -110,7 +110,8 @@ class Endpoint:
 
     def pick(self, rng: np.random.Generator) -> PreparedRequest:
         pool = self.pools[self.batch_sizes.sample(rng)]
-        return pool[int(rng.integers(len(pool)))] if len(pool) > 1 else pool[0]
+        # rng.random() costs ~0.3 µs, rng.integers ~1.2 µs: this runs once per request.
+        return pool[int(rng.random() * len(pool))] if len(pool) > 1 else pool[0]
 
 
 def _pool_count(sample_bytes: int, sizes: int) -> int:

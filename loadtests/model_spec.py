@@ -43,6 +43,15 @@ class TensorSpec:
     def numpy_dtype(self) -> np.dtype:
         return TRITON_TO_NUMPY[self.datatype]
 
+    def accepts(self, shape: tuple[int, ...]) -> bool:
+        """Whether an actual per-sample shape (no batch dim) fits this tensor's; -1 matches any size.
+
+        Example: TensorSpec("x", "FP32", (-1, 3)).accepts((7, 3)) is True
+        """
+        return len(shape) == len(self.shape) and all(
+            want < 0 or got == want for got, want in zip(shape, self.shape, strict=True)
+        )
+
 
 @dataclass(frozen=True)
 class ModelSpec:

@@ -32,7 +32,7 @@ def check_outputs(model: ModelSpec, outputs: dict[str, np.ndarray], datatypes: d
         shape = array.shape[1:] if model.batches else array.shape
         if model.batches and (array.ndim == 0 or array.shape[0] != batch):
             raise _fail(f"{spec.name} batch dimension", f"shape {array.shape} for a batch of {batch}")
-        if len(shape) != len(spec.shape) or any(w not in (-1, g) for w, g in zip(spec.shape, shape, strict=False)):
+        if not spec.accepts(shape):
             raise _fail(f"{spec.name} shape", f"got {shape}, metadata says {spec.shape}")
 
 

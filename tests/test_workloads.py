@@ -595,3 +595,12 @@ def test_workloads_import_neither_tritonclient_nor_locust():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_tensor_spec_accepts_shapes_with_wildcards():
+    from loadtests.model_spec import TensorSpec
+
+    spec = TensorSpec("x", "FP32", (-1, 3))
+    assert spec.accepts((7, 3)) and spec.accepts((1, 3))
+    assert not spec.accepts((7, 4))
+    assert not spec.accepts((7,)) and not spec.accepts((7, 3, 1))

@@ -156,7 +156,7 @@ class GenericWorkload:
                     f"--shape {name}: model {self.model.name!r} has no input {name!r} (its inputs: {', '.join(names)})"
                 )
             tensor = self.model.input(name)
-            if not _fits(shape, tensor.shape):
+            if not tensor.accepts(shape):
                 raise ModelMismatchError(
                     f"--shape {name}:{','.join(map(str, shape))} does not fit the model's "
                     f"shape {list(tensor.shape)} for {name!r} (batch dim excluded)"
@@ -260,7 +260,7 @@ def _decode_tensor(value, tensor: TensorSpec, override: tuple[int, ...] | None, 
             content = value["content"]
     if shape is None:
         shape = override or tuple(tensor.shape)
-    if not _fits(shape, tensor.shape):
+    if not tensor.accepts(shape):
         raise PayloadError(
             f"{where}: shape {list(shape)} does not fit the model's {list(tensor.shape)} (batch dim excluded)"
         )
@@ -329,10 +329,6 @@ def _flatten(values):
             yield from _flatten(v)
         else:
             yield v
-
-
-def _fits(shape: Sequence[int], model_shape: Sequence[int]) -> bool:
-    return len(shape) == len(model_shape) and all(m < 0 or s == m for s, m in zip(shape, model_shape, strict=True))
 
 
 def _stack_if_uniform(entries: list[dict[str, np.ndarray]], model: ModelSpec) -> dict[str, np.ndarray] | None:
