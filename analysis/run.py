@@ -26,6 +26,11 @@ class EndpointSummary:
     throughput_infer_per_s: float
     latency_us: dict[str, float]
     failures_by_class: dict[str, int] = field(default_factory=dict)
+    # Open-loop runs only (None in closed loop and in older run directories): latency_us is
+    # then timed from the intended send time, these from the actual send.
+    latency_uncorrected_us: dict[str, float] | None = None
+    late: int | None = None
+    dropped: int | None = None
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -41,7 +46,18 @@ class EndpointSummary:
             throughput_infer_per_s=float(entry["throughput_infer_per_s"]),
             latency_us={key: float(value) for key, value in entry["latency_us"].items()},
             failures_by_class=dict(entry.get("failures_by_class", {})),
+            latency_uncorrected_us=_floats(entry.get("latency_uncorrected_us")),
+            late=_int_or_none(entry.get("late")),
+            dropped=_int_or_none(entry.get("dropped")),
         )
+
+
+def _floats(values: dict | None) -> dict[str, float] | None:
+    return {key: float(value) for key, value in values.items()} if values else None
+
+
+def _int_or_none(value) -> int | None:
+    return int(value) if value is not None else None
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,15 @@ class Run:
     config: dict
     endpoints: dict[str, EndpointSummary]
     load_generator: dict
+    # Triton's breakdown per model (summary.json "server") and the traffic pattern
+    # ("traffic": mode/rate/...; absent in runs older than open-loop traffic).
+    server: dict = field(default_factory=dict)
+    traffic: dict = field(default_factory=dict)
+
+    @property
+    def traffic_mode(self) -> str:
+        """closed, constant or poisson; runs that predate the "traffic" key were closed-loop."""
+        return str(self.traffic.get("mode") or self.config.get("options", {}).get("traffic") or "closed")
 
 
 def _read_json(path: Path) -> dict:
@@ -71,4 +96,11 @@ def load_run(path: str | Path) -> Run:
     config = _read_json(path / "config.json")
     summary = _read_json(path / "summary.json")
     endpoints = {entry["name"]: EndpointSummary.from_json(entry) for entry in summary.get("endpoints", [])}
-    return Run(path=path, config=config, endpoints=endpoints, load_generator=summary.get("load_generator", {}))
+    return Run(
+        path=path,
+        config=config,
+        endpoints=endpoints,
+        load_generator=summary.get("load_generator", {}),
+        server=summary.get("server") or {},
+        traffic=summary.get("traffic") or {},
+    )

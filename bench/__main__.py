@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.report import write_report
 from loadtests.recording.server_stats import fetch_stats
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 
@@ -114,6 +115,18 @@ def run_perf_analyzer(triton: LocalTriton, protocol: str, concurrency: int, work
     )
 
 
+def write_pa_sweep(workdir: Path, protocol: str) -> Path:
+    """perf_analyzer's per-level CSVs as one -f CSV (levels in order) in bench/, and its report."""
+    lines: list[str] = []
+    for concurrency in CONCURRENCIES:
+        header, *rows = (workdir / f"pa-{protocol}-{concurrency}.csv").read_text().splitlines()
+        lines = lines or [header]
+        lines += rows[:1]  # its CSV may append server-side rows after the first blank line
+    target = BENCH_DIR / f"perf_analyzer-{protocol}.csv"
+    target.write_text("\n".join(lines) + "\n")
+    return write_report(target)
+
+
 def run_suite(triton: LocalTriton, protocol: str, concurrency: int, workdir: Path, duration_s: int) -> Measurement:
     run_dir = workdir / f"suite-{protocol}-{concurrency}"
     user_class = "TritonHttpUser" if protocol == "http" else "TritonGrpcUser"
@@ -195,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                 pa, suite = sorted(results, key=lambda m: m.tool)
                 rows.append(ratio_row(pa, suite))
                 print(rows[-1], flush=True)
+        reports = [write_pa_sweep(workdir, protocol) for protocol in PROTOCOLS]
     header = [
         "# Benchmark: the suite against perf_analyzer",
         "",
@@ -212,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(header + rows) + "\n"
     args.output.write_text(text)
     print(f"\nWritten to {args.output}")
+    for report in reports:
+        print(f"perf_analyzer's own results as a report: {report}")
     return 0
 
 

@@ -1,11 +1,11 @@
-"""`python -m loadtests COMMAND`: the suite's command line (serve, demo)."""
+"""`python -m loadtests COMMAND`: the suite's command line (serve, demo, sweep)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from loadtests import demo
+from loadtests import demo, sweep
 from loadtests.errors import StartupError
 from loadtests.server import serve
 
@@ -15,11 +15,17 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(subparsers)
     demo.add_parser(subparsers)
+    sweep.add_parser(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # A command that passes options on to Locust (sweep) takes the ones it does not know.
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "pass_through", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     try:
         return args.run(args)
     except StartupError as error:

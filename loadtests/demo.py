@@ -1,8 +1,16 @@
 """`python -m loadtests demo` (what `make demo` runs): the main job end to end, locally.
 
-Builds the tiny demo models if needed, starts the local Triton on free ports, runs a
-short headless Locust test (BERT-QA over HTTP and ResNet over gRPC, batch sizes
-1-4, responses validated), prints where the run directory is, and stops Triton.
+Builds the tiny demo models if needed, starts the local Triton on free ports, and runs the
+same headless Locust test twice: BERT-QA over HTTP and ResNet over gRPC (batch sizes 1-4,
+responses validated), with the user count in steps (a `steps` load shape), once against
+`bert_qa` (no batching) and once against `bert_qa_dynbatch` (dynamic batching, 2
+instances). Each run gets its report (report.html, report.md, PNGs), and the two runs a
+comparison. It prints where everything is and stops Triton.
+
+    runs/<UTC time>-demo/
+        bert_qa/            run directory + report.html
+        bert_qa_dynbatch/   run directory + report.html
+        comparison/         compare.html, compare.md, PNGs
 """
 
 from __future__ import annotations
@@ -13,23 +21,32 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from analysis.compare import write_comparison
+from analysis.dataset import SourceError
+from analysis.report import write_report
 from analysis.run import RunDirectoryError, load_run
 from loadtests.server.launcher import DEMO_REPOSITORY, REPO_ROOT, LocalTriton
 from loadtests.server.serve import demo_environment
 
 DEMO_USER_CLASSES = ("BertQAHttpUser", "ResNetGrpcUser")
+DEMO_BERT_MODELS = ("bert_qa", "bert_qa_dynbatch")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="run a short load test against a local Triton", description=__doc__)
-    parser.add_argument("--duration", default="20s", help="Locust run time (default: 20s)")
-    parser.add_argument("--users", type=int, default=4, help="concurrent users (default: 4)")
+    parser.add_argument(
+        "--users",
+        default="2;4;8",
+        metavar="N;N;...",
+        help="user counts of the steps, shared by the two user classes (default: 2;4;8)",
+    )
+    parser.add_argument("--step-s", type=float, default=8.0, help="seconds per step (default: 8)")
     parser.add_argument("--batch-size", default="1-4", metavar="SPEC", help="batch size SPEC (default: 1-4)")
     parser.add_argument("--run-dir", type=Path, default=None, help="default: runs/<UTC time>-demo")
     parser.set_defaults(run=run)
 
 
-def locust_command(triton: LocalTriton, args: argparse.Namespace, run_dir: Path) -> list[str]:
+def locust_command(triton: LocalTriton, args: argparse.Namespace, bert_model: str, run_dir: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -37,18 +54,19 @@ def locust_command(triton: LocalTriton, args: argparse.Namespace, run_dir: Path)
         "-f",
         str(REPO_ROOT / "locustfile.py"),
         "--headless",
-        "--users",
-        str(args.users),
-        "--spawn-rate",
-        str(args.users),
-        "--run-time",
-        args.duration,
+        "--only-summary",
+        "--load-shape",
+        "steps",
+        "--shape-args",
+        f"targets={args.users},step_s={args.step_s:g}",
         "--triton-http",
         triton.http_address,
         "--triton-grpc",
         triton.grpc_address,
         "--triton-metrics",
         triton.metrics_address,
+        "--bert-model",
+        bert_model,
         "--batch-size",
         args.batch_size,
         "--validate-responses",
@@ -58,22 +76,8 @@ def locust_command(triton: LocalTriton, args: argparse.Namespace, run_dir: Path)
     ]
 
 
-def run(args: argparse.Namespace) -> int:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    run_dir = (args.run_dir or Path("runs") / f"{stamp}-demo").resolve()
-    print("Starting the local Triton with the demo models (tiny preset) ...", flush=True)
-    with LocalTriton(
-        [DEMO_REPOSITORY], log_file=run_dir / "triton.log", environment=demo_environment("tiny")
-    ) as triton:
-        print(f"Triton ready at {triton.http_url} and {triton.grpc_url}", flush=True)
-        print(f"Load test: {', '.join(DEMO_USER_CLASSES)}, {args.users} users, {args.duration} ...", flush=True)
-        code = subprocess.call(locust_command(triton, args, run_dir), cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
-    try:
-        endpoints = load_run(run_dir).endpoints.values()
-    except RunDirectoryError as error:
-        print(f"error: the load test left no complete run directory (exit code {code}): {error}", file=sys.stderr)
-        return code or 1
-    for endpoint in endpoints:
+def print_results(run_dir: Path) -> None:
+    for endpoint in load_run(run_dir).endpoints.values():
         latency = endpoint.latency_us
         print(
             f"  {endpoint.name:<26} {endpoint.throughput_infer_per_s:>8.1f} infer/s  "
@@ -81,5 +85,33 @@ def run(args: argparse.Namespace) -> int:
             f"failures {endpoint.failures}",
             flush=True,
         )
-    print(f"Results: {run_dir}", flush=True)
-    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    root = (args.run_dir or Path("runs") / f"{stamp}-demo").resolve()
+    run_dirs = [root / model for model in DEMO_BERT_MODELS]
+    print("Starting the local Triton with the demo models (tiny preset) ...", flush=True)
+    codes = []
+    with LocalTriton([DEMO_REPOSITORY], log_file=root / "triton.log", environment=demo_environment("tiny")) as triton:
+        print(f"Triton ready at {triton.http_url} and {triton.grpc_url}", flush=True)
+        for model, run_dir in zip(DEMO_BERT_MODELS, run_dirs, strict=True):
+            print(
+                f"Load test against {model}: {', '.join(DEMO_USER_CLASSES)}, users in steps of "
+                f"{args.step_s:g} s: {args.users.replace(';', ', ')} ...",
+                flush=True,
+            )
+            command = locust_command(triton, args, model, run_dir)
+            codes.append(subprocess.call(command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL))
+    try:
+        for model, run_dir in zip(DEMO_BERT_MODELS, run_dirs, strict=True):
+            print(f"{model}:", flush=True)
+            print_results(run_dir)
+            print(f"  report: {write_report(run_dir)}", flush=True)
+        comparison = write_comparison(run_dirs, list(DEMO_BERT_MODELS), root / "comparison")
+    except (RunDirectoryError, SourceError) as error:
+        print(f"error: the demo left no complete run (exit codes {codes}): {error}", file=sys.stderr)
+        return max(codes) or 1
+    print(f"Comparison: {comparison}", flush=True)
+    print(f"Results: {root}", flush=True)
+    return max(codes)

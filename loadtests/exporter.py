@@ -52,6 +52,18 @@ def render(snapshot: LiveSnapshot) -> str:
         [(_labels(**who(e), failure=name), count) for e in ep for name, count in sorted(e.failures.items())],
     )
     lines += _family(
+        "late_total",
+        "counter",
+        "Open-loop requests sent more than 1 ms after their intended time.",
+        [(_labels(**who(e)), e.late) for e in ep],
+    )
+    lines += _family(
+        "dropped_total",
+        "counter",
+        "Open-loop requests dropped at --max-in-flight (--drop-when-saturated).",
+        [(_labels(**who(e)), e.dropped) for e in ep],
+    )
+    lines += _family(
         "inferences_total",
         "counter",
         "Inferences (batch-weighted successful requests).",

@@ -11,6 +11,7 @@ distributed workers in the master's spawn message (at test_start, not at init).
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,11 @@ DEFAULT_REQUEST_TIMEOUT_S = 30.0
 DATA_MODES = ("random", "zero")
 DEFAULT_WINDOW_S = 1.0
 DEFAULT_SERVER_POLL_S = 5.0
+CLOSED_LOOP = "closed"
+TRAFFIC_MODES = (CLOSED_LOOP, "constant", "poisson")
+# Per worker: enough for a few hundred requests/s at tens of ms each, small enough
+# that a stalled server cannot make one worker open thousands of connections.
+DEFAULT_MAX_IN_FLIGHT = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +96,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check every response's outputs (names, dtypes, batch dim, values)",
     )
     option("--run-dir", default="", metavar="DIR", help="run directory (default runs/<UTC time>-<name>)")
+    # Parsed and evaluated by loadtests/slo_gate.py (grammar: analysis/slo.py, docs/ci.md).
+    option(
+        "--slo",
+        default="",
+        metavar="CLAUSES",
+        help="SLO gates checked at the end of the run, exit code 3 if one fails: comma-separated "
+        "[MODEL_OR_ENDPOINT:]METRIC OP VALUE[UNIT], e.g. 'p99<50ms,bert_qa:p95<20ms,fail_ratio<0.01,"
+        "infer_per_s>100'; metrics p50 p90 p95 p99 p99.9 max mean (us|ms|s), fail_ratio, failures, "
+        "rps, infer_per_s, late_ratio, dropped",
+    )
+    option("--junit", default="", metavar="FILE", help="write --slo verdicts as JUnit XML (a testcase per clause)")
     option(
         "--window",
         type=float,
@@ -116,6 +133,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_SERVER_POLL_S,
         metavar="SECONDS",
         help="how often Triton's statistics and Prometheus metrics are read during a run",
+    )
+    option(
+        "--traffic",
+        default=CLOSED_LOOP,
+        choices=TRAFFIC_MODES,
+        help="closed: each user sends its next request when the last one returns; constant|poisson: "
+        "open loop, requests sent on a schedule at --rate (fixed or exponential gaps), latency "
+        "measured from each request's intended send time",
+    )
+    option(
+        "--rate",
+        type=float,
+        default=0.0,
+        metavar="REQ_PER_S",
+        help="open-loop target rate in requests/s, in total across all workers (each takes its share)",
+    )
+    option(
+        "--max-in-flight",
+        type=int,
+        default=DEFAULT_MAX_IN_FLIGHT,
+        metavar="N",
+        help="open loop: most requests in flight per worker; at the cap the next request waits (late)",
+    )
+    option(
+        "--drop-when-saturated",
+        action="store_true",
+        default=False,
+        help="open loop: at the --max-in-flight cap, drop a due request (counted) instead of sending it late",
     )
     # --load-shape and --shape-args (loadtests/traffic/shapes.py)
     traffic_shapes.add_arguments(parser)
@@ -154,6 +199,14 @@ class Settings:
     run_dir: Path | None = None
     window_s: float = DEFAULT_WINDOW_S
     server_poll_s: float = DEFAULT_SERVER_POLL_S
+    traffic: str = CLOSED_LOOP
+    rate: float = 0.0
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    drop_when_saturated: bool = False
+
+    @property
+    def open_loop(self) -> bool:
+        return self.traffic != CLOSED_LOOP
 
     @classmethod
     def from_options(cls, options: argparse.Namespace) -> Settings:
@@ -175,6 +228,18 @@ class Settings:
         data_mode = _text(options, "data_mode") or "random"
         if data_mode not in DATA_MODES:
             raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
+
+        traffic = _text(options, "traffic") or CLOSED_LOOP
+        rate = float(getattr(options, "rate", 0.0) or 0.0)
+        max_in_flight = int(getattr(options, "max_in_flight", DEFAULT_MAX_IN_FLIGHT))
+        if traffic not in TRAFFIC_MODES:
+            raise SpecError(f"--traffic '{traffic}' is not one of {', '.join(TRAFFIC_MODES)}")
+        if not math.isfinite(rate) or rate < 0:
+            raise SpecError(f"--rate must be a finite number >= 0, got {rate}")
+        if traffic == CLOSED_LOOP and rate:
+            raise SpecError("--rate applies to open-loop traffic: add --traffic constant or --traffic poisson")
+        if max_in_flight < 1:
+            raise SpecError(f"--max-in-flight must be at least 1, got {max_in_flight}")
 
         def path(name: str) -> Path | None:
             text = _text(options, name)
@@ -202,4 +267,8 @@ class Settings:
             run_dir=path("run_dir"),
             window_s=window_s,
             server_poll_s=server_poll_s,
+            traffic=traffic,
+            rate=rate,
+            max_in_flight=max_in_flight,
+            drop_when_saturated=bool(getattr(options, "drop_when_saturated", False)),
         )

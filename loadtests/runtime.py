@@ -26,12 +26,12 @@ from gevent.lock import Semaphore
 from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
 
-from loadtests import exporter, webui
+from loadtests import exporter, slo_gate, webui
 from loadtests import options as suite_options
 from loadtests.clients import open_client
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
-from loadtests.errors import StartupError
-from loadtests.recording.console import print_exact_summary
+from loadtests.errors import SpecError, StartupError
+from loadtests.recording.console import behind_schedule_warnings, print_exact_summary
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
 from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.server_stats import compute_delta
@@ -39,11 +39,18 @@ from loadtests.recording.server_watch import ServerWatch
 from loadtests.recording.triton_info import fetch_triton_info
 from loadtests.recording.windows import RunAggregator, WindowRecorder
 from loadtests.traffic import shapes as traffic_shapes
+from loadtests.traffic.open_loop import RATE_MESSAGE, ClientPool, OpenLoop, RatePlan
 
 logger = logging.getLogger(__name__)
 REPORT_KEY = "triton_loadtest"
 # After the master's test_stop, workers' last windows arrive with their next report (every 3 s).
 MASTER_FINAL_REPORT_WAIT_S = 4.0
+# A single process drains its own recorder just before it closes windows, so a window can
+# close soon after it ends (a master keeps the aggregator's grace for workers' reports).
+LOCAL_GRACE_S = 1.0
+# How often the run loop merges and closes windows (at most once per window): closed
+# windows reach observers such as the sweep shape within about a second.
+RUN_LOOP_S = 1.0
 
 
 @dataclass
@@ -56,6 +63,8 @@ class Run:
     loop: gevent.Greenlet | None = None
     cpu_s: float = 0.0
     shape: traffic_shapes.TrafficShape | None = None
+    rate_publisher: gevent.Greenlet | None = None
+    warned_behind: bool = False
 
 
 @dataclass
@@ -67,6 +76,11 @@ class Runtime:
     recorder: WindowRecorder = field(default_factory=WindowRecorder)
     endpoints: dict[tuple[str, str], Endpoint] = field(default_factory=dict)
     run: Run | None = None
+    # Open-loop traffic: the sender on a process with users; the total target rate on the
+    # master or single process; the latest plan a worker received from its master.
+    traffic: OpenLoop | None = None
+    total_rate: float = 0.0
+    rate_plan: RatePlan | None = None
     _cpu_mark: float = field(default_factory=time.process_time)
     _locks: dict[tuple[str, str], Semaphore] = field(default_factory=dict)
     _user_seed: int = 0
@@ -78,6 +92,23 @@ class Runtime:
             self.settings = settings
             self.endpoints.clear()
         self.recorder.window_s = settings.window_s
+        if not isinstance(self.environment.runner, WorkerRunner):
+            # Where a kind=rate shape sends its targets (shapes refuse kind=rate without it).
+            traffic_shapes.set_rate_target = self.set_total_rate if settings.open_loop else None
+
+    def check_traffic(self) -> None:
+        """Open-loop traffic needs a rate: --rate, or a load shape with kind=rate; raises SpecError."""
+        settings = self.settings
+        shape = self.environment.shape_class
+        if isinstance(shape, traffic_shapes.TrafficShape):
+            kind = shape.target_kind
+            if settings.open_loop and kind != traffic_shapes.RATE:
+                raise SpecError(
+                    f"--traffic {settings.traffic} with --load-shape {shape.name}: the shape sets the rate, "
+                    "add kind=rate to --shape-args"
+                )
+        elif settings.open_loop and settings.rate <= 0:
+            raise SpecError(f"--traffic {settings.traffic} needs --rate (requests/s) or a load shape with kind=rate")
 
     def kinds_in_run(self) -> set[str]:
         return {cls.workload for cls in self.environment.user_classes if getattr(cls, "workload", None)}
@@ -131,6 +162,82 @@ class Runtime:
         spent, self._cpu_mark = now - self._cpu_mark, now
         return spent
 
+    # -- open-loop traffic ---------------------------------------------------------------
+    def set_total_rate(self, rate: float) -> None:
+        """The open-loop target in requests/s across all workers (from --rate or a kind=rate shape)."""
+        self.total_rate = rate
+        self.publish_rate()
+
+    def publish_rate(self) -> None:
+        """Tell every process with users its share: workers by message, the single process directly."""
+        runner = self.environment.runner
+        if isinstance(runner, MasterRunner):
+            plan = RatePlan(self.total_rate, runner.target_user_count or 0)
+            runner.send_message(RATE_MESSAGE, plan.to_message())
+        elif self.traffic is not None:
+            self.traffic.set_plan(RatePlan(self.total_rate, 1))
+
+    def receive_rate(self, plan: RatePlan) -> None:
+        """A worker's rate message from the master (may arrive before this worker's test_start)."""
+        self.rate_plan = plan
+        if self.traffic is not None:
+            self.traffic.set_plan(plan)
+
+    def start_traffic(self) -> None:
+        """At test start on a process with users: the open-loop sender (None in closed loop)."""
+        self.stop_traffic()
+        settings = self.settings
+        if not settings.open_loop:
+            return
+        runner = self.environment.runner
+        if isinstance(runner, WorkerRunner):
+            plan, seed = self.rate_plan, max(runner.worker_index, 0) + 1
+
+            def local_users() -> int:
+                return runner.target_user_count or 0
+
+        else:
+            plan, seed = RatePlan(self.total_rate, 1), 0
+
+            def local_users() -> int:
+                return 1
+
+        request_event = self.environment.events.request
+        clients = ClientPool(lambda protocol: open_client(protocol, settings, request_event))
+        self.traffic = OpenLoop(
+            settings.traffic, settings.max_in_flight, settings.drop_when_saturated, clients, local_users, plan, seed
+        )
+
+    def wait_for_quiet(self) -> None:
+        """Before housekeeping that blocks the loop: wait for a gap in this process's send schedule."""
+        if self.traffic is not None:
+            self.traffic.wait_for_quiet()
+
+    def stop_traffic(self) -> None:
+        if self.traffic is not None:
+            self.traffic.close()
+            self.traffic = None
+
+    def traffic_json(self, run: Run) -> dict:
+        """summary.json's "traffic": what pattern the run used."""
+        settings = self.settings
+        if not settings.open_loop:
+            return {"mode": "closed"}
+        rate_shape = run.shape is not None and run.shape.profile is not None
+        return {
+            "mode": settings.traffic,
+            "rate": None if rate_shape else settings.rate,
+            "rate_shape": run.shape.name if rate_shape else None,
+            "max_in_flight": settings.max_in_flight,
+            "drop_when_saturated": settings.drop_when_saturated,
+        }
+
+    def _publish_rate_loop(self) -> None:
+        # Also reaches workers that join late, and follows user-count changes from the web UI.
+        while True:
+            gevent.sleep(1.0)
+            self.publish_rate()
+
     # -- a run on the master or single process ----------------------------------------
     @property
     def is_local(self) -> bool:
@@ -145,15 +252,23 @@ class Runtime:
             triton=fetch_triton_info(settings.triton_http, models),
             window_s=settings.window_s,
         )
-        server = ServerWatch(settings.triton_http, settings.triton_metrics, models, settings.server_poll_s)
+        poll_s = settings.server_poll_s
+        server = ServerWatch(settings.triton_http, settings.triton_metrics, models, poll_s, self.wait_for_quiet)
         server.start()
-        self.run = Run(directory, RunAggregator(window_s=settings.window_s, sink=directory), server)
+        grace = {"grace_s": LOCAL_GRACE_S} if self.is_local else {}
+        self.run = Run(directory, RunAggregator(window_s=settings.window_s, sink=directory, **grace), server)
         self.run.loop = gevent.spawn(self._run_loop, self.run)
         shape = self.environment.shape_class
         if isinstance(shape, traffic_shapes.TrafficShape):
             self.run.shape = shape
             shape.on_step = lambda _step, run=self.run: self.write_steps(run)
             self.write_steps(self.run)  # step 0 began before test_start created the directory
+            attach = getattr(shape, "attach_run", None)
+            if attach is not None:
+                attach(self.run)  # a shape that follows the run's closed windows (the sweep)
+        if settings.open_loop and isinstance(self.environment.runner, MasterRunner):
+            self.publish_rate()  # before the spawn messages, so workers start at their share
+            self.run.rate_publisher = gevent.spawn(self._publish_rate_loop)
 
     def write_steps(self, run: Run, final: bool = False) -> None:
         """steps.json: the load shape's step boundaries, on the run directory's clock."""
@@ -163,11 +278,18 @@ class Runtime:
     def _run_loop(self, run: Run) -> None:
         """Every window: merge local data (single process), note users, close old windows."""
         while True:
-            gevent.sleep(run.aggregator.window_s)
+            gevent.sleep(min(run.aggregator.window_s, RUN_LOOP_S))
+            self.wait_for_quiet()
             self._collect_local(run)
             runner = self.environment.runner
-            run.aggregator.note_users(runner.user_count if runner is not None else 0)
+            rate = self.total_rate if self.settings.open_loop else None
+            run.aggregator.note_users(runner.user_count if runner is not None else 0, rate)
             run.aggregator.close_windows()
+            if self.settings.open_loop and not run.warned_behind:
+                warnings = behind_schedule_warnings(run.aggregator.last_window, " (last window)")
+                for warning in warnings:
+                    logger.warning(warning.removeprefix("warning: "))
+                run.warned_behind = bool(warnings)
 
     def _collect_local(self, run: Run) -> None:
         # Every process with users drains its own recorder: the single process here, workers into reports.
@@ -197,16 +319,20 @@ class Runtime:
         run, self.run = self.run, None
         if run is None:
             return
-        if run.loop is not None:
-            run.loop.kill(block=False)
+        for greenlet in (run.loop, run.rate_publisher):
+            if greenlet is not None:
+                greenlet.kill(block=False)
         self._collect_local(run)
         run.aggregator.close_windows(final=True)
         server = run.server.stop(run.directory)
         extra = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else None
-        path = run.directory.write_summary(run.aggregator.totals, run.cpu_s, server=server, extra=extra)
+        path = run.directory.write_summary(
+            run.aggregator.totals, run.cpu_s, server=server, extra=extra, traffic=self.traffic_json(run)
+        )
         run.directory.close()
         print(f"Run directory: {path}", flush=True)
-        print_exact_summary(run.aggregator.totals)
+        print_exact_summary(run.aggregator.totals, open_loop=self.settings.open_loop)
+        slo_gate.finish(self.environment, path, run.aggregator.totals)  # --slo verdicts, --junit, exit code 3
 
 
 _runtimes: weakref.WeakKeyDictionary[Environment, Runtime] = weakref.WeakKeyDictionary()
@@ -232,15 +358,21 @@ def install(events) -> None:
     def _on_init(environment: Environment, **kwargs) -> None:
         runtime = bound["runtime"] = runtime_for(environment)
         options = environment.parsed_options
+        if isinstance(environment.runner, WorkerRunner):
+            environment.runner.register_message(
+                RATE_MESSAGE, lambda msg, **_kw: runtime.receive_rate(RatePlan.from_message(msg.data))
+            )
         if options is None or isinstance(environment.runner, WorkerRunner):
             return  # workers get their options at test_start
         try:
             runtime.reload_settings()
             traffic_shapes.install_shape(environment, kwargs.get("web_ui"))
+            runtime.check_traffic()
             # Let a stopping user finish its in-flight request (at most one request timeout):
             # a request Triton counted but the user never reported would break exact counts.
             if not environment.stop_timeout:
                 environment.stop_timeout = runtime.settings.request_timeout_s
+            slo_gate.validate(runtime)  # a malformed --slo or unknown model: exit 2 before any load
             if options.headless or getattr(options, "autostart", False):
                 runtime.preflight()
         except StartupError as error:
@@ -262,10 +394,19 @@ def install(events) -> None:
         runtime = runtime_for(environment)
         try:
             runtime.reload_settings()
+            slo_gate.validate(runtime)  # the web UI may have changed --slo
+            if not isinstance(environment.runner, WorkerRunner):
+                runtime.check_traffic()  # ... or --traffic and --rate
         except StartupError as error:
             runtime.fail_startup(error)
             return
         runtime.take_cpu()
+        if not isinstance(environment.runner, WorkerRunner):
+            shape = environment.shape_class
+            if not (isinstance(shape, traffic_shapes.TrafficShape) and shape.profile is not None):
+                runtime.total_rate = runtime.settings.rate  # a rate shape has set it in its first tick
+        if not isinstance(environment.runner, MasterRunner):
+            runtime.start_traffic()
         if not isinstance(environment.runner, WorkerRunner):
             runtime.finish_run()  # a previous web-UI run that was never finished
             runtime.start_run()
@@ -273,6 +414,7 @@ def install(events) -> None:
     @events.test_stop.add_listener
     def _on_test_stop(environment: Environment, **_kwargs) -> None:
         runtime = runtime_for(environment)
+        runtime.stop_traffic()  # users have stopped: their in-flight requests are in
         if runtime.run is not None:
             runtime.write_steps(runtime.run, final=True)  # the last step ends at the real stop
         if runtime.is_local:
@@ -295,6 +437,8 @@ def install(events) -> None:
             response_time * 1000.0,
             context.get("batch_size", 1),
             str(exception) if exception is not None else None,
+            context.get("uncorrected_us"),
+            context.get("late", False),
         )
 
     @events.report_to_master.add_listener

@@ -6,11 +6,18 @@ All six share `TritonUser`; they differ only in two class attributes, `workload`
     locust -f locustfile.py --headless -u 8 -t 1m BertQAHttpUser ResNetGrpcUser
     locust -f locustfile.py --headless -u 4 -t 30s TritonGrpcUser --model identity --shape INPUT0:16
 
-Each user opens one connection in on_start and closes it in on_stop, sends
-back-to-back requests (closed loop, perf_analyzer's concurrency mode) until Locust
-stops it (the request in flight always finishes), and picks
-each request's batch size from --batch-size and its body from a pool built before
-the first request.
+Closed loop (--traffic closed, the default): each user opens one connection in
+on_start and closes it in on_stop, and sends back-to-back requests (perf_analyzer's
+concurrency mode) until Locust stops it (the request in flight always finishes).
+
+Open loop (--traffic constant|poisson --rate R): the process's users take turns to
+wait for the next intended send time of its schedule and send each request on a
+greenlet of their own, so requests go out on time however slow the responses are
+(loadtests/traffic/open_loop.py). Users then only dispatch: the rate, not the user
+count, sets the load, and in-flight requests are capped by --max-in-flight.
+
+Either way each request's batch size comes from --batch-size and its body from a pool
+built before the first request.
 """
 
 from __future__ import annotations
@@ -18,13 +25,15 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+from gevent.pool import Group
 from locust import User, constant, task
 from locust.user.task import LOCUST_STATE_STOPPING
 
 from loadtests.clients import TritonClient, open_client
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
-from loadtests.runtime import runtime_for
+from loadtests.runtime import Runtime, runtime_for
+from loadtests.traffic.open_loop import OpenLoop
 
 
 class TritonUser(User):
@@ -36,17 +45,19 @@ class TritonUser(User):
     wait_time = constant(0)
 
     endpoint: Endpoint
-    client: TritonClient
+    client: TritonClient | None = None
+    runtime: Runtime
 
     def on_start(self) -> None:
-        runtime = runtime_for(self.environment)
+        runtime = self.runtime = runtime_for(self.environment)
         try:
             self.endpoint = runtime.endpoint(self.workload, self.protocol)
         except StartupError as error:
             runtime.fail_startup(error)
             self.stop(force=True)
             return
-        self.client = open_client(self.protocol, runtime.settings, self.environment.events.request)
+        if runtime.traffic is None:
+            self.client = open_client(self.protocol, runtime.settings, self.environment.events.request)
         self.rng = np.random.default_rng(runtime.next_user_seed())
 
     @task
@@ -56,8 +67,40 @@ class TritonUser(User):
         # that can land in the *next* request (seen as GreenletExit mid-request under load).
         # Inside this loop the user stays "running", so a stop lets the request in flight
         # finish; the loop ends when Locust marks the user "stopping".
-        while self._state != LOCUST_STATE_STOPPING:
+        traffic = self.runtime.traffic
+        if traffic is not None:
+            self._open_loop(traffic)
+            return
+        while not self._stopping():
             self.client.infer(self.endpoint.pick(self.rng), self.endpoint.validator)
+
+    def _stopping(self) -> bool:
+        return self._state == LOCUST_STATE_STOPPING
+
+    def _open_loop(self, traffic: OpenLoop) -> None:
+        sends = Group()
+        try:
+            while not self._stopping():
+                due_ns = traffic.next_due(self._stopping)
+                if due_ns is None:
+                    continue
+                request = self.endpoint.pick(self.rng)
+                if not traffic.acquire_slot():
+                    self.runtime.recorder.record_dropped(request.endpoint, request.model, self.protocol)
+                    continue
+                sends.spawn(self._send_open_loop, traffic, request, due_ns)
+        finally:
+            sends.join()  # a stopping user lets its requests in flight finish
+
+    def _send_open_loop(self, traffic: OpenLoop, request, due_ns: int) -> None:
+        try:
+            client = traffic.clients.checkout(self.protocol)
+            try:
+                client.infer(request, self.endpoint.validator, intended_ns=due_ns)
+            finally:
+                traffic.clients.checkin(client)
+        finally:
+            traffic.release_slot()
 
     def on_stop(self) -> None:
         client = getattr(self, "client", None)

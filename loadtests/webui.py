@@ -21,6 +21,8 @@ COLUMNS = (
     ("endpoint", "Endpoint"),
     ("requests", "Requests"),
     ("failures", "Failures"),
+    ("late", "Late (open loop)"),
+    ("dropped", "Dropped"),
     ("inferences", "Inferences"),
     ("infer_per_s", "Infer/s (last window)"),
     ("p50_ms", "p50 ms"),

@@ -26,6 +26,21 @@ def model_stats(http_address: str, model: str) -> dict[str, int]:
     }
 
 
+def triton_options(triton, server_stats_interval: float | None = None) -> list[str]:
+    """The suite's options that point a run at the session's local Triton (all three endpoints)."""
+    options = [
+        "--triton-http",
+        triton.http_address,
+        "--triton-grpc",
+        triton.grpc_address,
+        "--triton-metrics",
+        triton.metrics_address,
+    ]
+    if server_stats_interval is not None:
+        options += ["--server-stats-interval", f"{server_stats_interval:g}"]
+    return options
+
+
 def run_cli(args: list[str], timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run `python -m ...` from the repository root, as a user would, capturing output."""
     full_env = dict(os.environ)

@@ -19,11 +19,7 @@ from loadtests.options import Settings
 from loadtests.server import TritonPorts
 from loadtests.validation import make_validator
 from loadtests.workloads import parse_batch_size
-from tests.helpers import model_stats, read_summary, run_cli, run_locust
-
-
-def triton_options(triton) -> list[str]:
-    return ["--triton-http", triton.http_address, "--triton-grpc", triton.grpc_address]
+from tests.helpers import model_stats, read_summary, run_cli, run_locust, triton_options
 
 
 @pytest.mark.parametrize(

@@ -98,7 +98,7 @@ class ListSink:
     def __init__(self) -> None:
         self.rows: list[tuple[float, dict, int]] = []
 
-    def write_window(self, start_s, window_s, endpoints, users) -> None:
+    def write_window(self, start_s, window_s, endpoints, users, target_rate=None) -> None:
         self.rows.append((start_s, {n: s.requests for n, s in endpoints.items()}, users))
 
 

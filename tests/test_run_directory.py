@@ -16,22 +16,9 @@ from hdrh.log import HistogramLogReader
 from analysis import load_run
 from loadtests.recording.histograms import new_histogram
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, model_stats, run_locust
+from tests.helpers import REPO_ROOT, model_stats, run_locust, triton_options
 
 RUN_FILES = ("config.json", "summary.json", "timeseries.csv", "server_stats.json", "server_metrics.csv")
-
-
-def triton_options(triton) -> list[str]:
-    return [
-        "--triton-http",
-        triton.http_address,
-        "--triton-grpc",
-        triton.grpc_address,
-        "--triton-metrics",
-        triton.metrics_address,
-        "--server-stats-interval",
-        "1",
-    ]
 
 
 def hdr_total(log: Path) -> int:
@@ -69,7 +56,15 @@ def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path
     before = model_stats(triton.http_address, "identity")
     result = run_locust(
         ["TritonGrpcUser"],
-        [*triton_options(triton), "--model", "identity", "--batch-size", "1,2", "--run-dir", str(run_dir)],
+        [
+            *triton_options(triton, server_stats_interval=1),
+            "--model",
+            "identity",
+            "--batch-size",
+            "1,2",
+            "--run-dir",
+            str(run_dir),
+        ],
         users=2,
         run_time="4s",
     )
@@ -93,7 +88,14 @@ def test_sigint_mid_run_leaves_a_complete_run_directory(triton, tmp_path):
     run_dir = tmp_path / "run"
     before = model_stats(triton.http_address, "identity")
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "2", "-t", "60s"]
-    command += ["TritonHttpUser", *triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)]
+    command += [
+        "TritonHttpUser",
+        *triton_options(triton, server_stats_interval=1),
+        "--model",
+        "identity",
+        "--run-dir",
+        str(run_dir),
+    ]
     with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
         time.sleep(5)
         process.send_signal(signal.SIGINT)
@@ -118,7 +120,14 @@ def test_master_and_two_workers_merge_exactly(triton, tmp_path):
     master = subprocess.Popen(
         [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--headless"]
         + ["--expect-workers", "2", "-u", "4", "-r", "4", "-t", "5s", "--csv", str(tmp_path / "locust")]
-        + ["TritonGrpcUser", *triton_options(triton), "--model", "identity", "--batch-size", "1,3"]
+        + [
+            "TritonGrpcUser",
+            *triton_options(triton, server_stats_interval=1),
+            "--model",
+            "identity",
+            "--batch-size",
+            "1,3",
+        ]
         + ["--run-dir", str(run_dir)],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,

@@ -204,7 +204,7 @@ def test_bad_shape_args_name_the_shape_key_and_accepted_keys(shape, text, proble
 
 
 def test_unknown_shape_name():
-    with pytest.raises(SpecError, match="--load-shape 'zigzag' is not one of: steps, ramp, spike, sine, trace"):
+    with pytest.raises(SpecError, match="--load-shape 'zigzag' is not one of: steps, ramp, spike, sine, trace, sweep"):
         parse_shape_args("zigzag", "")
 
 
@@ -393,7 +393,7 @@ def locust_options(argv: list[str]) -> argparse.Namespace:
 def test_options_have_help_env_vars_and_show_in_the_web_ui(monkeypatch):
     parser = locust_parser()
     web_ui_fields = parser.args_included_in_web_ui  # Locust's web UI form lists these
-    assert web_ui_fields["load_shape"].choices == ("none", "steps", "ramp", "spike", "sine", "trace")
+    assert web_ui_fields["load_shape"].choices == ("none", "steps", "ramp", "spike", "sine", "trace", "sweep")
     assert "LOCUST_SHAPE_ARGS" in web_ui_fields["shape_args"].help
     assert locust_options([]).load_shape == "none"
     monkeypatch.setenv("LOCUST_LOAD_SHAPE", "ramp")
@@ -423,7 +423,14 @@ def test_install_selects_by_name_or_leaves_plain_runs_alone():
     plain = make_environment(["-u", "3"])
     assert shapes.install_shape(plain) is None
     assert plain.shape_class is None
-    assert set(plain.available_shape_classes) == {"StepsShape", "RampShape", "SpikeShape", "SineShape", "TraceShape"}
+    assert set(plain.available_shape_classes) == {
+        "StepsShape",
+        "RampShape",
+        "SpikeShape",
+        "SineShape",
+        "TraceShape",
+        "SweepShape",  # loadtests/traffic/sweep.py (tests/test_sweep.py)
+    }
 
     chosen = make_environment(
         ["--load-shape", "spike", "--shape-args", "baseline=1,peak=2,at_s=1,spike_s=1,duration_s=3"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import model_stats, read_summary, run_locust
+from tests.helpers import model_stats, read_summary, run_locust, triton_options
 
 # (user class, extra options, model whose statistics must agree)
 USER_CASES = [
@@ -16,10 +16,6 @@ USER_CASES = [
     ("TritonGrpcUser", ["--model", "identity"], "identity"),
 ]
 BATCH_SPECS = ["1,2,4", "1:0.7,8:0.3"]
-
-
-def triton_options(triton) -> list[str]:
-    return ["--triton-http", triton.http_address, "--triton-grpc", triton.grpc_address]
 
 
 @pytest.mark.parametrize("batch_spec", BATCH_SPECS)

@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 # Pre-flight calls (live, ready, metadata) are not what is measured: they get their own,
 # generous timeout, so a short --request-timeout does not fail the pre-flight on a busy host.
 CONTROL_TIMEOUT_S = 10.0
+# An open-loop request sent more than this after its intended time counts as late.
+LATE_NS = 1_000_000
 
 
 class RequestFailure(Exception):
@@ -129,46 +131,67 @@ class TritonClient(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    def infer(self, request: PreparedRequest, validate: Validator | None = None) -> None:
-        """Send one request, time it alone, and report it through Locust's request event."""
+    def infer(
+        self, request: PreparedRequest, validate: Validator | None = None, intended_ns: int | None = None
+    ) -> None:
+        """Send one request, time it alone, and report it through Locust's request event.
+
+        Open-loop traffic passes `intended_ns`, the request's scheduled send time on the
+        perf_counter_ns clock: the reported latency then runs from that time (corrected for
+        coordinated omission), and the latency from the actual send goes in the context.
+        """
         exception: RequestFailure | None = None
         length = 0
         start = time.perf_counter_ns()
         try:
             response = self._send(request.wire)
         except RequestFailure as failure:
-            elapsed_ns = time.perf_counter_ns() - start
+            end = time.perf_counter_ns()
             exception = failure
         except BaseException as error:
             # Ctrl-C or a forced stop (KeyboardInterrupt, GreenletExit) in the middle of the
             # request: the server may have counted it, so it is reported, then the stop goes on.
-            elapsed_ns = time.perf_counter_ns() - start
+            end = time.perf_counter_ns()
             detail = f"{type(error).__name__} while the request was in flight"
-            self._report(request, elapsed_ns, 0, RequestFailure("interrupted", detail))
+            self._report(request, start, end, intended_ns, 0, RequestFailure("interrupted", detail))
             raise
         else:
-            elapsed_ns = time.perf_counter_ns() - start
+            end = time.perf_counter_ns()
             length = self._response_length(response)
-            if elapsed_ns > self._timeout_ns:
+            if end - start > self._timeout_ns:
                 # gevent timeouts are cooperative: when the loop is busy elsewhere, a late
                 # response can be read before the timer fires. Over the deadline is a timeout.
-                exception = RequestFailure("timeout", f"response after {elapsed_ns / 1e6:.1f} ms")
+                exception = RequestFailure("timeout", f"response after {(end - start) / 1e6:.1f} ms")
             elif validate is not None:
                 try:
                     outputs, datatypes = self._decode(response)
                     validate(outputs, datatypes, request)
                 except RequestFailure as failure:
                     exception = failure
-        self._report(request, elapsed_ns, length, exception)
+        self._report(request, start, end, intended_ns, length, exception)
 
-    def _report(self, request: PreparedRequest, elapsed_ns: int, length: int, exception: RequestFailure | None) -> None:
+    def _report(
+        self,
+        request: PreparedRequest,
+        start_ns: int,
+        end_ns: int,
+        intended_ns: int | None,
+        length: int,
+        exception: RequestFailure | None,
+    ) -> None:
         if exception is not None:
             _failure_log.note(exception, request.endpoint)
+        context = {"batch_size": request.batch_size, "endpoint": request.endpoint}
+        elapsed_ns = end_ns - start_ns
+        if intended_ns is not None:
+            context["uncorrected_us"] = elapsed_ns / 1e3
+            context["late"] = start_ns - intended_ns > LATE_NS
+            elapsed_ns = end_ns - min(intended_ns, start_ns)
         self.request_event.fire(
             request_type=self.protocol,
             name=request.model,
             response_time=elapsed_ns / 1e6,
             response_length=length,
             exception=exception,
-            context={"batch_size": request.batch_size, "endpoint": request.endpoint},
+            context=context,
         )

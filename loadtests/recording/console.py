@@ -4,18 +4,50 @@ from __future__ import annotations
 
 from loadtests.recording.histograms import EndpointStats
 
+# Above this share of late requests (or with any dropped), the generator fell behind its schedule.
+BEHIND_LATE_SHARE = 0.05
 
-def print_exact_summary(totals: dict[str, EndpointStats]) -> None:
+
+def print_exact_summary(totals: dict[str, EndpointStats], open_loop: bool = False) -> None:
     if not totals:
         return
     header = (
         f"{'Endpoint':<30} {'reqs':>8} {'fails':>6} {'infer':>8} "
         f"{'p50 ms':>9} {'p90 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'p99.9 ms':>9} {'max ms':>9}"
     )
-    lines = ["Exact latencies (HdrHistogram; ms with microsecond precision):", header]
+    title = "Exact latencies (HdrHistogram; ms with microsecond precision"
+    if open_loop:
+        header += f" {'late':>7} {'dropped':>7} {'p50 unc':>9} {'p99 unc':>9}"
+        title += "; open loop: from the intended send time, 'unc' from the actual send"
+    lines = [title + "):", header]
     for name in sorted(totals):
         stats = totals[name]
         latency = stats.latency_summary_us()
         cells = " ".join(f"{latency[key] / 1000:>9.3f}" for key in ("p50", "p90", "p95", "p99", "p99.9", "max"))
-        lines.append(f"{name:<30} {stats.requests:>8} {stats.failure_count:>6} {stats.inferences:>8} {cells}")
+        line = f"{name:<30} {stats.requests:>8} {stats.failure_count:>6} {stats.inferences:>8} {cells}"
+        if open_loop:
+            uncorrected = stats.uncorrected_summary_us() or {"p50": 0.0, "p99": 0.0}
+            unc = f"{uncorrected['p50'] / 1000:>9.3f} {uncorrected['p99'] / 1000:>9.3f}"
+            line += f" {stats.late:>7} {stats.dropped:>7} {unc}"
+        lines.append(line)
+    lines.extend(behind_schedule_warnings(totals) if open_loop else [])
     print("\n".join(lines), flush=True)
+
+
+def behind_schedule_warnings(endpoints: dict[str, EndpointStats], where: str = "") -> list[str]:
+    """One warning line per endpoint whose open-loop requests went out late or were dropped."""
+    warnings = []
+    for name in sorted(endpoints):
+        stats = endpoints[name]
+        due = stats.requests + stats.dropped
+        if not due:
+            continue
+        late_share = stats.late / due
+        if late_share > BEHIND_LATE_SHARE or stats.dropped:
+            warnings.append(
+                f"warning: {name}{where}: the load generator could not keep up with its schedule: "
+                f"{stats.late} of {due} requests ({late_share:.0%}) went out more than 1 ms late, "
+                f"{stats.dropped} dropped (the server held --max-in-flight requests, or the generator "
+                "lacked CPU); add workers, raise --max-in-flight, or lower --rate"
+            )
+    return warnings

@@ -21,6 +21,8 @@ class LiveEndpoint:
     window_rps: float
     window_infer_per_s: float
     latency_us: dict[str, float]
+    late: int = 0  # open loop: sent more than 1 ms after the intended time
+    dropped: int = 0  # open loop: not sent (--drop-when-saturated)
 
     @classmethod
     def of(cls, total: EndpointStats, window: EndpointStats | None, window_s: float) -> LiveEndpoint:
@@ -34,6 +36,8 @@ class LiveEndpoint:
             window_rps=(window.requests / window_s) if window else 0.0,
             window_infer_per_s=(window.inferences / window_s) if window else 0.0,
             latency_us=total.latency_summary_us(),
+            late=total.late,
+            dropped=total.dropped,
         )
 
 
@@ -56,6 +60,8 @@ class LiveSnapshot:
                     "endpoint": endpoint.name,
                     "requests": endpoint.requests,
                     "failures": sum(endpoint.failures.values()),
+                    "late": endpoint.late,
+                    "dropped": endpoint.dropped,
                     "inferences": endpoint.inferences,
                     "infer_per_s": round(endpoint.window_infer_per_s, 1),
                     **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in ("p50", "p90", "p99", "max")},

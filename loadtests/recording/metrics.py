@@ -194,13 +194,14 @@ class MetricsPoller:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         prefixes: tuple[str, ...] = KEPT_PREFIXES,
         clock: Callable[[], float] = time.time,
+        before_tick: Callable[[], None] | None = None,
     ) -> None:
         self.metrics_address = metrics_address
         self.timeout_s = timeout_s
         self.prefixes = prefixes
         self.rows: list[tuple[float, str, str, float]] = []
         self._label_strings: dict[str, str] = {}
-        self._sampler = PeriodicSampler(self._scrape, interval_s, clock)
+        self._sampler = PeriodicSampler(self._scrape, interval_s, clock, before_tick)
 
     def _scrape(self) -> None:
         samples = scrape(self.metrics_address, self.timeout_s, self.prefixes)

@@ -28,7 +28,7 @@ from locust.env import Environment
 
 from loadtests import __version__
 from loadtests.options import Settings
-from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.histograms import EndpointStats, new_histogram, summarise_us
 
 RUNS_ROOT = Path("runs")
 VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio", "hdrhistogram")
@@ -50,6 +50,11 @@ TIMESERIES_COLUMNS = (
     "p99_us",
     "max_us",
     "mean_us",
+    # Open-loop traffic (empty or 0 in closed loop); latencies above are then corrected ones.
+    "late",
+    "dropped",
+    "target_rate",
+    "p99_uncorrected_us",
 )
 # HDR log "Interval_Max" column unit: values are µs, the column shows ms.
 HDR_MAX_VALUE_UNIT_RATIO = 1000.0
@@ -89,8 +94,9 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
 
 
-def endpoint_json(stats: EndpointStats, duration_s: float) -> dict:
-    return {
+def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = False) -> dict:
+    """One endpoint of summary.json; open-loop runs add uncorrected latencies and late/dropped counts."""
+    summary = {
         "name": stats.name,
         "model": stats.model,
         "protocol": stats.protocol,
@@ -103,6 +109,11 @@ def endpoint_json(stats: EndpointStats, duration_s: float) -> dict:
         "throughput_infer_per_s": round(stats.inferences / duration_s, 3),
         "latency_us": stats.latency_summary_us(),
     }
+    if open_loop:
+        summary["latency_uncorrected_us"] = stats.uncorrected_summary_us() or summarise_us(new_histogram())
+        summary["late"] = stats.late
+        summary["dropped"] = stats.dropped
+    return summary
 
 
 class RunDirectory:
@@ -141,7 +152,14 @@ class RunDirectory:
         return cls(path, started_at)
 
     # -- windows (called as they close) ------------------------------------------------
-    def write_window(self, start_s: float, window_s: float, endpoints: dict[str, EndpointStats], users: int) -> None:
+    def write_window(
+        self,
+        start_s: float,
+        window_s: float,
+        endpoints: dict[str, EndpointStats],
+        users: int,
+        target_rate: float | None = None,
+    ) -> None:
         timestamp = datetime.fromtimestamp(start_s, UTC).isoformat()
         if self._hdr_base is None:
             self._hdr_base = min(self.started_at, start_s)
@@ -167,6 +185,10 @@ class RunDirectory:
                     latency["p99"],
                     latency["max"],
                     latency["mean"],
+                    stats.late,
+                    stats.dropped,
+                    "" if target_rate is None else round(target_rate, 3),
+                    "" if stats.uncorrected is None else float(stats.uncorrected.get_value_at_percentile(99.0)),
                 ]
             )
             if stats.histogram.get_total_count():
@@ -200,11 +222,15 @@ class RunDirectory:
         load_generator_cpu_s: float,
         server: dict | None = None,
         extra: dict | None = None,
+        traffic: dict | None = None,
     ) -> Path:
+        """summary.json; `traffic` (mode, rate, ...) marks an open-loop run's endpoints."""
         duration = max(time.time() - self.started_at, 1e-9)
         requests = sum(stats.requests for stats in totals.values())
+        open_loop = traffic is not None and traffic.get("mode", "closed") != "closed"
         summary = {
-            "endpoints": [endpoint_json(totals[name], duration) for name in sorted(totals)],
+            "traffic": traffic or {"mode": "closed"},
+            "endpoints": [endpoint_json(totals[name], duration, open_loop) for name in sorted(totals)],
             "server": server or {},
             "load_generator": {
                 "cpu_s": round(load_generator_cpu_s, 3),

@@ -250,10 +250,19 @@ class PeriodicSampler:
         sampler.start(); gevent.sleep(2.5); sampler.stop()  # ticks at 0, 1 and 2 s, and at the stop
     """
 
-    def __init__(self, sample: Callable[[], None], interval_s: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        sample: Callable[[], None],
+        interval_s: float,
+        clock: Callable[[], float] = time.time,
+        before_tick: Callable[[], None] | None = None,
+    ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
         self._sample = sample
+        # Called before each periodic sample: open-loop traffic waits there for a gap in its
+        # send schedule, since a scrape blocks the gevent loop for a few milliseconds.
+        self.before_tick = before_tick
         self.interval_s = interval_s
         self.clock = clock
         self.errors: list[dict[str, Any]] = []
@@ -284,6 +293,8 @@ class PeriodicSampler:
         while True:
             ticks = max(ticks + 1, int((time.monotonic() - start) / self.interval_s) + 1)
             gevent.sleep(max(0.0, start + ticks * self.interval_s - time.monotonic()))
+            if self.before_tick is not None:
+                self.before_tick()
             self.sample_now()
 
     def stop(self) -> None:
@@ -324,12 +335,13 @@ class ServerStatsPoller:
         interval_s: float = DEFAULT_INTERVAL_S,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         clock: Callable[[], float] = time.time,
+        before_tick: Callable[[], None] | None = None,
     ) -> None:
         self.http_address = http_address
         self.models = list(models)
         self.timeout_s = timeout_s
         self.snapshots: list[StatsSnapshot] = []
-        self._sampler = PeriodicSampler(self._take, interval_s, clock)
+        self._sampler = PeriodicSampler(self._take, interval_s, clock, before_tick)
 
     def _take(self) -> None:
         # All models or none: a snapshot missing a model would make the next delta count

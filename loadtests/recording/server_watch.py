@@ -6,6 +6,8 @@ run, whatever the worker count.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from loadtests.recording.metrics import MetricsPoller
 from loadtests.recording.server_stats import ServerStatsPoller
 
@@ -18,9 +20,16 @@ class ServerWatch:
         watch.start(); ...; summary["server"] = watch.stop(run_directory)
     """
 
-    def __init__(self, http_address: str, metrics_address: str, models: list[str], interval_s: float) -> None:
-        self.stats = ServerStatsPoller(http_address, models, interval_s=interval_s)
-        self.metrics = MetricsPoller(metrics_address, interval_s=interval_s)
+    def __init__(
+        self,
+        http_address: str,
+        metrics_address: str,
+        models: list[str],
+        interval_s: float,
+        before_tick: Callable[[], None] | None = None,
+    ) -> None:
+        self.stats = ServerStatsPoller(http_address, models, interval_s=interval_s, before_tick=before_tick)
+        self.metrics = MetricsPoller(metrics_address, interval_s=interval_s, before_tick=before_tick)
 
     def start(self) -> None:
         self.stats.start()

@@ -15,12 +15,15 @@ whatever the run length (a histogram is ~170 KB; only open windows and totals ar
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 from loadtests.recording.histograms import EndpointStats
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_WINDOW_S = 1.0
 # Locust workers report every 3 s; a window is final once every report that could hold it is in.
@@ -40,8 +43,23 @@ class WindowRecorder:
         self.pending: dict[int, dict[str, EndpointStats]] = {}
 
     def record(
-        self, name: str, model: str, protocol: str, latency_us: float, batch_size: int, failure: str | None
+        self,
+        name: str,
+        model: str,
+        protocol: str,
+        latency_us: float,
+        batch_size: int,
+        failure: str | None,
+        uncorrected_us: float | None = None,
+        late: bool = False,
     ) -> None:
+        self._stats(name, model, protocol).record(latency_us, batch_size, failure, uncorrected_us, late)
+
+    def record_dropped(self, name: str, model: str, protocol: str) -> None:
+        """An open-loop request that was due but not sent (--drop-when-saturated)."""
+        self._stats(name, model, protocol).record_dropped()
+
+    def _stats(self, name: str, model: str, protocol: str) -> EndpointStats:
         key = window_key(self.clock(), self.window_s)
         window = self.pending.get(key)
         if window is None:
@@ -49,7 +67,7 @@ class WindowRecorder:
         stats = window.get(name)
         if stats is None:
             stats = window[name] = EndpointStats(name, model, protocol)
-        stats.record(latency_us, batch_size, failure)
+        return stats
 
     def drain(self) -> list[dict]:
         """Everything recorded since the last drain, as msgpack-friendly messages."""
@@ -61,8 +79,15 @@ class WindowRecorder:
 
 
 class WindowSink(Protocol):
-    def write_window(self, start_s: float, window_s: float, endpoints: dict[str, EndpointStats], users: int) -> None:
-        """Called once per closed window, in time order."""
+    def write_window(
+        self,
+        start_s: float,
+        window_s: float,
+        endpoints: dict[str, EndpointStats],
+        users: int,
+        target_rate: float | None = None,
+    ) -> None:
+        """Called once per closed window, in time order (target_rate: open-loop traffic only)."""
 
 
 class RunAggregator:
@@ -82,12 +107,19 @@ class RunAggregator:
         self.totals: dict[str, EndpointStats] = {}
         self.open: dict[int, dict[str, EndpointStats]] = {}
         self.users: dict[int, int] = {}
+        self.rates: dict[int, float | None] = {}
         self.last_closed: int | None = None
         self.last_window: dict[str, EndpointStats] = {}
         self.late_messages = 0
+        # Called as each window closes, after the sink: (start_s, window_s, endpoints); e.g. the
+        # sweep shape (loadtests/traffic/sweep.py) decides its levels from closed windows.
+        self.observers: list[Callable[[float, float, dict[str, EndpointStats]], None]] = []
 
-    def note_users(self, count: int) -> None:
-        self.users[window_key(self.clock(), self.window_s)] = count
+    def note_users(self, count: int, target_rate: float | None = None) -> None:
+        """The user count (and open-loop target rate) now, for the window that holds now."""
+        key = window_key(self.clock(), self.window_s)
+        self.users[key] = count
+        self.rates[key] = target_rate
 
     def merge(self, messages: list[dict]) -> None:
         for message in messages:
@@ -115,17 +147,30 @@ class RunAggregator:
             endpoints = self.open.pop(key)
             self.last_window = endpoints
             if self.sink is not None:
-                self.sink.write_window(key * self.window_s, self.window_s, endpoints, self._users_at(key))
+                self.sink.write_window(
+                    key * self.window_s,
+                    self.window_s,
+                    endpoints,
+                    _noted_at(self.users, key, 0),
+                    target_rate=_noted_at(self.rates, key, None),
+                )
             self.last_closed = key
+            for observer in self.observers:
+                try:
+                    observer(key * self.window_s, self.window_s, endpoints)
+                except Exception:  # an observer's bug must not stop the recording
+                    logger.exception("window observer %r failed", observer)
         for key in [k for k in self.users if self.last_closed is not None and k < self.last_closed - 1]:
             del self.users[key]
+            self.rates.pop(key, None)
 
-    def _users_at(self, key: int) -> int:
-        """The user count noted in this window, else the nearest one noted (before, then after)."""
-        if key in self.users:
-            return self.users[key]
-        earlier = [k for k in self.users if k <= key]
-        if earlier:
-            return self.users[max(earlier)]
-        later = [k for k in self.users if k > key]
-        return self.users[min(later)] if later else 0
+
+def _noted_at(noted: dict, key: int, default):
+    """The value noted in this window, else the nearest one noted (before, then after)."""
+    if key in noted:
+        return noted[key]
+    earlier = [k for k in noted if k <= key]
+    if earlier:
+        return noted[max(earlier)]
+    later = [k for k in noted if k > key]
+    return noted[min(later)] if later else default

@@ -68,6 +68,9 @@ def _free_port(host: str) -> int:
 
 def _check_port_free(host: str, port: int, flag: str) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As Triton binds: connections of a server that just stopped linger in TIME_WAIT
+        # and would fail a plain bind, while only a listening socket makes Triton fail.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

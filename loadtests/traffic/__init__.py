@@ -4,4 +4,8 @@
   with `--shape-args`): pure target-versus-time profiles, and the Locust `LoadTestShape`
   classes that drive the user count (closed loop) or hand a target rate to open-loop
   traffic.
+- `loadtests.traffic.sweep`: the stabilised sweep (`--load-shape sweep`, what
+  `python -m loadtests sweep` runs), registered with the shapes on import.
 """
+
+from loadtests.traffic import sweep as _sweep  # noqa: F401  (registers --load-shape sweep)

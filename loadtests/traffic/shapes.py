@@ -75,6 +75,7 @@ __all__ = [
     "install_shape",
     "parse_shape_args",
     "read_trace",
+    "register_shape",
     "set_rate_target",
     "spike",
     "staircase",
@@ -411,11 +412,18 @@ def shape_name(name: str) -> str:
     return key
 
 
-class _ArgError(ValueError):
-    pass
+class ShapeArgError(ValueError):
+    """A bad `key=value` in --shape-args (the caller adds which shape and its accepted keys)."""
 
 
-def _split_args(text: str, keys: tuple[str, ...]) -> dict[str, Any]:
+_ArgError = ShapeArgError
+
+
+def split_shape_args(
+    text: str | None, keys: tuple[str, ...], converters: dict[str, Callable[[str], Any]] | None = None
+) -> dict[str, Any]:
+    """`key=value,key=value` -> {key: converted value}; raises ShapeArgError naming the bad item."""
+    converters = _CONVERTERS if converters is None else converters
     args: dict[str, Any] = {}
     for item in (part.strip() for part in str(text or "").split(",")):
         if not item:
@@ -429,10 +437,13 @@ def _split_args(text: str, keys: tuple[str, ...]) -> dict[str, Any]:
         if key in args:
             raise _ArgError(f"{key} is given twice")
         try:
-            args[key] = _CONVERTERS[key](value)
+            args[key] = converters[key](value)
         except ValueError as error:
             raise _ArgError(f"{key}={value!r} {error}") from None
     return args
+
+
+_split_args = split_shape_args
 
 
 def _require(args: dict[str, Any], *keys: str) -> None:
@@ -506,8 +517,10 @@ def parse_shape_args(name: str, text: str | None) -> dict[str, Any]:
     return _parse(name, text)[0]
 
 
-def _parse(name: str, text: str | None) -> tuple[dict[str, Any], Profile]:
+def _parse(name: str, text: str | None) -> tuple[dict[str, Any], Profile | None]:
     name = shape_name(name)
+    if name in _OWN_PARSERS:
+        return _OWN_PARSERS[name](text), None  # the shape builds its own state in load()
     keys = SHAPE_KEYS[name]
     try:
         args = _complete(name, _split_args(text or "", keys))
@@ -592,7 +605,8 @@ class TrafficShape(LoadTestShape):
             self.args.setdefault("users", int(getattr(options, "num_users", 0) or 1))
         return self.profile
 
-    def tick(self) -> tuple[int, float] | None:
+    def loaded(self) -> bool:
+        """Load the profile at a run's first tick; False (exit code 2 set) when the args are bad."""
         if self.profile is None:
             try:
                 self.load()
@@ -600,7 +614,12 @@ class TrafficShape(LoadTestShape):
                 # Headless runs were checked at init; this is a web UI run with bad input.
                 logger.error("error: %s", error)
                 self.runner.environment.process_exit_code = error.exit_code
-                return None
+                return False
+        return True
+
+    def tick(self) -> tuple[int, float] | None:
+        if not self.loaded():
+            return None
         t = self.get_run_time()
         if t >= LOOKAHEAD_S:  # the first tick starts the profile's first target
             t += LOOKAHEAD_S
@@ -699,6 +718,23 @@ class TraceShape(TrafficShape):
 SHAPES: dict[str, type[TrafficShape]] = {
     cls.name: cls for cls in (StepsShape, RampShape, SpikeShape, SineShape, TraceShape)
 }
+# Shapes defined in their own modules parse their own --shape-args (name -> parse(text) -> args).
+_OWN_PARSERS: dict[str, Callable[[str | None], dict[str, Any]]] = {}
+
+
+def register_shape(
+    cls: type[TrafficShape], keys: tuple[str, ...], parse: Callable[[str | None], dict[str, Any]]
+) -> None:
+    """Make a shape defined elsewhere selectable by --load-shape (loadtests/traffic/sweep.py does).
+
+    `parse(text)` checks its `--shape-args` and returns them with defaults (raises SpecError);
+    the shape's own `load()` builds its state from them.
+    """
+    global SHAPE_NAMES
+    SHAPES[cls.name] = cls
+    SHAPE_KEYS[cls.name] = keys
+    SHAPE_NAMES = tuple(SHAPE_KEYS)
+    _OWN_PARSERS[cls.name] = parse
 
 
 # -- options and wiring ------------------------------------------------------------------
@@ -715,7 +751,7 @@ def add_arguments(parser) -> None:
         env_var="LOCUST_LOAD_SHAPE",
         default=NO_SHAPE,
         choices=(NO_SHAPE, *SHAPE_NAMES),
-        help="load shape: none (the -u/-r/-t users), steps, ramp, spike, sine or trace [env LOCUST_LOAD_SHAPE]",
+        help="load shape: none (the -u/-r/-t users), steps, ramp, spike, sine, trace or sweep [env LOCUST_LOAD_SHAPE]",
     )
     parser.add_argument(
         "--shape-args",

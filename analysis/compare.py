@@ -1,0 +1,288 @@
+"""`python -m analysis compare RUN_A RUN_B [...] --labels A,B`: two or more runs side by side.
+
+Every figure of the report's endpoint table, with its difference and ratio against the
+first run (the baseline). Endpoints are matched by (model, protocol) when every run has the
+same ones, otherwise by position (bert_qa [http] against bert_qa_dynbatch [http]). Runs
+whose traffic differs in kind (closed against open loop, or a different sweep mode) are
+refused unless forced: their latencies do not measure the same thing.
+
+    from analysis.compare import write_comparison
+    html_path = write_comparison(["runs/a", "runs/b"], ["bert_qa", "dynbatch"], Path("runs/compare-x"))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import plots, tables
+from analysis.dataset import Dataset, SourceError, load
+from analysis.document import Document
+from analysis.levels import PERCENTILE_KEYS
+
+RUNS_ROOT = Path("runs")
+
+
+class NotComparableError(Exception):
+    """Runs whose traffic pattern differs (one line, for the command line)."""
+
+
+def default_out_dir(now: datetime | None = None) -> Path:
+    return RUNS_ROOT / f"compare-{(now or datetime.now(UTC)).strftime('%Y%m%dT%H%M%SZ')}"
+
+
+@dataclass(frozen=True)
+class Series:
+    """One endpoint of one run (or a perf_analyzer CSV's single series)."""
+
+    label: str
+    name: str
+    endpoint: object | None  # analysis.run.EndpointSummary
+    levels: pd.DataFrame | None
+    timeseries: pd.DataFrame | None
+    server: dict | None
+
+
+def _traffic_family(data: Dataset) -> str:
+    return "closed loop" if data.traffic_mode == "closed" else "open loop"
+
+
+def check_comparable(datasets: list[Dataset], labels: list[str]) -> None:
+    """Raise NotComparableError naming the first difference in traffic kind or sweep mode."""
+    for what, value in (("traffic", _traffic_family), ("sweep mode", lambda d: d.sweep_mode or "no sweep")):
+        values = [value(data) for data in datasets]
+        if len(set(values)) > 1:
+            found = ", ".join(f"{label}: {v}" for label, v in zip(labels, values, strict=True))
+            raise NotComparableError(f"runs are not comparable, {what} differs ({found}); --force compares anyway")
+
+
+def _series(data: Dataset, label: str) -> list[Series]:
+    if data.run is None:
+        frame = next(iter(data.levels.values()))
+        return [Series(label, data.name, None, frame, None, None)]
+    out = []
+    single = next(iter(data.levels.values())) if len(data.levels) == 1 else None
+    for endpoint in data.endpoints:
+        timeseries = None
+        if data.timeseries is not None:
+            timeseries = data.timeseries[data.timeseries["endpoint"] == endpoint.name]
+        frame = data.levels.get(endpoint.name, single)
+        out.append(Series(label, endpoint.name, endpoint, frame, timeseries, data.run.server.get(endpoint.model)))
+    return out
+
+
+def match(all_series: list[list[Series]]) -> tuple[list[list[Series]], str]:
+    """Groups of one series per run, and how they were matched."""
+    keys = [[_key(s) for s in series] for series in all_series]
+    if all(set(k) == set(keys[0]) for k in keys) and all(None not in k for k in keys):
+        groups = [[next(s for s in series if _key(s) == key) for series in all_series] for key in keys[0]]
+        return groups, "Endpoints matched by model and protocol."
+    count = min(len(series) for series in all_series)
+    groups = [[series[i] for series in all_series] for i in range(count)]
+    return groups, "Endpoints matched by position (the runs test different models or protocols)."
+
+
+def _key(series: Series) -> tuple[str, str] | None:
+    return (series.endpoint.model, series.endpoint.protocol) if series.endpoint is not None else None
+
+
+# -- figures -----------------------------------------------------------------------------------------------
+def _figures(series: Series) -> list[tuple[str, float, str]]:
+    """(figure, value, unit kind) for a series; unit kind picks the format (count, rate, ms, x)."""
+    out: list[tuple[str, float, str]] = []
+    endpoint = series.endpoint
+    if endpoint is not None:
+        out += [
+            ("requests", endpoint.requests, "count"),
+            ("failures", endpoint.failures, "count"),
+            ("inferences", endpoint.inferences, "count"),
+            ("req/s", endpoint.throughput_rps, "rate"),
+            ("infer/s", endpoint.throughput_infer_per_s, "rate"),
+        ]
+        out += [(f"{key} (ms)", endpoint.latency_us.get(key, math.nan), "ms") for key in PERCENTILE_KEYS]
+        if endpoint.latency_uncorrected_us:
+            out += [
+                (f"uncorrected {key} (ms)", endpoint.latency_uncorrected_us.get(key, math.nan), "ms")
+                for key in PERCENTILE_KEYS
+            ]
+        if endpoint.late is not None:
+            out += [("late", endpoint.late, "count"), ("dropped", endpoint.dropped or 0, "count")]
+    elif series.levels is not None and len(series.levels):
+        # A perf_analyzer CSV: its highest level stands for it.
+        top = series.levels.iloc[-1]
+        out += [("level", top["level"], "x"), ("infer/s", top["infer_per_s"], "rate")]
+        out += [(f"{key} (ms)", top[f"{key}_us"], "ms") for key in ("p50", "p90", "p95", "p99")]
+    if series.server:
+        out += [
+            ("server avg batch", series.server.get("avg_batch", math.nan), "x"),
+            ("server queue (ms)", series.server.get("queue_us", math.nan), "ms"),
+            ("server compute infer (ms)", series.server.get("compute_infer_us", math.nan), "ms"),
+        ]
+    return out
+
+
+def _format(value: float, kind: str) -> str:
+    if kind == "ms":
+        return tables.ms(value)
+    if kind == "count":
+        return tables.count(value)
+    return tables.rate(value) if kind == "rate" else tables.number(value, 3)
+
+
+def _difference(value: float, base: float, kind: str) -> str:
+    if any(v is None or math.isnan(v) for v in (value, base)):
+        return tables.NOT_MEASURED
+    delta = value - base
+    if kind == "ms":
+        return f"{delta / 1000:+.3f}"
+    if kind == "count":
+        return f"{round(delta):+d}"
+    return f"{delta:+.3f}"
+
+
+def _ratio(value: float, base: float) -> str:
+    if any(v is None or math.isnan(v) for v in (value, base)) or base == 0:
+        return tables.NOT_MEASURED
+    return f"{value / base:.3f}x"
+
+
+def figure_table(group: list[Series]) -> tuple[list[str], list[list[str]]]:
+    """Rows: figures; columns: each run, then difference and ratio of each run against the first."""
+    base = group[0]
+    headers = ["figure", *(s.label for s in group)]
+    for other in group[1:]:
+        headers += [f"{other.label} - {base.label}", f"{other.label} / {base.label}"]
+    per_series = [{name: (value, kind) for name, value, kind in _figures(s)} for s in group]
+    rows = []
+    for name, base_value, kind in _figures(base):
+        if not all(name in figures for figures in per_series):
+            continue
+        row = [name, *(_format(figures[name][0], kind) for figures in per_series)]
+        for figures in per_series[1:]:
+            row += [_difference(figures[name][0], base_value, kind), _ratio(figures[name][0], base_value)]
+        rows.append(row)
+    return headers, rows
+
+
+def level_comparison(group: list[Series]) -> tuple[list[str], list[list[str]]]:
+    """Levels side by side (matched by position): infer/s and p99 of each run, ratio to the first."""
+    frames = [s.levels for s in group]
+    count = min(len(frame) for frame in frames)
+    base = group[0]
+    headers = ["#"]
+    for s in group:
+        headers += [f"{s.label} level", f"{s.label} infer/s", f"{s.label} p99 (ms)"]
+    for s in group[1:]:
+        headers += [f"{s.label} / {base.label} infer/s", f"{s.label} / {base.label} p99"]
+    rows = []
+    for i in range(count):
+        records = [frame.iloc[i] for frame in frames]
+        row = [str(i + 1)]
+        for record in records:
+            row += [str(record["label"]), tables.rate(record["infer_per_s"], 1), tables.ms(record["p99_us"])]
+        for record in records[1:]:
+            row += [
+                _ratio(record["infer_per_s"], records[0]["infer_per_s"]),
+                _ratio(record["p99_us"], records[0]["p99_us"]),
+            ]
+        rows.append(row)
+    return headers, rows
+
+
+def comparison_findings(groups: list[list[Series]]) -> list[str]:
+    out = []
+    for group in groups:
+        base_figures = {name: value for name, value, _ in _figures(group[0])}
+        for other in group[1:]:
+            figures = {name: value for name, value, _ in _figures(other)}
+            parts = []
+            for name, word in (("infer/s", "throughput"), ("p50 (ms)", "p50"), ("p99 (ms)", "p99")):
+                a, b = base_figures.get(name), figures.get(name)
+                if a and b and not math.isnan(a) and not math.isnan(b):
+                    shown = (
+                        f"{b:,.1f} against {a:,.1f} infer/s"
+                        if name == "infer/s"
+                        else f"{b / 1000:,.3f} against {a / 1000:,.3f} ms"
+                    )
+                    parts.append(f"{word} {b / a:.2f}x ({shown})")
+            if parts:
+                out.append(f"{_who(other)} vs {_who(group[0])}: " + "; ".join(parts) + ".")
+    return out
+
+
+# -- the document -----------------------------------------------------------------------------------------------
+def _who(side) -> str:
+    """An endpoint of a run, named once: 'bert_qa [http]' when the label is the model, else 'label: endpoint'."""
+    return side.name if side.name.split(" [")[0] == side.label else f"{side.label}: {side.name}"
+
+
+def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str | Path, force: bool = False) -> Path:
+    """compare.html, compare.md and the PNGs in out_dir; returns compare.html's path.
+    Raises SourceError (unreadable input, wrong label count) or NotComparableError."""
+    if len(run_dirs) < 2:
+        raise SourceError("compare needs at least two runs")
+    if len(labels) != len(run_dirs) or len(set(labels)) != len(labels):
+        raise SourceError(f"--labels needs {len(run_dirs)} distinct names, got {','.join(labels)}")
+    datasets = [load(path) for path in run_dirs]
+    notes = []
+    try:
+        check_comparable(datasets, labels)
+    except NotComparableError as error:
+        if not force:
+            raise
+        notes.append(f"Compared with --force although {str(error).split(', ', 1)[1].split('; ')[0]}.")
+    groups, how = match([_series(data, label) for data, label in zip(datasets, labels, strict=True)])
+    doc = Document("Comparison: " + " vs ".join(labels))
+    doc.table(["run", "source", "traffic", "models", "batch size", "duration", "levels"], _run_rows(datasets, labels))
+    for note in [*notes, how, f"Differences and ratios are against the first run, {labels[0]}."]:
+        doc.paragraph(note, note=True)
+    doc.heading("Findings")
+    doc.bullets(comparison_findings(groups) or ["No figure in common to compare."])
+    for index, group in enumerate(groups, 1):
+        doc.heading(" vs ".join(f"{s.label}: {s.name}" for s in group))
+        doc.table(*figure_table(group))
+        with_levels = [s for s in group if s.levels is not None and len(s.levels)]
+        if len(with_levels) == len(group) and max(len(s.levels) for s in group) > 1:
+            doc.table(*level_comparison(group))
+        level_kind = datasets[0].level_kind
+        if len(with_levels) == len(group):
+            series = [(f"{s.label}: {s.name}", s.levels) for s in group]
+            doc.image(f"compare_{index}_components.png", plots.components(series, level_kind), "Components of Latency")
+            if max(len(s.levels) for s in group) > 1:
+                doc.image(
+                    f"compare_{index}_latency_vs_throughput.png",
+                    plots.compare_latency_vs_throughput(series, "Latency vs Throughput"),
+                    "Latency vs Throughput",
+                )
+        if all(s.timeseries is not None and len(s.timeseries) for s in group):
+            doc.image(
+                f"compare_{index}_over_time.png",
+                plots.compare_over_time(
+                    [(s.label, s.timeseries) for s in group], "p99 and throughput over time", datasets[0].window_s
+                ),
+                "p99 and throughput over time",
+            )
+    return doc.write(Path(out_dir), "compare")
+
+
+def _run_rows(datasets: list[Dataset], labels: list[str]) -> list[list[str]]:
+    rows = []
+    for data, label in zip(datasets, labels, strict=True):
+        options = data.run.config.get("options", {}) if data.run else {}
+        duration = max((e.duration_s for e in data.endpoints), default=math.nan)
+        rows.append(
+            [
+                label,
+                str(data.path),
+                tables.traffic_text(data) if data.run else f"perf_analyzer, {data.level_kind.replace('_', ' ')}",
+                ", ".join(sorted({e.model for e in data.endpoints})) or tables.NOT_MEASURED,
+                str(options.get("batch_size") or tables.NOT_MEASURED),
+                f"{duration:.1f} s" if not math.isnan(duration) else tables.NOT_MEASURED,
+                tables.LEVEL_NAMES[data.level_kind] if data.level_kind != "run" else "whole run",
+            ]
+        )
+    return rows

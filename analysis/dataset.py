@@ -1,0 +1,202 @@
+"""Everything a report draws from one source: a run directory or a perf_analyzer CSV.
+
+    data = load("runs/20261122T014233Z-demo")    # or load("results.csv")
+    data.levels["bert_qa [http]"]                 # level table (analysis.levels)
+    data.timeseries                               # timeseries.csv as a DataFrame (None for a CSV)
+
+Times are put on one clock, timeseries.csv's `time_s` (seconds from the run start):
+server_stats.json and server_metrics.csv stamp Unix times, the HDR logs count from their
+BaseTime.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import levels, perf_analyzer
+from analysis.hdr import HlogError, read_logs
+from analysis.run import Run, RunDirectoryError, load_run
+
+# Open-loop columns appended to timeseries.csv by newer runs; older runs lack them.
+OPTIONAL_TIMESERIES = ("late", "dropped", "target_rate", "p99_uncorrected_us")
+# A time above this is a Unix time, not seconds from the run start (2001-09-09).
+EPOCH_THRESHOLD_S = 1e9
+GPU_METRICS = ("nv_gpu_utilization", "nv_gpu_memory_used_bytes", "nv_gpu_power_usage")
+CPU_METRICS = ("nv_cpu_utilization",)
+
+
+class SourceError(Exception):
+    """Input a report cannot be built from (one line, for the command line)."""
+
+
+@dataclass
+class Dataset:
+    """One report source. `kind` is "run" or "perf_analyzer"; `level_kind` says what a
+    level is: "concurrency", "request_rate" (sweeps, perf_analyzer), "step" or "run"."""
+
+    path: Path
+    kind: str
+    level_kind: str
+    levels: dict[str, pd.DataFrame]
+    run: Run | None = None
+    timeseries: pd.DataFrame | None = None
+    steps: list[dict] = field(default_factory=list)
+    steps_kind: str = "users"
+    sweep: dict | None = None
+    server_intervals: list[dict] = field(default_factory=list)
+    resources: pd.DataFrame | None = None
+    start_epoch: float = 0.0
+    window_s: float = 1.0
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def traffic_mode(self) -> str:
+        if self.run is not None:
+            return self.run.traffic_mode
+        return "closed" if self.level_kind == "concurrency" else "constant"
+
+    @property
+    def open_loop(self) -> bool:
+        return self.traffic_mode != "closed"
+
+    @property
+    def sweep_mode(self) -> str | None:
+        if self.kind == "perf_analyzer":
+            return self.level_kind
+        return self.sweep.get("mode", "concurrency") if self.sweep else None
+
+    @property
+    def endpoints(self) -> list:
+        return list(self.run.endpoints.values()) if self.run is not None else []
+
+
+def load(path: str | Path) -> Dataset:
+    """A run directory, or a perf_analyzer -f CSV file (sweep.csv included)."""
+    path = Path(path)
+    if path.is_file():
+        try:
+            mode, frame = perf_analyzer.read_csv(path)
+        except perf_analyzer.PerfAnalyzerCsvError as error:
+            raise SourceError(str(error)) from None
+        return Dataset(path=path, kind="perf_analyzer", level_kind=mode, levels={"perf_analyzer": frame})
+    if not path.exists():
+        raise SourceError(f"{path} does not exist")
+    try:
+        return _load_run_dir(path)
+    except (RunDirectoryError, HlogError, perf_analyzer.PerfAnalyzerCsvError) as error:
+        raise SourceError(str(error)) from None
+    except (KeyError, TypeError, ValueError) as error:
+        raise SourceError(f"{path}: malformed run file ({type(error).__name__}: {error})") from None
+
+
+def _read_json(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise RunDirectoryError(f"{path} is not valid JSON: {error}") from None
+
+
+def _load_run_dir(path: Path) -> Dataset:
+    run = load_run(path)
+    start_epoch = datetime.fromisoformat(run.config["started_at"]).timestamp()
+    window_s = float(run.config.get("window_s", 1.0))
+    timeseries = _read_timeseries(path / "timeseries.csv")
+    steps_doc = _read_json(path / "steps.json") or {}
+    steps = [step for step in steps_doc.get("steps", []) if float(step["end_s"]) > float(step["start_s"])]
+    steps_kind = steps_doc.get("kind") or "users"
+    sweep = _read_json(path / "sweep.json")
+    intervals = _server_intervals(_read_json(path / "server_stats.json"), start_epoch)
+    endpoints = list(run.endpoints.values())
+
+    if sweep and sweep.get("levels"):
+        # A sweep drives one load: one series, named after the endpoint if there is one.
+        series = endpoints[0].name if len(endpoints) == 1 else "all endpoints"
+        model = endpoints[0].model if len(endpoints) == 1 else None
+        level_kind = sweep.get("mode", "concurrency")
+        table = levels.from_sweep(sweep, series, model)
+    elif steps and timeseries is not None:
+        level_kind = "step"
+        logs = read_logs(path / "hdr")
+        table = levels.from_steps(steps, steps_kind, endpoints, timeseries, window_s, logs, start_epoch, intervals)
+    else:
+        level_kind = "run"
+        table = levels.from_summary(endpoints, run.server)
+    return Dataset(
+        path=path,
+        kind="run",
+        level_kind=level_kind,
+        levels=table,
+        run=run,
+        timeseries=timeseries,
+        steps=steps,
+        steps_kind=steps_kind,
+        sweep=sweep,
+        server_intervals=intervals,
+        resources=_read_resources(path / "server_metrics.csv", start_epoch),
+        start_epoch=start_epoch,
+        window_s=window_s,
+    )
+
+
+def _read_timeseries(path: Path) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    frame = pd.read_csv(path)
+    for column in OPTIONAL_TIMESERIES:
+        if column not in frame:
+            frame[column] = float("nan")
+    missing = {"time_s", "endpoint", "requests", "failures", "inferences"} - set(frame.columns)
+    if missing:
+        raise RunDirectoryError(f"{path}: missing columns {', '.join(sorted(missing))}")
+    return frame
+
+
+def _relative(t: float, start_epoch: float) -> float:
+    return t - start_epoch if t > EPOCH_THRESHOLD_S else t
+
+
+def _server_intervals(stats: dict | None, start_epoch: float) -> list[dict]:
+    """server_stats.json's per-interval deltas, start_s/end_s on the run's clock."""
+    if not stats:
+        return []
+    out = []
+    for interval in (stats.get("deltas") or {}).get("intervals", []):
+        out.append(
+            {
+                "start_s": _relative(float(interval["start_s"]), start_epoch),
+                "end_s": _relative(float(interval["end_s"]), start_epoch),
+                "models": interval.get("models", {}),
+            }
+        )
+    return out
+
+
+def _read_resources(path: Path, start_epoch: float) -> pd.DataFrame | None:
+    """GPU (and CPU) samples of server_metrics.csv: time_s (run clock), metric, device, value."""
+    if not path.exists():
+        return None
+    frame = pd.read_csv(path, dtype={"labels": str})
+    frame = frame[frame["metric"].isin(GPU_METRICS + CPU_METRICS)].copy()
+    if frame.empty:
+        return None
+    frame["time_s"] = [_relative(t, start_epoch) for t in frame["time_s"]]
+    frame["device"] = [_device(labels) for labels in frame["labels"].fillna("{}")]
+    return frame[["time_s", "metric", "device", "value"]].reset_index(drop=True)
+
+
+def _device(labels: str) -> str:
+    try:
+        parsed = json.loads(labels)
+    except json.JSONDecodeError:
+        return labels
+    return str(parsed.get("gpu_uuid") or parsed.get("gpu") or "cpu")

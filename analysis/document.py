@@ -1,0 +1,119 @@
+"""One document written twice: Markdown (PNG files linked) and self-contained HTML (PNGs
+embedded as base64 data URIs, inline CSS, no scripts), from the same calls.
+
+    doc = Document("Load test report")
+    doc.heading("Endpoints")
+    doc.table(["endpoint", "p99 (ms)"], [["identity [grpc]", "1.234"]])
+    doc.image("latency_over_time.png", png_bytes, "Latency percentiles over time")
+    doc.write(out_dir, "report")          # out_dir/report.md, report.html and the PNGs
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+h1 { border-bottom: 2px solid #76b900; padding-bottom: .2em; }
+h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; }
+th { background: #f3f3f3; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
+p.note { color: #555; font-size: .9em; }
+"""
+
+
+class Document:
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self._md: list[str] = [f"# {title}", ""]
+        self._html: list[str] = [f"<h1>{html.escape(title)}</h1>"]
+        self.images: dict[str, bytes] = {}
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self._md += [f"{'#' * level} {text}", ""]
+        self._html.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def paragraph(self, text: str, note: bool = False) -> None:
+        self._md += [f"_{text}_" if note else text, ""]
+        css = ' class="note"' if note else ""
+        self._html.append(f"<p{css}>{html.escape(text)}</p>")
+
+    def bullets(self, items: list[str]) -> None:
+        if not items:
+            return
+        self._md += [f"- {item}" for item in items] + [""]
+        self._html.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in items) + "</ul>")
+
+    def definitions(self, pairs: list[tuple[str, str]]) -> None:
+        """A two-column key/value table (the report header)."""
+        self.table(["", ""], [[key, value] for key, value in pairs], header=False)
+
+    def table(self, headers: list[str], rows: list[list[str]], header: bool = True) -> None:
+        if not rows:
+            return
+        if header:
+            self._md.append("| " + " | ".join(_md_cell(h) for h in headers) + " |")
+        else:
+            self._md.append("| " + " | ".join(" " for _ in headers) + " |")
+        self._md.append("|" + "|".join(" ---: " if _numeric(rows, i) else " --- " for i in range(len(headers))) + "|")
+        self._md += ["| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in rows]
+        self._md.append("")
+        out = ["<table>"]
+        if header:
+            out.append("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in headers) + "</tr>")
+        for row in rows:
+            cells = "".join(
+                f'<td class="num">{html.escape(c)}</td>' if _is_number(c) else f"<td>{html.escape(c)}</td>" for c in row
+            )
+            out.append(f"<tr>{cells}</tr>")
+        out.append("</table>")
+        self._html.append("\n".join(out))
+
+    def image(self, filename: str, png: bytes, alt: str) -> None:
+        self.images[filename] = png
+        self._md += [f"![{alt}]({filename})", ""]
+        data = base64.b64encode(png).decode("ascii")
+        self._html.append(f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">')
+
+    def markdown(self) -> str:
+        return "\n".join(self._md).rstrip() + "\n"
+
+    def html(self) -> str:
+        body = "\n".join(self._html)
+        return (
+            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f"<title>{html.escape(self.title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+        )
+
+    def write(self, out_dir: Path, stem: str, image_prefix: str = "") -> Path:
+        """Write <stem>.md, <stem>.html and the PNGs into out_dir; returns the HTML path."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for filename, png in self.images.items():
+            (out_dir / filename).write_bytes(png)
+        (out_dir / f"{stem}.md").write_text(self.markdown())
+        path = out_dir / f"{stem}.html"
+        path.write_text(self.html())
+        return path
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("x", "").replace("%", "").replace("+", "").replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def _numeric(rows: list[list[str]], column: int) -> bool:
+    cells = [row[column] for row in rows if column < len(row) and row[column] not in ("", "n/a")]
+    return bool(cells) and all(_is_number(cell) for cell in cells)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

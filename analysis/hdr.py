@@ -1,0 +1,111 @@
+"""Reading the run's HdrHistogram interval logs (hdr/<endpoint>.hlog) in bounded memory.
+
+The logs are the standard format 1.2 (one interval per window, values in µs). To get exact
+percentiles over a stretch of the run (a load-shape step), the intervals inside it are
+decoded one at a time and added into one accumulator per stretch: an hour of 1-s windows
+is 3,600 intervals, and holding them all decoded would take gigabytes.
+
+    logs = read_logs(run_dir / "hdr")              # {endpoint name: HlogFile}
+    merged = logs["identity [grpc]"].merge([(0.0, 30.0), (30.0, 60.0)], run_start_epoch)
+    merged[0].get_value_at_percentile(99)          # p99 of the first 30 s, µs
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from hdrh.histogram import HdrHistogram
+
+# The recorder's histogram range (loadtests/recording/histograms.py): 1 µs to 10 min, 3 digits.
+# Duplicated rather than imported: that module sits in the Locust side of the package.
+LOWEST_US = 1
+HIGHEST_US = 10 * 60 * 1_000_000
+SIGNIFICANT_DIGITS = 3
+
+_NAME = re.compile(r"^#\[Latency of (?P<name>.+) in microseconds")
+_BASE = re.compile(r"^#\[(?:BaseTime|StartTime): (?P<t>[0-9.]+)")
+
+
+class HlogError(Exception):
+    """An interval log that cannot be read."""
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+
+
+@dataclass(frozen=True)
+class HlogFile:
+    """One interval log: the endpoint it records and the Unix time its timestamps count from."""
+
+    path: Path
+    endpoint: str
+    base_epoch: float
+
+    def intervals(self) -> Iterator[tuple[float, float, str]]:
+        """(start_s since base, length_s, encoded histogram) per interval, read lazily."""
+        with open(self.path) as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip() or line.startswith(("#", '"')):
+                    continue
+                fields = line.rstrip("\n").split(",")
+                if fields[0].startswith("Tag="):  # format 1.3 may tag an interval
+                    fields = fields[1:]
+                try:
+                    yield float(fields[0]), float(fields[1]), fields[3]
+                except (IndexError, ValueError):
+                    raise HlogError(f"{self.path}:{number}: not an interval line") from None
+
+    def merge(self, segments: list[tuple[float, float]], run_start_epoch: float) -> list[HdrHistogram]:
+        """One merged histogram per [start_s, end_s) segment on the run's clock (timeseries.csv's
+        time_s). An interval belongs to the segment holding its midpoint, the rule the time
+        series windows follow too, so counts agree with timeseries.csv."""
+        merged = [new_histogram() for _ in segments]
+        offset = self.base_epoch - run_start_epoch
+        for start, length, encoded in self.intervals():
+            middle = offset + start + length / 2
+            for index, (seg_start, seg_end) in enumerate(segments):
+                if seg_start <= middle < seg_end:
+                    merged[index].decode_and_add(encoded)
+                    break
+        return merged
+
+
+def read_header(path: Path) -> HlogFile:
+    endpoint, base = path.stem, None
+    with open(path) as lines:
+        for line in lines:
+            if not line.startswith("#"):
+                break
+            if match := _NAME.match(line):
+                endpoint = match["name"]
+            elif (match := _BASE.match(line)) and (base is None or line.startswith("#[BaseTime")):
+                base = float(match["t"])
+    if base is None:
+        raise HlogError(f"{path}: no StartTime/BaseTime header")
+    return HlogFile(path, endpoint, base)
+
+
+def read_logs(hdr_dir: Path) -> dict[str, HlogFile]:
+    """Every hdr/*.hlog by the endpoint named in its header; {} when there is no hdr/."""
+    if not hdr_dir.is_dir():
+        return {}
+    logs = {}
+    for path in sorted(hdr_dir.glob("*.hlog")):
+        log = read_header(path)
+        logs.setdefault(log.endpoint, log)
+    return logs
+
+
+def summarise_us(histogram: HdrHistogram) -> dict[str, float] | None:
+    """The summary.json latency keys of a merged histogram, or None if it is empty."""
+    if not histogram.get_total_count():
+        return None
+    # The same calls as the recorder's summary, so a whole-run merge reproduces summary.json.
+    summary = {f"p{p:g}": float(histogram.get_value_at_percentile(p)) for p in (50, 90, 95, 99, 99.9)}
+    summary["max"] = float(histogram.get_max_value())
+    summary["mean"] = round(float(histogram.get_mean_value()), 3)
+    return summary

@@ -1,0 +1,200 @@
+"""Level tables: one row per load level, the data behind Components of Latency and
+Latency vs Throughput.
+
+A level is a sweep level (sweep.json), a load-shape step (steps.json: timeseries windows,
+HDR intervals and server intervals split at the step boundaries), the whole run (one row
+from summary.json), or a row of a perf_analyzer CSV. Every source fills the same columns
+(µs, like the run directory), so the charts and tables do not care where a level came from.
+
+Client send/receive + network is what perf_analyzer stacks under the server's parts: the
+client's mean latency minus Triton's queue and compute times (so the bar adds up to the
+mean latency; Triton's own overhead, usually a few µs, lands in this part as in
+perf_analyzer's "Network+Server Send/Recv").
+
+Open-loop runs time latency from each request's intended send time. Where the uncorrected
+mean (from the actual send) is known, the difference is its own part, "client wait": the
+time due requests spent waiting for the generator or the --max-in-flight cap before they
+went out, a client-side queue that perf_analyzer does not have.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.hdr import HlogFile, summarise_us
+
+SERVER_PARTS = ("queue_us", "compute_input_us", "compute_infer_us", "compute_output_us")
+PERCENTILE_KEYS = ("p50", "p90", "p95", "p99", "p99.9", "max", "mean")
+LEVEL_COLUMNS = [
+    "level",
+    "label",
+    "requests",
+    "failures",
+    "rps",
+    "infer_per_s",
+    *(f"{key}_us" for key in PERCENTILE_KEYS),
+    "client_send_us",
+    "network_us",
+    "client_recv_us",
+    "client_network_us",
+    "client_wait_us",
+    *SERVER_PARTS,
+    "avg_batch",
+    "stable",
+]
+
+
+def add_client_network(frame: pd.DataFrame) -> pd.DataFrame:
+    """client_network_us = client send + network + client recv, over the parts measured
+    (NaN only if none was)."""
+    parts = frame[["client_send_us", "network_us", "client_recv_us"]].astype(float)
+    frame["client_network_us"] = parts.sum(axis=1, min_count=1)
+    return frame
+
+
+def merge_server(weighted: list[tuple[dict, float]]) -> dict | None:
+    """Combine server deltas (summary.json "server" entries) given weights in [0, 1]:
+    counts add up, per-request times are averaged over requests. None if nothing ran."""
+    requests = sum(entry.get("requests", 0) * weight for entry, weight in weighted)
+    if requests <= 0:
+        return None
+    out = {
+        "requests": requests,
+        "executions": sum(entry.get("executions", 0) * weight for entry, weight in weighted),
+        "inferences": sum(entry.get("inferences", 0) * weight for entry, weight in weighted),
+    }
+    for key in SERVER_PARTS:
+        out[key] = sum(entry.get(key, 0.0) * entry.get("requests", 0) * weight for entry, weight in weighted) / requests
+    out["avg_batch"] = out["inferences"] / out["executions"] if out["executions"] else math.nan
+    return out
+
+
+def make_row(
+    label: str,
+    level: float,
+    counts: dict,
+    latency: dict | None,
+    server: dict | None,
+    stable: bool | None = None,
+    uncorrected: dict | None = None,
+) -> dict:
+    """One level: counts (requests, failures, rps, infer_per_s), latency_us keys, a server delta,
+    and for open-loop levels the uncorrected latencies (see the module docstring)."""
+    row = {"level": level, "label": label, "stable": stable, **counts}
+    sent_mean = latency["mean"] if latency else math.nan
+    if latency and uncorrected and uncorrected.get("mean"):
+        sent_mean = float(uncorrected["mean"])
+        row["client_wait_us"] = max(0.0, latency["mean"] - sent_mean)
+    for key in PERCENTILE_KEYS:
+        row[f"{key}_us"] = latency.get(key, math.nan) if latency else math.nan
+    if server:
+        row.update({key: float(server.get(key, math.nan)) for key in SERVER_PARTS})
+        row["avg_batch"] = float(server.get("avg_batch", math.nan))
+        if latency:
+            server_us = sum(float(server.get(key, 0.0)) for key in SERVER_PARTS)
+            # Never negative: a client mean below the server's time is clock noise, not a cost.
+            row["network_us"] = max(0.0, sent_mean - server_us)
+    return row
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    return add_client_network(pd.DataFrame.from_records(rows).reindex(columns=LEVEL_COLUMNS))
+
+
+def from_summary(endpoints: list, server: dict) -> dict[str, pd.DataFrame]:
+    """The whole run as one level per endpoint (summary.json)."""
+    out = {}
+    for endpoint in endpoints:
+        counts = {
+            "requests": endpoint.requests,
+            "failures": endpoint.failures,
+            "rps": endpoint.throughput_rps,
+            "infer_per_s": endpoint.throughput_infer_per_s,
+        }
+        row = make_row(
+            "whole run",
+            math.nan,
+            counts,
+            endpoint.latency_us,
+            server.get(endpoint.model),
+            uncorrected=getattr(endpoint, "latency_uncorrected_us", None),
+        )
+        out[endpoint.name] = frame([row])
+    return out
+
+
+def from_sweep(sweep: dict, series: str, model: str | None) -> dict[str, pd.DataFrame]:
+    """sweep.json's levels as one series (a sweep drives one load; `model` picks its server
+    entry, else every model's entries are merged)."""
+    rows = []
+    for level in sweep.get("levels", []):
+        servers = level.get("server") or {}
+        server = servers.get(model) if model in servers else merge_server([(s, 1.0) for s in servers.values()])
+        counts = {
+            "requests": level.get("requests", math.nan),
+            "failures": level.get("failures", math.nan),
+            "rps": level.get("throughput_rps", math.nan),
+            "infer_per_s": level.get("throughput_infer_per_s", math.nan),
+        }
+        value = float(level["level"])
+        rows.append(make_row(f"{value:g}", value, counts, level.get("latency_us"), server, level.get("stable")))
+    return {series: frame(rows)}
+
+
+def step_label(step: dict, kind: str) -> str:
+    target = float(step["target"])
+    unit = "req/s" if kind == "rate" else ("user" if target == 1 else "users")
+    return f"step {int(step['index']) + 1}: {target:g} {unit}"
+
+
+def from_steps(
+    steps: list[dict],
+    kind: str,
+    endpoints: list,
+    timeseries: pd.DataFrame,
+    window_s: float,
+    logs: dict[str, HlogFile],
+    run_start_epoch: float,
+    server_intervals: list[dict],
+) -> dict[str, pd.DataFrame]:
+    """Per endpoint, one level per step: counts from the time series windows whose middle
+    falls in the step, exact percentiles from the HDR intervals merged the same way, and
+    Triton's breakdown from the server intervals weighted by their overlap with the step."""
+    segments = [(float(step["start_s"]), float(step["end_s"])) for step in steps]
+    middles = timeseries["time_s"] + window_s / 2 if len(timeseries) else pd.Series(dtype=float)
+    out = {}
+    for endpoint in endpoints:
+        log = logs.get(endpoint.name)
+        merged = log.merge(segments, run_start_epoch) if log is not None else [None] * len(segments)
+        rows = []
+        for step, (start, end), histogram in zip(steps, segments, merged, strict=True):
+            in_step = (timeseries["endpoint"] == endpoint.name) & (middles >= start) & (middles < end)
+            windows = timeseries[in_step]
+            seconds = len(windows) * window_s
+            counts = {
+                "requests": int(windows["requests"].sum()),
+                "failures": int(windows["failures"].sum()),
+                "rps": windows["requests"].sum() / seconds if seconds else math.nan,
+                "infer_per_s": windows["inferences"].sum() / seconds if seconds else math.nan,
+            }
+            server = merge_server(
+                [
+                    (interval["models"][endpoint.model], _overlap(interval, start, end))
+                    for interval in server_intervals
+                    if endpoint.model in interval["models"] and _overlap(interval, start, end) > 0
+                ]
+            )
+            latency = summarise_us(histogram) if histogram is not None else None
+            rows.append(make_row(step_label(step, kind), float(step["target"]), counts, latency, server))
+        out[endpoint.name] = frame(rows)
+    return out
+
+
+def _overlap(interval: dict, start: float, end: float) -> float:
+    """The share of a server interval that lies inside [start, end)."""
+    length = interval["end_s"] - interval["start_s"]
+    if length <= 0:
+        return 0.0
+    return max(0.0, min(end, interval["end_s"]) - max(start, interval["start_s"])) / length

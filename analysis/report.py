@@ -1,0 +1,117 @@
+"""`python -m analysis report SOURCE`: report.html + report.md + PNGs for one run.
+
+SOURCE is a run directory (the report goes into it) or a perf_analyzer -f CSV (the report
+goes next to it, named after it: results.csv -> results.report.html, results.*.png).
+
+    from analysis.report import write_report
+    html_path = write_report("runs/20261122T014233Z-demo")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis import plots, tables
+from analysis.dataset import Dataset, load
+from analysis.document import Document
+from analysis.findings import findings
+
+LEVEL_SECTION = {
+    "concurrency": "Per concurrency level",
+    "request_rate": "Per request rate",
+    "step": "Per load-shape step",
+    "run": "Whole run",
+}
+
+
+def write_report(source: str | Path, out_dir: str | Path | None = None) -> Path:
+    """Build the report of a run directory or perf_analyzer CSV; returns report.html's path.
+    Raises analysis.dataset.SourceError for input it cannot read."""
+    data = load(source)
+    if data.kind == "perf_analyzer":
+        target = Path(out_dir) if out_dir else data.path.parent
+        stem, prefix = f"{data.path.stem}.report", f"{data.path.stem}."
+    else:
+        target = Path(out_dir) if out_dir else data.path
+        stem, prefix = "report", ""
+    return build(data, prefix).write(target, stem)
+
+
+def build(data: Dataset, prefix: str = "") -> Document:
+    title = f"Load test report: {data.name}" if data.kind == "run" else f"perf_analyzer results: {data.name}"
+    doc = Document(title)
+    doc.definitions(tables.header_pairs(data))
+    headers, rows = tables.model_rows(data)
+    if rows:
+        doc.heading("Model configuration", 3)
+        doc.table(headers, rows)
+
+    doc.heading("Findings")
+    doc.bullets(findings(data) or ["Nothing to observe: the source holds no measurements."])
+
+    if data.endpoints:
+        doc.heading("Endpoints")
+        doc.paragraph("Whole run, from summary.json. Latencies of successful requests, ms with µs precision.", True)
+        doc.table(tables.ENDPOINT_HEADERS, tables.endpoint_rows(data))
+        if data.open_loop:
+            doc.heading("Corrected vs uncorrected latency", 3)
+            doc.paragraph(
+                "Corrected latency is timed from each request's intended send time, uncorrected from its actual "
+                "send; late: sent more than 1 ms after the intended time; dropped: not sent (in-flight limit).",
+                True,
+            )
+            doc.table(tables.OPEN_LOOP_HEADERS, tables.open_loop_rows(data))
+        if data.run.server:
+            doc.heading("Triton server side", 3)
+            doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
+            doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
+
+    _levels_section(doc, data, prefix)
+
+    if data.timeseries is not None and len(data.timeseries):
+        doc.heading("Over time")
+        doc.image(
+            f"{prefix}latency_over_time.png",
+            plots.latency_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s),
+            "Latency percentiles over time",
+        )
+        doc.image(
+            f"{prefix}throughput_over_time.png",
+            plots.throughput_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s),
+            "Throughput over time",
+        )
+    server_png = plots.server_over_time(data.server_intervals) if data.server_intervals else None
+    resources_png = plots.resources_over_time(data.resources) if data.resources is not None else None
+    if server_png or resources_png:
+        doc.heading("Server side over time")
+        if server_png:
+            doc.image(f"{prefix}server_over_time.png", server_png, "Server batch size and queue time over time")
+        if resources_png:
+            doc.image(f"{prefix}resources_over_time.png", resources_png, "GPU and CPU over time")
+        if data.resources is None or not data.resources["metric"].str.startswith("nv_gpu").any():
+            doc.paragraph("No GPU metrics were recorded (Triton ran without a GPU).", True)
+    return doc
+
+
+def _levels_section(doc: Document, data: Dataset, prefix: str) -> None:
+    series = [(name, frame) for name, frame in data.levels.items() if len(frame)]
+    if not series:
+        return
+    doc.heading(LEVEL_SECTION[data.level_kind])
+    if data.level_kind == "step":
+        doc.paragraph(
+            "Steps from steps.json; percentiles merged exactly from the HDR interval logs, server times from "
+            "Triton's statistics intervals weighted by their overlap with each step.",
+            True,
+        )
+    for name, frame in series:
+        if len(series) > 1 or data.kind == "run":
+            doc.heading(name, 3)
+        doc.table(*tables.level_table(frame, data.level_kind))
+    doc.image(f"{prefix}components.png", plots.components(series, data.level_kind), "Components of Latency")
+    if data.level_kind != "run":
+        doc.image(
+            f"{prefix}latency_vs_throughput.png",
+            plots.latency_vs_throughput(series, data.level_kind),
+            "Latency vs Throughput",
+        )

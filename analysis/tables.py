@@ -1,0 +1,260 @@
+"""The report's tables as (headers, rows of strings), formatted once for Markdown and HTML.
+
+Latencies are shown in milliseconds with three decimals (microsecond precision, the
+resolution of the run files); counts as integers; rates as summary.json writes them.
+"Not measured" is n/a, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.dataset import Dataset
+from analysis.levels import PERCENTILE_KEYS
+
+NOT_MEASURED = "n/a"
+LATENCY_HEADERS = [f"{key} (ms)" for key in PERCENTILE_KEYS]
+LEVEL_NAMES = {
+    "concurrency": "concurrency",
+    "request_rate": "request rate (req/s)",
+    "step": "step",
+    "run": "level",
+}
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def ms(us) -> str:
+    """µs -> ms with µs precision: 9343.0 -> '9.343'."""
+    return NOT_MEASURED if _missing(us) else f"{float(us) / 1000:.3f}"
+
+
+def count(value) -> str:
+    return NOT_MEASURED if _missing(value) else f"{round(float(value))}"
+
+
+def rate(value, decimals: int = 3) -> str:
+    return NOT_MEASURED if _missing(value) else f"{float(value):.{decimals}f}"
+
+
+def number(value, decimals: int = 2) -> str:
+    return NOT_MEASURED if _missing(value) else f"{float(value):.{decimals}f}"
+
+
+def failures_by_class(by_class: dict[str, int]) -> str:
+    return ", ".join(f"{name}: {n}" for name, n in sorted(by_class.items())) or "none"
+
+
+# -- the header: what was run, against what ----------------------------------------------------
+def header_pairs(data: Dataset) -> list[tuple[str, str]]:
+    if data.run is None:
+        mode = LEVEL_NAMES[data.level_kind]
+        return [("source", str(data.path)), ("format", f"perf_analyzer -f CSV ({mode} mode)")]
+    config, options = data.run.config, data.run.config.get("options", {})
+    endpoints = data.endpoints
+    protocols = sorted({endpoint.protocol for endpoint in endpoints})
+    targets = []
+    if "http" in protocols:
+        targets.append(f"HTTP {options.get('triton_http', '?')}")
+    if "grpc" in protocols:
+        targets.append(f"gRPC {options.get('triton_grpc', '?')}")
+    duration = max((endpoint.duration_s for endpoint in endpoints), default=math.nan)
+    server = (config.get("triton") or {}).get("server") or {}
+    pairs = [
+        ("run directory", str(data.path)),
+        ("started", str(config.get("started_at", "?"))),
+        ("target", ", ".join(targets) or "?"),
+        ("models", ", ".join(sorted({endpoint.model for endpoint in endpoints})) or "none"),
+        ("protocols", ", ".join(protocols) or "none"),
+        ("user classes", ", ".join(config.get("user_classes", [])) or "?"),
+        ("traffic", traffic_text(data)),
+        ("batch size", str(options.get("batch_size") or "default")),
+        ("duration", f"{duration:.1f} s" if not math.isnan(duration) else "?"),
+        ("workers", workers_text(options)),
+        ("Triton", f"{server.get('name', 'triton')} {server.get('version', '?')}"),
+    ]
+    cpu = data.run.load_generator
+    if cpu.get("cpu_s") is not None:
+        per_request = cpu.get("cpu_per_request_us")
+        pairs.append(
+            ("load generator CPU", f"{cpu['cpu_s']} s" + (f" ({per_request} µs per request)" if per_request else ""))
+        )
+    return pairs
+
+
+def traffic_text(data: Dataset) -> str:
+    options = data.run.config.get("options", {}) if data.run else {}
+    traffic = data.run.traffic if data.run else {}
+    mode = data.traffic_mode
+    shape = options.get("load_shape")
+    shaped = bool(shape and shape != "none") or bool(data.sweep_mode)
+    if mode == "closed":
+        # With a shape or sweep, -u is not the user count (the steps or levels are).
+        text = "closed loop" if shaped else f"closed loop, {options.get('num_users', '?')} users"
+    else:
+        text = f"open loop ({mode} arrivals)"
+        if traffic.get("rate") is not None:
+            text += f", {traffic['rate']:g} req/s"
+        if traffic.get("max_in_flight") is not None:
+            text += f", at most {traffic['max_in_flight']} in flight"
+        if traffic.get("drop_when_saturated"):
+            text += ", dropping when saturated"
+    if shape and shape != "none":
+        text += f"; load shape {shape} ({options.get('shape_args') or 'defaults'})"
+    if data.sweep_mode:
+        text += f"; {data.sweep_mode.replace('_', ' ')} sweep"
+    return text
+
+
+def workers_text(options: dict) -> str:
+    if options.get("master"):
+        return f"{options.get('expect_workers', '?')} workers"
+    if options.get("processes"):
+        return f"{options['processes']} processes"
+    return "none (single process)"
+
+
+def model_rows(data: Dataset) -> tuple[list[str], list[list[str]]]:
+    headers = ["model", "backend", "max_batch_size", "dynamic batching", "instance groups"]
+    if data.run is None:
+        return headers, []
+    models = (data.run.config.get("triton") or {}).get("models") or {}
+    rows = []
+    for name in sorted({endpoint.model for endpoint in data.endpoints}):
+        model_config = (models.get(name) or {}).get("config") or {}
+        rows.append(
+            [
+                name,
+                model_config.get("backend") or model_config.get("platform") or "?",
+                str(model_config.get("max_batch_size", "?")),
+                dynamic_batching_text(model_config),
+                instance_groups_text(model_config),
+            ]
+        )
+    return headers, rows
+
+
+def dynamic_batching_text(model_config: dict) -> str:
+    batching = model_config.get("dynamic_batching")
+    if batching is None:
+        return "off" if model_config else "?"
+    parts = []
+    if batching.get("preferred_batch_size"):
+        parts.append("preferred " + "/".join(str(size) for size in batching["preferred_batch_size"]))
+    parts.append(f"max queue delay {batching.get('max_queue_delay_microseconds', 0)} µs")
+    return "on: " + ", ".join(parts)
+
+
+def instance_groups_text(model_config: dict) -> str:
+    groups = model_config.get("instance_group") or []
+    return ", ".join(f"{group.get('count', 1)} x {group.get('kind', '?')}" for group in groups) or "?"
+
+
+# -- per endpoint ----------------------------------------------------------------------------------
+ENDPOINT_HEADERS = [
+    "endpoint",
+    "requests",
+    "failures",
+    "failures by class",
+    "inferences",
+    "req/s",
+    "infer/s",
+    *LATENCY_HEADERS,
+]
+
+
+def endpoint_rows(data: Dataset) -> list[list[str]]:
+    return [
+        [
+            endpoint.name,
+            count(endpoint.requests),
+            count(endpoint.failures),
+            failures_by_class(endpoint.failures_by_class),
+            count(endpoint.inferences),
+            rate(endpoint.throughput_rps),
+            rate(endpoint.throughput_infer_per_s),
+            *(ms(endpoint.latency_us.get(key)) for key in PERCENTILE_KEYS),
+        ]
+        for endpoint in data.endpoints
+    ]
+
+
+OPEN_LOOP_HEADERS = ["endpoint", "latency", *LATENCY_HEADERS, "late", "dropped"]
+
+
+def open_loop_rows(data: Dataset) -> list[list[str]]:
+    """Corrected (from the intended send time) against uncorrected (from the actual send)."""
+    rows = []
+    for endpoint in data.endpoints:
+        uncorrected = endpoint.latency_uncorrected_us or {}
+        rows.append(
+            [
+                endpoint.name,
+                "corrected",
+                *(ms(endpoint.latency_us.get(key)) for key in PERCENTILE_KEYS),
+                count(endpoint.late),
+                count(endpoint.dropped),
+            ]
+        )
+        rows.append([endpoint.name, "uncorrected", *(ms(uncorrected.get(key)) for key in PERCENTILE_KEYS), "", ""])
+    return rows
+
+
+SERVER_HEADERS = [
+    "model",
+    "requests",
+    "executions",
+    "avg batch",
+    "queue (ms)",
+    "compute input (ms)",
+    "compute infer (ms)",
+    "compute output (ms)",
+    "server total (ms)",
+]
+
+
+def server_rows(server: dict) -> list[list[str]]:
+    return [
+        [
+            model,
+            count(entry.get("requests")),
+            count(entry.get("executions")),
+            number(entry.get("avg_batch"), 3),
+            ms(entry.get("queue_us")),
+            ms(entry.get("compute_input_us")),
+            ms(entry.get("compute_infer_us")),
+            ms(entry.get("compute_output_us")),
+            ms(entry.get("request_us")),
+        ]
+        for model, entry in sorted(server.items())
+    ]
+
+
+# -- per level ---------------------------------------------------------------------------------------
+def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[list[str]]]:
+    """One row per level; columns a source did not measure are left out entirely."""
+    columns = [
+        (LEVEL_NAMES[level_kind], "label", str),
+        ("requests", "requests", count),
+        ("failures", "failures", count),
+        ("req/s", "rps", lambda v: rate(v, 1)),
+        ("infer/s", "infer_per_s", lambda v: rate(v, 1)),
+        *((f"{key} (ms)", f"{key}_us", ms) for key in PERCENTILE_KEYS),
+        ("avg batch", "avg_batch", lambda v: number(v, 2)),
+        ("client send (ms)", "client_send_us", ms),
+        ("network + server send/recv (ms)", "network_us", ms),
+        ("client recv (ms)", "client_recv_us", ms),
+        ("client wait (ms)", "client_wait_us", ms),
+        ("queue (ms)", "queue_us", ms),
+        ("compute input (ms)", "compute_input_us", ms),
+        ("compute infer (ms)", "compute_infer_us", ms),
+        ("compute output (ms)", "compute_output_us", ms),
+        ("stable", "stable", lambda v: NOT_MEASURED if _missing(v) else ("yes" if v else "no")),
+    ]
+    present = [(title, column, fmt) for title, column, fmt in columns if frame[column].notna().any()]
+    rows = [[fmt(record[column]) for _, column, fmt in present] for record in frame.to_dict("records")]
+    return [title for title, _, _ in present], rows

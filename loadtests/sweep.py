@@ -1,0 +1,271 @@
+"""`python -m loadtests sweep`: stabilised steps over a concurrency or request-rate range.
+
+    python -m loadtests sweep --concurrency 1:8:1 --model bert_qa_dynbatch
+    python -m loadtests sweep --concurrency 1:16:2 --model my_model --protocol grpc --latency-limit 50
+    python -m loadtests sweep --request-rate 100:500:100 --model my_model --traffic poisson
+
+Each level runs until stable the way perf_analyzer defines it (measurement windows of
+--measurement-interval ms; stable when, over the last 3 windows, throughput and p95 latency
+each vary by at most --stability-percentage; at most --max-trials windows, after which the
+level is marked unstable and the sweep goes on); the sweep stops early once a level's p95
+reaches --latency-limit. Prints perf_analyzer's "Inferences/Second vs. Client p95 Batch
+Latency" table and writes sweep.csv (perf_analyzer's -f format) and sweep.json to the run
+directory, beside the usual files. Any option not listed here (e.g. --seq-len 128,
+--validate-responses, --request-timeout 60) goes to Locust unchanged. See docs/sweeps.md.
+
+The user class: --user-class NAME, or from --protocol and --model: the demo BERT-QA models
+(bert_qa, bert_qa_dynbatch) get BertQA{Http,Grpc}User (real question/context payloads),
+resnet50 gets ResNet{Http,Grpc}User (real images), any other model the generic
+Triton{Http,Grpc}User (inputs from its metadata).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from loadtests import options as suite_options
+from loadtests.errors import SpecError
+from loadtests.recording import sweep_files
+from loadtests.server.launcher import REPO_ROOT, TritonPorts
+from loadtests.traffic.sweep import (
+    DEFAULT_MAX_TRIALS,
+    DEFAULT_SETTLE_WINDOWS,
+    DEFAULT_STABILITY_PERCENT,
+    STABILITY_WINDOWS,
+    parse_range,
+)
+
+USER_CLASSES = {
+    "BertQAHttpUser": "http",
+    "BertQAGrpcUser": "grpc",
+    "ResNetHttpUser": "http",
+    "ResNetGrpcUser": "grpc",
+    "TritonHttpUser": "http",
+    "TritonGrpcUser": "grpc",
+}
+# The demo repository's models, and the user class family whose payloads fit them.
+DEMO_FAMILIES = {"bert_qa": "BertQA", "bert_qa_dynbatch": "BertQA", "resnet50": "ResNet"}
+DEFAULT_MEASUREMENT_INTERVAL_MS = 5000
+OPEN_LOOP_MODES = ("constant", "poisson")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="stabilised steps over a concurrency or request-rate range (perf_analyzer's sweep)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # unknown options go to Locust: never guess one of ours from a prefix
+    )
+
+    def one_line_error(message: str) -> None:
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.error = one_line_error  # type: ignore[method-assign]
+    load = parser.add_argument_group("load (exactly one)")
+    load.add_argument("--concurrency", metavar="START:END:STEP", help="concurrent users per level, e.g. 1:8:1")
+    load.add_argument(
+        "--request-rate", metavar="START:END:STEP", help="open-loop requests/s per level (all workers): 100:500:100"
+    )
+    target = parser.add_argument_group("target")
+    target.add_argument("--model", default="", help="the model to sweep (required)")
+    target.add_argument("--protocol", choices=("http", "grpc"), default=None, help="default http")
+    target.add_argument("--user-class", default="", metavar="NAME", help=f"one of {', '.join(USER_CLASSES)}")
+    target.add_argument("--batch-size", default="1", metavar="SPEC", help="batch size SPEC (default 1)")
+    target.add_argument("--triton-http", default=suite_options.DEFAULT_TRITON_HTTP, metavar="HOST:PORT")
+    target.add_argument("--triton-grpc", default=suite_options.DEFAULT_TRITON_GRPC, metavar="HOST:PORT")
+    target.add_argument("--triton-metrics", default=suite_options.DEFAULT_TRITON_METRICS, metavar="HOST:PORT")
+    target.add_argument("--run-dir", default="", metavar="DIR", help="default runs/<UTC time>-sweep-<model>")
+    rule = parser.add_argument_group("stability (perf_analyzer's options and defaults)")
+    rule.add_argument(
+        "--measurement-interval",
+        type=float,
+        default=DEFAULT_MEASUREMENT_INTERVAL_MS,
+        metavar="MS",
+        help=f"measurement window length (default {DEFAULT_MEASUREMENT_INTERVAL_MS})",
+    )
+    rule.add_argument(
+        "--stability-percentage",
+        type=float,
+        default=DEFAULT_STABILITY_PERCENT,
+        metavar="PCT",
+        help=f"allowed spread of throughput and p95 over the last 3 windows (default {DEFAULT_STABILITY_PERCENT:g})",
+    )
+    rule.add_argument(
+        "--max-trials",
+        type=int,
+        default=DEFAULT_MAX_TRIALS,
+        metavar="N",
+        help=f"windows per level before it is marked unstable (default {DEFAULT_MAX_TRIALS})",
+    )
+    rule.add_argument(
+        "--latency-limit",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="stop the sweep once a level's p95 reaches this (default 0: no limit)",
+    )
+    rule.add_argument(
+        "--settle-windows",
+        type=int,
+        default=DEFAULT_SETTLE_WINDOWS,
+        metavar="N",
+        help=f"windows discarded after the one a level starts in (default {DEFAULT_SETTLE_WINDOWS})",
+    )
+    run = parser.add_argument_group("load generator")
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="0: one process (default); N: a Locust master and N worker processes (--processes N)",
+    )
+    run.add_argument(
+        "--traffic",
+        choices=OPEN_LOOP_MODES,
+        default=None,
+        help="with --request-rate: fixed (constant, default) or exponential (poisson) gaps",
+    )
+    run.add_argument("--max-in-flight", type=int, default=None, metavar="N", help="with --request-rate: per worker")
+    parser.set_defaults(run=run_sweep, pass_through=True)
+
+
+# -- checking the input ------------------------------------------------------------------------
+def choose_user_class(model: str, protocol: str | None, user_class: str) -> str:
+    """--user-class as given, or the class whose payloads fit the model, over --protocol (default http).
+
+    >>> choose_user_class("bert_qa", "grpc", ""), choose_user_class("sleep", None, "")
+    ('BertQAGrpcUser', 'TritonHttpUser')
+    """
+    if user_class:
+        if user_class not in USER_CLASSES:
+            raise SpecError(f"--user-class {user_class!r} is not one of {', '.join(USER_CLASSES)}")
+        if protocol is not None and protocol != USER_CLASSES[user_class]:
+            raise SpecError(f"--protocol {protocol} contradicts --user-class {user_class}: give one of them")
+        return user_class
+    family = DEMO_FAMILIES.get(model, "Triton")
+    return f"{family}{'Grpc' if protocol == 'grpc' else 'Http'}User"
+
+
+def default_run_dir(model: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return REPO_ROOT / "runs" / f"{stamp}-sweep-{re.sub(r'[^A-Za-z0-9_-]+', '', model)[:40]}"
+
+
+def _distributed(workers: int, extra: list[str]) -> list[str]:
+    """--processes N, on a free port unless the user chose one: Locust's default 5557 may be
+    another master's on a shared machine, and forked workers would join that one instead."""
+    if any(option.startswith(("--master-port", "--master-bind-port")) for option in extra):
+        return ["--processes", str(workers)]
+    port = str(TritonPorts.free().http)
+    return ["--processes", str(workers), "--master-bind-port", port, "--master-port", port]
+
+
+def locust_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str], Path]:
+    """The Locust command line a sweep runs, and its run directory; raises SpecError."""
+    if bool(args.concurrency) == bool(args.request_rate):
+        raise SpecError("give exactly one of --concurrency START:END:STEP and --request-rate START:END:STEP")
+    if not args.model:
+        raise SpecError("--model NAME is required")
+    rate_mode = bool(args.request_rate)
+    if rate_mode:
+        levels = parse_range(args.request_rate, "--request-rate", integer=False)
+    else:
+        levels = parse_range(args.concurrency, "--concurrency", integer=True)
+        for option, value in (("--traffic", args.traffic), ("--max-in-flight", args.max_in_flight)):
+            if value is not None:
+                raise SpecError(f"{option} applies to --request-rate sweeps only")
+    if not args.measurement_interval > 0:
+        raise SpecError(f"--measurement-interval must be positive, got {args.measurement_interval:g}")
+    if not args.stability_percentage >= 0:
+        raise SpecError(f"--stability-percentage must be >= 0, got {args.stability_percentage:g}")
+    if args.max_trials < STABILITY_WINDOWS:
+        raise SpecError(f"--max-trials must be at least {STABILITY_WINDOWS} (stability needs 3 windows)")
+    if not args.latency_limit >= 0:
+        raise SpecError(f"--latency-limit must be >= 0 (0: no limit), got {args.latency_limit:g}")
+    if args.settle_windows < 0 or args.workers < 0:
+        raise SpecError("--settle-windows and --workers must be >= 0")
+    if args.max_in_flight is not None and args.max_in_flight < 1:
+        raise SpecError("--max-in-flight must be at least 1")
+    user_class = choose_user_class(args.model, args.protocol, args.user_class)
+    run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(args.model)
+
+    shape_args = [
+        "levels=" + ";".join(f"{level:g}" for level in levels),
+        f"stability={args.stability_percentage:g}",
+        f"max_trials={args.max_trials}",
+        f"latency_limit_ms={args.latency_limit:g}",
+        f"settle={args.settle_windows}",
+    ]
+    traffic: list[str] = []
+    if rate_mode:
+        # Open-loop senders take their share of the rate by user count: one user per process.
+        shape_args += ["kind=rate", f"users={max(1, args.workers)}"]
+        traffic = ["--traffic", args.traffic or "constant"]
+        if args.max_in_flight is not None:
+            traffic += ["--max-in-flight", str(args.max_in_flight)]
+    command = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(REPO_ROOT / "locustfile.py"),
+        "--headless",
+        "--only-summary",
+        user_class,
+        "--model",
+        args.model,
+        "--batch-size",
+        args.batch_size,
+        "--triton-http",
+        args.triton_http,
+        "--triton-grpc",
+        args.triton_grpc,
+        "--triton-metrics",
+        args.triton_metrics,
+        "--run-dir",
+        str(run_dir),
+        "--window",
+        f"{args.measurement_interval / 1000:g}",
+        "--load-shape",
+        "sweep",
+        "--shape-args",
+        ",".join(shape_args),
+        *traffic,
+        *(_distributed(args.workers, extra) if args.workers else []),
+        *extra,
+    ]
+    return command, run_dir
+
+
+# -- running -------------------------------------------------------------------------------------
+def run_sweep(args: argparse.Namespace) -> int:
+    command, run_dir = locust_command(args, list(getattr(args, "extra", [])))
+    print(f"sweep: {' '.join(command[1:3])} ... --shape-args {command[command.index('--shape-args') + 1]}", flush=True)
+    process = subprocess.Popen(command, cwd=REPO_ROOT)
+    try:
+        code = process.wait()
+    except KeyboardInterrupt:
+        # Ctrl-C reached Locust too: it stops the users and writes the run directory.
+        code = process.wait()
+    try:
+        content = sweep_files.read(run_dir)
+    except (OSError, ValueError):
+        if code == 0:
+            print(f"error: the sweep finished without results in {run_dir}", file=sys.stderr)
+            return 1
+        return code  # Locust said why (a pre-flight error exits 2 before any load)
+    print()
+    print(sweep_files.console_table(content))
+    if content["stopped_by"] is None:
+        print("(the sweep was interrupted: the table has the levels that finished)")
+    elif content["stopped_by"] == "latency_limit":
+        print(f"(stopped: the last level's p95 reached --latency-limit {args.latency_limit:g} ms)")
+    print(f"sweep.csv, sweep.json: {run_dir}", flush=True)
+    return code

@@ -1,0 +1,118 @@
+"""`python -m analysis compare`: two real runs against the local Triton side by side."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis.__main__ import main as analysis_main
+from analysis.compare import NotComparableError, write_comparison
+from tests.helpers import REPO_ROOT, read_summary, run_cli, run_locust, triton_options
+from tests.test_report import markdown_table
+
+PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
+
+
+@pytest.fixture(scope="module")
+def two_runs(triton, tmp_path_factory) -> tuple[Path, Path]:
+    """identity over HTTP, then over gRPC: 2 users, 3 s each."""
+    root = tmp_path_factory.mktemp("compare")
+    runs = []
+    for user_class, name in (("TritonHttpUser", "http"), ("TritonGrpcUser", "grpc")):
+        run_dir = root / name
+        result = run_locust(
+            [user_class],
+            [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)],
+            users=2,
+            run_time="3s",
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        runs.append(run_dir)
+    return runs[0], runs[1]
+
+
+def figure_cells(markdown: str, nth: int = 0) -> dict[str, list[str]]:
+    headers, rows = markdown_table(markdown, "figure", nth)
+    return {row[0]: row[1:] for row in rows} | {"__headers__": headers}
+
+
+def test_two_runs_side_by_side_with_difference_and_ratio(two_runs, tmp_path, capsys):
+    http_run, grpc_run = two_runs
+    out = tmp_path / "cmp"
+    assert analysis_main(["compare", str(http_run), str(grpc_run), "--labels", "HTTP,gRPC", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out / "compare.html")
+    markdown = (out / "compare.md").read_text()
+    assert "Endpoints matched by position" in markdown  # identity [http] against identity [grpc]
+    cells = figure_cells(markdown)
+    assert cells["__headers__"] == ["figure", "HTTP", "gRPC", "gRPC - HTTP", "gRPC / HTTP"]
+    a, b = read_summary(http_run)["endpoints"][0], read_summary(grpc_run)["endpoints"][0]
+    assert cells["requests"] == [str(a["requests"]), str(b["requests"]), f"{b['requests'] - a['requests']:+d}",
+                                 f"{b['requests'] / a['requests']:.3f}x"]  # fmt: skip
+    for key in ("p50", "p99", "mean"):
+        shown_a, shown_b, difference, ratio = cells[f"{key} (ms)"]
+        assert float(shown_a) == pytest.approx(a["latency_us"][key] / 1000, abs=0.0005)
+        assert float(shown_b) == pytest.approx(b["latency_us"][key] / 1000, abs=0.0005)
+        assert float(difference) == pytest.approx((b["latency_us"][key] - a["latency_us"][key]) / 1000, abs=0.0005)
+        assert float(ratio.rstrip("x")) == pytest.approx(b["latency_us"][key] / a["latency_us"][key], abs=0.0005)
+    assert float(cells["infer/s"][3].rstrip("x")) == pytest.approx(
+        b["throughput_infer_per_s"] / a["throughput_infer_per_s"], abs=0.0005
+    )
+    html = (out / "compare.html").read_text()
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
+    assert "compare_1_components.png" in links and "compare_1_over_time.png" in links
+    assert html.count('src="data:image/png;base64,') == len(links)
+    assert all((out / link).exists() for link in links)
+
+
+def test_same_endpoints_match_by_model_and_protocol(two_runs, tmp_path):
+    http_run, _ = two_runs
+    copy = Path(shutil.copytree(http_run, tmp_path / "again"))
+    html = write_comparison([http_run, copy], ["first", "again"], tmp_path / "out")
+    markdown = html.with_suffix(".md").read_text()
+    assert "Endpoints matched by model and protocol." in markdown
+    cells = figure_cells(markdown)
+    assert cells["p99 (ms)"][2:] == ["+0.000", "1.000x"]
+    assert cells["requests"][2:] == ["+0", "1.000x"]
+
+
+def test_closed_against_open_loop_is_refused_unless_forced(two_runs, tmp_path, capsys):
+    http_run, _ = two_runs
+    open_loop = Path(shutil.copytree(http_run, tmp_path / "open"))
+    summary = read_summary(open_loop)
+    summary["traffic"] = {"mode": "constant", "rate": 50.0, "max_in_flight": None, "drop_when_saturated": False}
+    (open_loop / "summary.json").write_text(json.dumps(summary))
+    args = ["compare", str(http_run), str(open_loop), "--labels", "closed,open", "--out", str(tmp_path / "x")]
+    assert analysis_main(args) == 2
+    err = capsys.readouterr().err
+    assert err == "error: runs are not comparable, traffic differs (closed: closed loop, open: open loop); " \
+                  "--force compares anyway\n"  # fmt: skip
+    assert not (tmp_path / "x").exists()
+    assert analysis_main([*args, "--force"]) == 0
+    assert "Compared with --force although traffic differs" in (tmp_path / "x" / "compare.md").read_text()
+    with pytest.raises(NotComparableError, match="sweep mode differs"):
+        write_comparison([http_run, PA_DATA / "concurrency.csv"], ["run", "pa"], tmp_path / "y")
+
+
+def test_perf_analyzer_csvs_compare_level_by_level(tmp_path):
+    result = run_cli(
+        ["-m", "analysis", "compare", str(PA_DATA / "concurrency.csv"), str(PA_DATA / "concurrency_verbose.csv"),
+         "--labels", "plain,verbose", "--out", str(tmp_path)]
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    headers, rows = markdown_table((tmp_path / "compare.md").read_text(), "#")
+    assert [row[1] for row in rows] == ["1", "2", "3", "4"]
+    ratio = dict(zip(headers, rows[0], strict=True))["verbose / plain infer/s"]
+    assert ratio == f"{13739.8 / 9124.54:.3f}x"
+    assert (tmp_path / "compare_1_latency_vs_throughput.png").exists()
+
+
+def test_wrong_labels_and_single_run_are_bad_input(two_runs, capsys):
+    http_run, grpc_run = two_runs
+    assert analysis_main(["compare", str(http_run), str(grpc_run), "--labels", "only-one"]) == 2
+    assert "--labels needs 2 distinct names" in capsys.readouterr().err
+    assert analysis_main(["compare", str(http_run)]) == 2
+    assert capsys.readouterr().err == "error: compare needs at least two runs\n"

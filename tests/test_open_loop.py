@@ -1,0 +1,283 @@
+"""Open-loop traffic: schedules (unit, fake clock), and runs against the real local Triton.
+
+The models (models/test_repository): `sleep_batch` sleeps 20 ms per execution and batches,
+so it keeps up with 200 requests/s; `stall` answers in 2 ms but stalls for 1 s every 5 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from argparse import Namespace
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from loadtests.errors import SpecError
+from loadtests.options import Settings
+from loadtests.recording.histograms import PERCENTILES, EndpointStats, summarise_us
+from loadtests.server import TritonPorts
+from loadtests.traffic.open_loop import ArrivalSchedule, RatePlan
+from tests.helpers import model_stats, read_summary, run_locust, triton_options
+
+
+class FakeClock:
+    def __init__(self, now_ns: int = 1_000_000_000) -> None:
+        self.now_ns = now_ns
+
+    def __call__(self) -> int:
+        return self.now_ns
+
+
+def gaps_of(schedule: ArrivalSchedule, count: int) -> np.ndarray:
+    return np.diff(np.array([schedule.take() for _ in range(count + 1)], dtype=np.int64)) / 1e9
+
+
+def ks_statistic_exponential(gaps: np.ndarray, mean_s: float) -> float:
+    """Kolmogorov-Smirnov distance between the gaps and an exponential distribution of this mean."""
+    ordered = np.sort(gaps)
+    n = len(ordered)
+    expected = 1.0 - np.exp(-ordered / mean_s)
+    above = np.arange(1, n + 1) / n - expected
+    below = expected - np.arange(0, n) / n
+    return float(max(above.max(), below.max()))
+
+
+# --- schedules (unit) ------------------------------------------------------------------------
+
+
+def test_constant_schedule_has_fixed_gaps_from_the_first_request():
+    clock = FakeClock()
+    schedule = ArrivalSchedule("constant", clock=clock)
+    assert schedule.take() is None  # no rate yet: nothing is due
+    schedule.set_rate(200.0)
+    due = [schedule.take() for _ in range(4)]
+    assert due == [clock.now_ns + i * 5_000_000 for i in range(4)]
+
+
+def test_poisson_gaps_pass_a_test_of_exponentiality():
+    schedule = ArrivalSchedule("poisson", seed=20261122, clock=FakeClock())
+    schedule.set_rate(200.0)
+    gaps = gaps_of(schedule, 20_000)
+    n = len(gaps)
+    critical = 1.63 / math.sqrt(n)  # Kolmogorov-Smirnov at the 1 % level
+    assert ks_statistic_exponential(gaps, 1 / 200.0) < critical
+    assert gaps.mean() == pytest.approx(1 / 200.0, rel=0.03)
+    assert gaps.std() / gaps.mean() == pytest.approx(1.0, abs=0.03)  # exponential: CV 1
+    # The same test tells other gap distributions apart: it is not a test that cannot fail.
+    constant = ArrivalSchedule("constant", clock=FakeClock())
+    constant.set_rate(200.0)
+    assert ks_statistic_exponential(gaps_of(constant, 20_000), 1 / 200.0) > critical
+    uniform = np.random.default_rng(1).uniform(0, 2 / 200.0, n)
+    assert ks_statistic_exponential(uniform, 1 / 200.0) > critical
+
+
+def test_rate_changes_apply_to_the_next_gap_and_zero_pauses():
+    clock = FakeClock()
+    schedule = ArrivalSchedule("constant", clock=clock)
+    schedule.set_rate(1.0)
+    first = schedule.take()
+    assert first == clock.now_ns
+    schedule.set_rate(100.0)  # the pending 1-s gap shrinks to 10 ms
+    assert schedule.take() == clock.now_ns + 10_000_000
+    schedule.set_rate(0.0)
+    assert schedule.take() is None
+    clock.now_ns += 3_000_000_000
+    schedule.set_rate(100.0)  # after a pause the schedule restarts now, without a burst
+    assert schedule.take() == clock.now_ns
+    assert schedule.take() == clock.now_ns + 10_000_000
+
+
+def test_each_process_takes_its_share_by_users():
+    plan = RatePlan(rate=300.0, users=6)
+    assert [plan.share(users) for users in (2, 2, 2)] == [100.0, 100.0, 100.0]
+    assert plan.share(0) == 0.0  # a worker without users sends nothing
+    assert RatePlan(rate=300.0, users=0).share(2) == 0.0
+    assert RatePlan.from_message(plan.to_message()) == plan
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"traffic": "closed", "rate": 10.0}, "--rate applies to open-loop traffic"),
+        ({"traffic": "constant", "rate": -1.0}, "--rate must be"),
+        ({"traffic": "constant", "rate": 10.0, "max_in_flight": 0}, "--max-in-flight must be at least 1"),
+        ({"traffic": "bursty"}, "--traffic 'bursty'"),
+    ],
+)
+def test_bad_traffic_settings(options, message):
+    with pytest.raises(SpecError, match=message):
+        Settings.from_options(Namespace(**options))
+
+
+def test_open_loop_stats_travel_and_merge():
+    a = EndpointStats("m [http]", "m", "http")
+    a.record(1500.0, 1, None, uncorrected_us=900.0, late=True)
+    a.record_dropped()
+    b = EndpointStats.from_message(a.to_message())
+    assert (b.late, b.dropped, b.uncorrected.get_total_count()) == (1, 1, 1)
+    b.merge(a)
+    assert (b.requests, b.late, b.dropped) == (2, 2, 2)
+    assert b.uncorrected_summary_us()["p50"] == pytest.approx(900, rel=0.001)
+    assert b.latency_summary_us()["p50"] == pytest.approx(1500, rel=0.001)
+    closed = EndpointStats("m [http]", "m", "http")
+    closed.record(1500.0, 1, None)
+    assert closed.uncorrected is None and closed.uncorrected_summary_us() is None
+
+
+def test_fast_summary_equals_hdrh():
+    rng = np.random.default_rng(5)
+    histogram = HdrHistogram(1, 600_000_000, 3)
+    for value in np.concatenate([rng.lognormal(8, 1.2, 5000), [1, 2, 599_999_999]]):
+        histogram.record_value(int(value))
+    expected = {f"p{p:g}": float(histogram.get_value_at_percentile(p)) for p in PERCENTILES}
+    expected["max"] = float(histogram.get_max_value())
+    expected["mean"] = round(float(histogram.get_mean_value()), 3)
+    assert summarise_us(histogram) == expected
+
+
+# --- against the real local Triton ------------------------------------------------------------
+
+
+def run_open_loop(triton, tmp_path, user_class, model, users, run_time, *options):
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, model)
+    result = run_locust(
+        [user_class],
+        [*triton_options(triton), "--model", model, "--shape", "INPUT0:16", "--run-dir", str(run_dir), *options],
+        users=users,
+        run_time=run_time,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    after = model_stats(triton.http_address, model)
+    return result, read_summary(run_dir), after["requests"] - before["requests"], run_dir
+
+
+@pytest.mark.parametrize(
+    ("traffic", "users", "user_class"),
+    [("constant", 4, "TritonHttpUser"), ("constant", 40, "TritonHttpUser"), ("poisson", 4, "TritonGrpcUser")],
+)
+def test_open_loop_delivers_the_rate_whatever_the_user_count(triton, tmp_path, traffic, users, user_class):
+    # 200 requests/s at 20+ ms each needs several requests in flight: 4 closed-loop users
+    # could not send it, 4 open-loop users can (and 40 do not send more).
+    _result, summary, served, _ = run_open_loop(
+        triton, tmp_path, user_class, "sleep_batch", users, "20s", "--traffic", traffic, "--rate", "200"
+    )
+    (endpoint,) = summary["endpoints"]
+    assert served == endpoint["requests"]
+    assert served / 20.0 == pytest.approx(200.0, rel=0.05)
+    assert summary["traffic"]["mode"] == traffic and summary["traffic"]["rate"] == 200.0
+    assert endpoint["dropped"] == 0
+    assert endpoint["failures"] == 0
+    # Corrected latency runs from the intended send time, so it is never below the uncorrected one.
+    for key in ("p50", "p99", "max"):
+        assert endpoint["latency_us"][key] >= endpoint["latency_uncorrected_us"][key]
+    assert endpoint["latency_uncorrected_us"]["p50"] >= 20_000  # the model's 20 ms
+
+
+def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(triton, tmp_path):
+    _r, open_summary, _served, run_dir = run_open_loop(
+        triton, tmp_path, "TritonHttpUser", "stall", 4, "10s", "--traffic", "constant", "--rate", "100",
+        "--max-in-flight", "4",
+    )  # fmt: skip
+    (endpoint,) = open_summary["endpoints"]
+    corrected, uncorrected = endpoint["latency_us"], endpoint["latency_uncorrected_us"]
+    # Requests due during a 1-s stall wait for it: the corrected p99 is most of a second...
+    assert corrected["p99"] > 500_000, endpoint
+    # ...while only the few requests in flight when it began (at most 4 per stall) saw it
+    # from their actual send: the uncorrected p99 stays near the model's 2 ms.
+    assert uncorrected["p99"] < 100_000, endpoint
+    assert uncorrected["max"] > 900_000  # the stall happened, and was measured
+    assert endpoint["late"] > 50  # requests queued behind the in-flight cap went out late
+    with (run_dir / "timeseries.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert sum(int(row["late"]) for row in rows) == endpoint["late"]
+    assert {row["target_rate"] for row in rows} == {"100.0"}
+
+    closed_dir = tmp_path / "closed"
+    result = run_locust(
+        ["TritonHttpUser"],
+        [*triton_options(triton), "--model", "stall", "--shape", "INPUT0:16", "--run-dir", str(closed_dir)],
+        users=4,
+        run_time="10s",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (closed,) = read_summary(closed_dir)["endpoints"]
+    assert "latency_uncorrected_us" not in closed and "late" not in closed
+    # Closed loop: each user waited out the stall with one request, then went on; the stall
+    # is in the max but gone from the percentiles.
+    assert closed["latency_us"]["max"] > 900_000, closed
+    assert closed["latency_us"]["p99"] < 100_000, closed
+
+
+def test_late_and_dropped_beyond_what_the_machine_can_send(triton, tmp_path):
+    result, summary, served, _ = run_open_loop(
+        triton, tmp_path, "TritonHttpUser", "identity", 4, "4s", "--traffic", "constant", "--rate", "20000",
+        "--max-in-flight", "2", "--drop-when-saturated",
+    )  # fmt: skip
+    (endpoint,) = summary["endpoints"]
+    assert endpoint["dropped"] > 0 and endpoint["late"] > 0, endpoint
+    assert served == endpoint["requests"]  # dropped requests were never sent
+    # Never more due requests than the schedule holds (sent late or dropped, not invented).
+    assert endpoint["requests"] + endpoint["dropped"] <= 20000 * endpoint["duration_s"] * 1.01
+    assert "could not keep up" in result.stdout + result.stderr
+
+
+def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path):
+    _result, summary, served, _ = run_open_loop(
+        triton, tmp_path, "TritonHttpUser", "identity", 4, "5s", "--traffic", "poisson", "--rate", "50"
+    )
+    (endpoint,) = summary["endpoints"]
+    assert endpoint["dropped"] == 0
+    # Zero on a quiet machine; a busy shared host can preempt the process for over 1 ms,
+    # which really does send a request late, so allow one in a hundred.
+    assert endpoint["late"] <= endpoint["requests"] // 100, endpoint
+    assert served == endpoint["requests"] > 150
+
+
+def test_rate_shape_drives_the_target_rate(triton, tmp_path):
+    _r, summary, served, run_dir = run_open_loop(
+        triton, tmp_path, "TritonHttpUser", "sleep_batch", 4, "12s", "--traffic", "constant",
+        "--load-shape", "steps", "--shape-args", "kind=rate,targets=50;150,step_s=5",
+    )  # fmt: skip
+    steps = json.loads((run_dir / "steps.json").read_text())
+    assert steps["kind"] == "rate" and [s["target"] for s in steps["steps"]] == [50, 150]
+    assert summary["traffic"]["rate_shape"] == "steps"
+    with (run_dir / "timeseries.csv").open() as file:
+        rows = [row for row in csv.DictReader(file) if row["target_rate"]]
+
+    def throughput(start_s, end_s):
+        inside = [float(r["throughput_rps"]) for r in rows if start_s + 0.5 <= float(r["time_s"]) <= end_s - 1.5]
+        return sum(inside) / len(inside)
+
+    assert throughput(0, 5) == pytest.approx(50, rel=0.15)
+    assert throughput(5, 10) == pytest.approx(150, rel=0.15)
+    assert served == summary["endpoints"][0]["requests"]
+
+
+def test_distributed_workers_share_the_rate(triton, tmp_path):
+    port = str(TritonPorts.free().http)  # not Locust's default 5557: other masters may be running
+    _r, summary, served, _ = run_open_loop(
+        triton, tmp_path, "TritonHttpUser", "sleep_batch", 4, "10s", "--traffic", "constant", "--rate", "100",
+        "--processes", "2", "--master-bind-port", port, "--master-port", port,
+    )  # fmt: skip
+    assert served == summary["endpoints"][0]["requests"]
+    assert served / 10.0 == pytest.approx(100.0, rel=0.08)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--traffic", "constant"], "--traffic constant needs --rate"),
+        (["--traffic", "poisson", "--load-shape", "steps", "--shape-args", "targets=1;2"], "add kind=rate"),
+        (["--load-shape", "steps", "--shape-args", "kind=rate,targets=5;10"], "needs open-loop traffic"),
+    ],
+)
+def test_traffic_errors_exit_2_before_any_load(triton, tmp_path, options, message):
+    before = model_stats(triton.http_address, "identity")
+    result = run_locust(["TritonHttpUser"], [*triton_options(triton), "--model", "identity", *options])
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert message in result.stderr
+    assert model_stats(triton.http_address, "identity") == before

@@ -1,0 +1,321 @@
+"""SLO gates: the --slo grammar, evaluation on exact merged numbers, JUnit, exit codes 0/2/3."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from types import SimpleNamespace
+
+import pytest
+
+from analysis.slo import (
+    EXIT_SLO_FAILED,
+    Clause,
+    SloError,
+    check_run,
+    check_summary,
+    evaluate,
+    junit_xml,
+    parse_slo,
+    resolver_for_summary,
+)
+from loadtests import slo_gate
+from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.merged import merge_stats
+from loadtests.recording.run_dir import endpoint_json
+from tests.helpers import model_stats, read_summary, run_cli, run_locust
+
+DURATION_S = 10.0
+
+
+# -- parsing -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "target", "metric", "op", "threshold", "unit", "scale"),
+    [
+        ("p99<50ms", None, "p99", "<", 50.0, "ms", 1000.0),
+        ("p99.9 <= 1.5 s", None, "p99.9", "<=", 1.5, "s", 1e6),
+        ("max<800us", None, "max", "<", 800.0, "us", 1.0),
+        ("mean<800µs", None, "mean", "<", 800.0, "µs", 1.0),
+        ("P95<2E1MS", None, "p95", "<", 20.0, "ms", 1000.0),
+        ("fail_ratio<0.01", None, "fail_ratio", "<", 0.01, "", 1.0),
+        ("fail_ratio<1%", None, "fail_ratio", "<", 1.0, "%", 0.01),
+        ("failures<=0", None, "failures", "<=", 0.0, "", 1.0),
+        ("rps>=100", None, "rps", ">=", 100.0, "/s", 1.0),
+        ("infer_per_s>100/s", None, "infer_per_s", ">", 100.0, "/s", 1.0),
+        ("bert_qa:p95<20ms", "bert_qa", "p95", "<", 20.0, "ms", 1000.0),
+        (" bert_qa [grpc] : p50 < .5ms ", "bert_qa [grpc]", "p50", "<", 0.5, "ms", 1000.0),
+        ("late_ratio<0.05", None, "late_ratio", "<", 0.05, "", 1.0),
+        ("dropped<1", None, "dropped", "<", 1.0, "", 1.0),
+    ],
+)
+def test_clauses_parse(text, target, metric, op, threshold, unit, scale):
+    (clause,) = parse_slo(text)
+    assert (clause.target, clause.metric, clause.op, clause.unit) == (target, metric, op, unit)
+    assert clause.threshold == pytest.approx(threshold)
+    assert clause.scale == scale
+    assert clause.text == text.strip()
+
+
+def test_the_issue_example_parses_in_order():
+    clauses = parse_slo("p99<50ms,p95<20ms,fail_ratio<0.01,infer_per_s>100")
+    assert [c.metric for c in clauses] == ["p99", "p95", "fail_ratio", "infer_per_s"]
+    assert parse_slo("") == parse_slo("  ") == parse_slo(None) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("p99<fifty", "'fifty' is not a non-negative number"),
+        ("p99<50", "p99 needs a unit: us, ms or s"),
+        ("p99<50min", "p99 has unit 'min'"),
+        ("p98<5ms", "unknown metric 'p98'"),
+        ("p99=5ms", "'=' is not a comparison"),
+        ("p99 5ms", "no comparison"),
+        ("p99<-5ms", "'-5ms' is not a non-negative number"),
+        ("fail_ratio<2", "fail_ratio is a fraction between 0 and 1"),
+        ("fail_ratio<0.1ms", "'ms' is not a unit of fail_ratio"),
+        ("failures<3ms", "failures is a count and takes no unit"),
+        ("rps>5ms", "'ms' is not a unit of rps"),
+        ("p99<5ms,,p50<1ms", "empty clause"),
+        ("p99<5ms,", "empty clause"),
+        (":p99<5ms", "empty endpoint or model name"),
+    ],
+)
+def test_malformed_clauses_say_why(text, why):
+    with pytest.raises(SloError) as error:
+        parse_slo(text)
+    assert why in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+# -- evaluating ----------------------------------------------------------------------
+def _stats(name: str, model: str, protocol: str, latencies_us: list[float], failures: int = 0) -> EndpointStats:
+    stats = EndpointStats(name, model, protocol)
+    for latency in latencies_us:
+        stats.record(latency, batch_size=2, failure=None)
+    for _ in range(failures):
+        stats.record(0.0, batch_size=2, failure="HTTP 400")
+    return stats
+
+
+@pytest.fixture
+def two_endpoints() -> dict[str, EndpointStats]:
+    """bert_qa over HTTP (fast) and gRPC (slow): their merged p99 is neither endpoint's."""
+    http = _stats("bert_qa [http]", "bert_qa", "http", [1000.0] * 90 + [2000.0] * 10, failures=1)
+    grpc = _stats("bert_qa [grpc]", "bert_qa", "grpc", [30_000.0] * 100)
+    resnet = _stats("resnet50 [http]", "resnet50", "http", [1500.0] * 50)
+    return {s.name: s for s in (http, grpc, resnet)}
+
+
+def _summary(totals: dict[str, EndpointStats]) -> dict:
+    summary = {"endpoints": [endpoint_json(totals[name], DURATION_S) for name in sorted(totals)]}
+    slo_gate.add_merged_totals(summary, totals)
+    return summary
+
+
+def _measured(summary: dict, text: str) -> float | None:
+    (result,) = evaluate(parse_slo(text), resolver_for_summary(summary))
+    return result.measured
+
+
+def test_overall_and_model_targets_merge_histograms_and_sum_counts(two_endpoints):
+    summary = _summary(two_endpoints)
+    overall = merge_stats(two_endpoints.values(), "overall").latency_summary_us()
+    assert _measured(summary, "p99<1s") == pytest.approx(overall["p99"] / 1e6)
+    assert overall["p99"] == pytest.approx(30_000, rel=1e-3)  # the gRPC tail dominates the merge
+    assert _measured(summary, "p50<1s") == pytest.approx(1.5e-3, rel=1e-3)  # resnet's 1.5 ms sits in the middle
+    assert _measured(summary, "bert_qa [http]:p50<1s") == pytest.approx(1.0e-3, rel=1e-3)
+    # bert_qa = its two endpoints merged: 200 successes, the upper half at 30 ms.
+    assert _measured(summary, "bert_qa:p50<1s") == pytest.approx(2.0e-3, rel=1e-3)
+    assert _measured(summary, "bert_qa:p90<1s") == pytest.approx(30.0e-3, rel=1e-3)
+    assert _measured(summary, "failures<1") == 1
+    assert _measured(summary, "fail_ratio<1%") == pytest.approx(100 / 251)
+    assert _measured(summary, "rps>1") == pytest.approx(251 / DURATION_S)
+    assert _measured(summary, "infer_per_s>1") == pytest.approx(2 * 250 / DURATION_S)
+    assert _measured(summary, "resnet50:infer_per_s>1") == pytest.approx(2 * 50 / DURATION_S)
+    assert summary["overall"]["requests"] == 251
+    assert set(summary["model_totals"]) == {"bert_qa"}  # resnet50 has one endpoint: itself
+
+
+def test_comparisons_at_the_limit_and_units(two_endpoints):
+    summary = _summary(two_endpoints)
+    results = evaluate(
+        parse_slo("resnet50:p99<=1.5ms,resnet50:p99<1.5ms,resnet50:p99<1501us,resnet50:p99>0.001s,rps>=25.1"),
+        resolver_for_summary(summary),
+    )
+    assert [r.passed for r in results] == [True, False, True, True, True]
+    assert results[1].message == "measured 1.5 ms, limit 1.5 ms"
+    assert results[1].to_json() == {
+        "clause": "resnet50:p99<1.5ms",
+        "endpoint": "resnet50",
+        "metric": "p99",
+        "op": "<",
+        "threshold": 1.5,
+        "measured": 1.5,
+        "unit": "ms",
+        "passed": False,
+    }
+
+
+def test_nothing_measured_fails_instead_of_passing_on_zeros():
+    only_failures = _stats("reject [http]", "reject", "http", [], failures=3)
+    summary = _summary({only_failures.name: only_failures})
+    results = evaluate(parse_slo("p99<50ms,fail_ratio<0.5"), resolver_for_summary(summary))
+    assert [(r.passed, r.measured) for r in results] == [(False, None), (False, 1.0)]
+    assert "no successful requests" in results[0].message
+    empty = evaluate(parse_slo("p99<50ms,rps>1"), resolver_for_summary({"endpoints": []}))
+    assert [r.passed for r in empty] == [False, False]
+
+
+def test_open_loop_metrics_need_open_loop_counts(two_endpoints):
+    summary = _summary(two_endpoints)
+    with pytest.raises(SloError, match="late_ratio needs open-loop traffic"):
+        check_summary(parse_slo("late_ratio<0.1"), summary)
+    for entry in summary["endpoints"]:
+        entry["late"], entry["dropped"] = 5, 1
+    slo_gate.add_merged_totals(summary, two_endpoints)
+    results = check_summary(parse_slo("late_ratio<0.1,dropped<1,resnet50:dropped<=1"), summary)
+    assert [(r.measured, r.passed) for r in results] == [(pytest.approx(15 / 251), True), (3, False), (1, True)]
+
+
+def test_unknown_target_is_refused(two_endpoints):
+    with pytest.raises(SloError, match=r"no endpoint or model 'bert' in this run \(known: bert_qa, bert_qa \[grpc\]"):
+        check_summary(parse_slo("bert:p99<5ms"), _summary(two_endpoints))
+
+
+def test_junit_has_one_testcase_per_clause(two_endpoints):
+    results = evaluate(parse_slo("p99<10ms,fail_ratio<0.5"), resolver_for_summary(_summary(two_endpoints)))
+    root = ET.fromstring(ET.tostring(junit_xml(results).getroot()))
+    (suite,) = root.iter("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert set(cases) == {"p99<10ms", "fail_ratio<0.5"}
+    assert {case.get("classname") for case in cases.values()} == {"triton-loadtest.slo"}
+    assert cases["p99<10ms"].find("failure").get("message") == "measured 30.015 ms, limit 10 ms"
+    assert cases["fail_ratio<0.5"].find("failure") is None
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, 3), (1, 3), (0, 3), (2, 2)])
+def test_a_failed_clause_sets_exit_code_3_over_1_but_not_over_2(tmp_path, two_endpoints, before, after):
+    (tmp_path / "summary.json").write_text(json.dumps({"endpoints": _summary(two_endpoints)["endpoints"]}))
+    options = SimpleNamespace(slo="p99<1ms,rps>1", junit=str(tmp_path / "out" / "slo.xml"))
+    environment = SimpleNamespace(parsed_options=options, process_exit_code=before)
+    results = slo_gate.finish(environment, tmp_path, two_endpoints)
+    assert [r.passed for r in results] == [False, True]
+    assert environment.process_exit_code == after
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [entry["passed"] for entry in summary["slo"]] == [False, True]
+    assert summary["overall"]["requests"] == 251
+    assert ET.parse(tmp_path / "out" / "slo.xml").getroot().tag == "testsuites"
+
+
+def test_passing_clauses_leave_the_exit_code_to_locust(tmp_path, two_endpoints):
+    (tmp_path / "summary.json").write_text(json.dumps({"endpoints": _summary(two_endpoints)["endpoints"]}))
+    environment = SimpleNamespace(parsed_options=SimpleNamespace(slo="rps>1", junit=""), process_exit_code=None)
+    slo_gate.finish(environment, tmp_path, two_endpoints)
+    assert environment.process_exit_code is None  # request failures still give --exit-code-on-error
+
+
+def test_analysis_check_on_a_run_directory(tmp_path, two_endpoints, capsys):
+    (tmp_path / "summary.json").write_text(json.dumps(_summary(two_endpoints)))
+    (tmp_path / "config.json").write_text(json.dumps({"options": {"slo": "p99<100ms"}}))
+    assert check_run(tmp_path) == 0  # the run's own --slo
+    junit = tmp_path / "slo.xml"
+    assert check_run(tmp_path, "bert_qa:p99<10ms", junit) == 3
+    assert "FAIL    bert_qa:p99<10ms" in capsys.readouterr().out
+    assert ET.parse(junit).find(".//failure") is not None
+    assert check_run(tmp_path, "p99<fifty") == 2
+    assert check_run(tmp_path / "nowhere", "p99<1s") == 2
+    assert "error: --slo 'p99<fifty': clause 'p99<fifty'" in capsys.readouterr().err
+
+
+def test_clause_values_are_frozen():
+    clause = parse_slo("p99<5ms")[0]
+    assert isinstance(clause, Clause)
+    with pytest.raises(AttributeError):
+        clause.threshold = 1.0  # type: ignore[misc]
+
+
+# -- end to end against the local Triton ---------------------------------------------
+def _slo_run(triton, tmp_path, slo: str, model: str = "identity", extra: tuple[str, ...] = ()):
+    junit = tmp_path / "slo.xml"
+    options = [
+        "--triton-http",
+        triton.http_address,
+        "--triton-metrics",
+        triton.metrics_address,
+        "--model",
+        model,
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--slo",
+        slo,
+        "--junit",
+        str(junit),
+        *extra,
+    ]
+    result = run_locust(["TritonHttpUser"], options, users=2, run_time="2s")
+    return result, junit
+
+
+def _junit_cases(path) -> dict[str, ET.Element]:
+    return {case.get("name"): case for case in ET.parse(path).getroot().iter("testcase")}
+
+
+def test_passing_clauses_exit_0(triton, tmp_path):
+    result, junit = _slo_run(triton, tmp_path, "p99<10s,identity [http]:fail_ratio<0.01,infer_per_s>1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = read_summary(tmp_path / "run")
+    assert [entry["passed"] for entry in summary["slo"]] == [True, True, True]
+    (endpoint,) = summary["endpoints"]
+    assert summary["slo"][0]["measured"] == endpoint["latency_us"]["p99"] / 1e6
+    assert summary["slo"][2]["measured"] == endpoint["throughput_infer_per_s"]
+    assert all(case.find("failure") is None for case in _junit_cases(junit).values())
+    assert "SLO: all 3 clauses passed" in result.stdout
+
+
+def test_a_failing_clause_exits_3_and_junit_names_it(triton, tmp_path):
+    result, junit = _slo_run(triton, tmp_path, "p99<1us,fail_ratio<0.01")
+    assert result.returncode == EXIT_SLO_FAILED, result.stderr[-2000:]
+    summary = read_summary(tmp_path / "run")
+    p99_us = summary["endpoints"][0]["latency_us"]["p99"]
+    assert summary["overall"]["latency_us"]["p99"] == p99_us
+    cases = _junit_cases(junit)
+    assert set(cases) == {"p99<1us", "fail_ratio<0.01"}
+    assert cases["p99<1us"].find("failure").get("message") == f"measured {p99_us:.0f} us, limit 1 us"
+    assert cases["fail_ratio<0.01"].find("failure") is None
+    # After the fact, on the run directory, the same verdicts (the run's own --slo by default).
+    check = run_cli(["-m", "analysis", "check", str(tmp_path / "run"), "--junit", str(tmp_path / "again.xml")])
+    assert check.returncode == EXIT_SLO_FAILED, check.stderr
+    assert ET.parse(tmp_path / "again.xml").getroot().find(".//failure").get("message") == (
+        cases["p99<1us"].find("failure").get("message")
+    )
+
+
+def test_exit_code_3_wins_over_1_for_request_failures(triton, tmp_path):
+    negative = tmp_path / "negative.json"  # the `reject` model fails every request with a negative value
+    negative.write_text(json.dumps({"data": [{"INPUT0": [-1.0, -1.0, -1.0, -1.0]}]}))
+    result, junit = _slo_run(triton, tmp_path, "fail_ratio<0.5", model="reject", extra=("--input-data", str(negative)))
+    assert result.returncode == EXIT_SLO_FAILED, result.stderr[-2000:]
+    assert read_summary(tmp_path / "run")["endpoints"][0]["failures"] > 0
+    assert _junit_cases(junit)["fail_ratio<0.5"].find("failure").get("message").startswith("measured 1, ")
+
+
+@pytest.mark.parametrize(
+    ("slo", "why"),
+    [
+        ("p99<fifty", "clause 'p99<fifty': 'fifty' is not a non-negative number"),
+        ("resnet50:p99<50ms", "no endpoint or model 'resnet50' in this run (known: identity, identity [http])"),
+        ("late_ratio<0.01", "late_ratio is measured only with open-loop traffic"),
+    ],
+)
+def test_bad_slo_exits_2_before_any_load(triton, tmp_path, slo, why):
+    before = model_stats(triton.http_address, "identity")
+    result, junit = _slo_run(triton, tmp_path, slo)
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr[-2000:]
+    assert errors[0].startswith(f"error: --slo '{slo}': ") and why in errors[0], errors[0]
+    assert "Traceback" not in result.stderr
+    assert not junit.exists() and not (tmp_path / "run").exists()
+    assert model_stats(triton.http_address, "identity") == before
