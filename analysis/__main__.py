@@ -15,9 +15,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.compare import NotComparableError, default_out_dir, write_comparison
-from analysis.dataset import SourceError
-from analysis.report import write_report
 from analysis.slo import check_run
 
 EXIT_BAD_INPUT = 2
@@ -45,7 +42,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
-        return check_run(args.run_dir, args.slo, args.junit)
+        return check_run(args.run_dir, args.slo, args.junit)  # without pandas and matplotlib: fast in CI
+    from analysis.compare import NotComparableError, default_out_dir, write_comparison
+    from analysis.dataset import SourceError
+    from analysis.report import write_report
+
     try:
         if args.command == "report":
             path = write_report(args.source, args.out)

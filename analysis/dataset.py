@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import levels, perf_analyzer
-from analysis.hdr import HlogError, read_logs
+from analysis.hdr import UNCORRECTED, HlogError, read_logs
 from analysis.run import Run, RunDirectoryError, load_run
 
 # Open-loop columns appended to timeseries.csv by newer runs; older runs lack them.
@@ -126,8 +126,10 @@ def _load_run_dir(path: Path) -> Dataset:
         table = levels.from_sweep(sweep, series, model)
     elif steps and timeseries is not None:
         level_kind = "step"
-        logs = read_logs(path / "hdr")
-        table = levels.from_steps(steps, steps_kind, endpoints, timeseries, window_s, logs, start_epoch, intervals)
+        logs, uncorrected = read_logs(path / "hdr"), read_logs(path / "hdr", UNCORRECTED)
+        table = levels.from_steps(
+            steps, steps_kind, endpoints, timeseries, window_s, logs, start_epoch, intervals, uncorrected
+        )
     else:
         level_kind = "run"
         table = levels.from_summary(endpoints, run.server)

@@ -25,7 +25,9 @@ LOWEST_US = 1
 HIGHEST_US = 10 * 60 * 1_000_000
 SIGNIFICANT_DIGITS = 3
 
-_NAME = re.compile(r"^#\[Latency of (?P<name>.+) in microseconds")
+_NAME = re.compile(r"^#\[Latency of (?P<name>.+?) in microseconds")
+# Open-loop runs also log the latency from the actual send: hdr/<endpoint>.uncorrected.hlog.
+UNCORRECTED = "uncorrected"
 _BASE = re.compile(r"^#\[(?:BaseTime|StartTime): (?P<t>[0-9.]+)")
 
 
@@ -89,12 +91,15 @@ def read_header(path: Path) -> HlogFile:
     return HlogFile(path, endpoint, base)
 
 
-def read_logs(hdr_dir: Path) -> dict[str, HlogFile]:
-    """Every hdr/*.hlog by the endpoint named in its header; {} when there is no hdr/."""
+def read_logs(hdr_dir: Path, variant: str = "") -> dict[str, HlogFile]:
+    """Every hdr/*.hlog (or hdr/*.<variant>.hlog) by the endpoint named in its header; {} when
+    there is no hdr/."""
     if not hdr_dir.is_dir():
         return {}
     logs = {}
-    for path in sorted(hdr_dir.glob("*.hlog")):
+    for path in sorted(hdr_dir.glob(f"*.{variant}.hlog" if variant else "*.hlog")):
+        if not variant and path.name.endswith(f".{UNCORRECTED}.hlog"):
+            continue
         log = read_header(path)
         logs.setdefault(log.endpoint, log)
     return logs

@@ -40,6 +40,7 @@ LEVEL_COLUMNS = [
     "client_recv_us",
     "client_network_us",
     "client_wait_us",
+    "p99_uncorrected_us",
     *SERVER_PARTS,
     "avg_batch",
     "stable",
@@ -87,6 +88,7 @@ def make_row(
     if latency and uncorrected and uncorrected.get("mean"):
         sent_mean = float(uncorrected["mean"])
         row["client_wait_us"] = max(0.0, latency["mean"] - sent_mean)
+        row["p99_uncorrected_us"] = float(uncorrected.get("p99", math.nan))
     for key in PERCENTILE_KEYS:
         row[f"{key}_us"] = latency.get(key, math.nan) if latency else math.nan
     if server:
@@ -158,18 +160,20 @@ def from_steps(
     logs: dict[str, HlogFile],
     run_start_epoch: float,
     server_intervals: list[dict],
+    uncorrected_logs: dict[str, HlogFile] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Per endpoint, one level per step: counts from the time series windows whose middle
-    falls in the step, exact percentiles from the HDR intervals merged the same way, and
-    Triton's breakdown from the server intervals weighted by their overlap with the step."""
+    falls in the step, exact percentiles from the HDR intervals merged the same way (open
+    loop: the uncorrected ones too), and Triton's breakdown from the server intervals
+    weighted by their overlap with the step."""
     segments = [(float(step["start_s"]), float(step["end_s"])) for step in steps]
     middles = timeseries["time_s"] + window_s / 2 if len(timeseries) else pd.Series(dtype=float)
     out = {}
     for endpoint in endpoints:
-        log = logs.get(endpoint.name)
-        merged = log.merge(segments, run_start_epoch) if log is not None else [None] * len(segments)
+        merged = _merged(logs.get(endpoint.name), segments, run_start_epoch)
+        unmerged = _merged((uncorrected_logs or {}).get(endpoint.name), segments, run_start_epoch)
         rows = []
-        for step, (start, end), histogram in zip(steps, segments, merged, strict=True):
+        for step, (start, end), histogram, uncorrected in zip(steps, segments, merged, unmerged, strict=True):
             in_step = (timeseries["endpoint"] == endpoint.name) & (middles >= start) & (middles < end)
             windows = timeseries[in_step]
             seconds = len(windows) * window_s
@@ -187,9 +191,15 @@ def from_steps(
                 ]
             )
             latency = summarise_us(histogram) if histogram is not None else None
-            rows.append(make_row(step_label(step, kind), float(step["target"]), counts, latency, server))
+            sent = summarise_us(uncorrected) if uncorrected is not None else None
+            label, target = step_label(step, kind), float(step["target"])
+            rows.append(make_row(label, target, counts, latency, server, uncorrected=sent))
         out[endpoint.name] = frame(rows)
     return out
+
+
+def _merged(log: HlogFile | None, segments: list[tuple[float, float]], run_start_epoch: float) -> list:
+    return log.merge(segments, run_start_epoch) if log is not None else [None] * len(segments)
 
 
 def _overlap(interval: dict, start: float, end: float) -> float:

@@ -244,6 +244,7 @@ def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[l
         ("req/s", "rps", lambda v: rate(v, 1)),
         ("infer/s", "infer_per_s", lambda v: rate(v, 1)),
         *((f"{key} (ms)", f"{key}_us", ms) for key in PERCENTILE_KEYS),
+        ("p99 uncorrected (ms)", "p99_uncorrected_us", ms),
         ("avg batch", "avg_batch", lambda v: number(v, 2)),
         ("client send (ms)", "client_send_us", ms),
         ("network + server send/recv (ms)", "network_us", ms),

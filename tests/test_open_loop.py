@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
+from analysis.hdr import UNCORRECTED, read_logs
+from analysis.hdr import summarise_us as hdr_summary_us
 from loadtests.errors import SpecError
 from loadtests.options import Settings
 from loadtests.recording.histograms import PERCENTILES, EndpointStats, summarise_us
@@ -195,6 +197,10 @@ def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(tri
         rows = list(csv.DictReader(file))
     assert sum(int(row["late"]) for row in rows) == endpoint["late"]
     assert {row["target_rate"] for row in rows} == {"100.0"}
+    # The uncorrected latencies have their own HDR interval log; merged, it is the summary's.
+    (log,) = read_logs(run_dir / "hdr", UNCORRECTED).values()
+    (whole_run,) = log.merge([(-1e9, 1e9)], log.base_epoch)
+    assert hdr_summary_us(whole_run) == uncorrected
 
     closed_dir = tmp_path / "closed"
     result = run_locust(

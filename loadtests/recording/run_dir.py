@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO
 
+from hdrh.histogram import HdrHistogram
 from locust.env import Environment
 
 from loadtests import __version__
@@ -56,6 +57,8 @@ TIMESERIES_COLUMNS = (
     "target_rate",
     "p99_uncorrected_us",
 )
+# Open-loop runs also log the latency from the actual send, in hdr/<endpoint>.uncorrected.hlog.
+UNCORRECTED = "uncorrected"
 # HDR log "Interval_Max" column unit: values are µs, the column shows ms.
 HDR_MAX_VALUE_UNIT_RATIO = 1000.0
 
@@ -128,7 +131,7 @@ class RunDirectory:
         self._timeseries.writerow(TIMESERIES_COLUMNS)
         self._timeseries_file.flush()
         (path / "hdr").mkdir(exist_ok=True)
-        self._hdr_logs: dict[str, IO[str]] = {}
+        self._hdr_logs: dict[tuple[str, str], IO[str]] = {}
         # HDR log timestamps are relative to this base and must not be negative: the first
         # window can start up to one window length before the run does.
         self._hdr_base: float | None = None
@@ -192,23 +195,29 @@ class RunDirectory:
                 ]
             )
             if stats.histogram.get_total_count():
-                self._write_hdr_interval(name, start_s, window_s, stats)
+                self._write_hdr_interval(name, start_s, window_s, stats.histogram)
+            if stats.uncorrected is not None and stats.uncorrected.get_total_count():
+                self._write_hdr_interval(name, start_s, window_s, stats.uncorrected, UNCORRECTED)
         self._timeseries_file.flush()
 
-    def _write_hdr_interval(self, name: str, start_s: float, window_s: float, stats: EndpointStats) -> None:
-        log = self._hdr_logs.get(name)
+    def _write_hdr_interval(
+        self, name: str, start_s: float, window_s: float, histogram: HdrHistogram, variant: str = ""
+    ) -> None:
+        """One window of hdr/<endpoint>.hlog, or (open loop) of hdr/<endpoint>.uncorrected.hlog."""
+        log = self._hdr_logs.get((name, variant))
         if log is None:
-            log = self._hdr_logs[name] = open(self.path / "hdr" / f"{_slug(name)}.hlog", "w")  # noqa: SIM115
+            filename = f"{_slug(name)}.{variant}.hlog" if variant else f"{_slug(name)}.hlog"
+            log = self._hdr_logs[(name, variant)] = open(self.path / "hdr" / filename, "w")  # noqa: SIM115
             # The standard HdrHistogram log header (format 1.2), timestamps relative to StartTime.
             base = self._hdr_base
             started = datetime.fromtimestamp(base, UTC).strftime("%Y-%m-%d %H:%M:%S")
-            log.write(f"#[Latency of {name} in microseconds, one interval per window]\n")
+            what = " from the actual send (uncorrected)" if variant == UNCORRECTED else ""
+            log.write(f"#[Latency of {name} in microseconds{what}, one interval per window]\n")
             log.write("#[Histogram log format version 1.2]\n")
             log.write(f"#[StartTime: {base:.3f} (seconds since epoch), {started} UTC]\n")
             # Interval timestamps are relative to this base (readers would otherwise guess).
             log.write(f"#[BaseTime: {base:.3f} (seconds since epoch)]\n")
             log.write('"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n')
-        histogram = stats.histogram
         log.write(
             f"{start_s - self._hdr_base:.3f},{window_s:.3f},"
             f"{histogram.get_max_value() / HDR_MAX_VALUE_UNIT_RATIO:.3f},{histogram.encode().decode('ascii')}\n"
