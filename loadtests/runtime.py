@@ -416,6 +416,7 @@ def install(events) -> None:
         runtime = runtime_for(environment)
         runtime.stop_traffic()  # users have stopped: their in-flight requests are in
         if runtime.run is not None:
+            runtime.run.directory.stopped_at = time.time()
             runtime.write_steps(runtime.run, final=True)  # the last step ends at the real stop
         if runtime.is_local:
             runtime.finish_run()

@@ -126,6 +126,21 @@ def test_windows_close_in_order_after_the_grace_period_and_late_data_is_not_lost
     assert aggregator.totals["m [http]"].requests == 16  # the straggler is in the totals
 
 
+def test_edge_windows_count_throughput_over_the_part_the_run_covered(tmp_path):
+    directory = RunDirectory(tmp_path, started_at=1000.5)
+    for start in (1000.0, 1001.0, 1002.0):
+        stats = EndpointStats("m [http]", "m", "http")
+        for _ in range(10):
+            stats.record(100.0, 1, None)
+        if start == 1002.0:
+            directory.stopped_at = 1002.25  # the test stopped a quarter into the last window
+        directory.write_window(start, 1.0, {stats.name: stats}, users=1)
+    directory.close()
+    with (tmp_path / "timeseries.csv").open() as file:
+        rates = [float(row["throughput_rps"]) for row in csv.DictReader(file)]
+    assert rates == [20.0, 10.0, 40.0]
+
+
 def test_run_directory_writes_timeseries_and_readable_hdr_logs(tmp_path):
     directory = RunDirectory(tmp_path, started_at=1000.0)
     expected_total = 0

@@ -125,6 +125,8 @@ class RunDirectory:
     def __init__(self, path: Path, started_at: float) -> None:
         self.path = path
         self.started_at = started_at
+        # Set when the test stops: the last window's throughput counts only the time up to it.
+        self.stopped_at: float | None = None
         self.finished = False
         self._timeseries_file: IO[str] = open(path / "timeseries.csv", "w", newline="")  # noqa: SIM115
         self._timeseries = csv.writer(self._timeseries_file)
@@ -164,6 +166,10 @@ class RunDirectory:
         target_rate: float | None = None,
     ) -> None:
         timestamp = datetime.fromtimestamp(start_s, UTC).isoformat()
+        # The first window begins before the run and the last one may end after it: rates are
+        # over the part of the window the run covered, or they would dip at both ends.
+        end_s = min(start_s + window_s, self.stopped_at or time.time())
+        covered_s = max(min(window_s, end_s - max(start_s, self.started_at)), 1e-3)
         if self._hdr_base is None:
             self._hdr_base = min(self.started_at, start_s)
         for name in sorted(endpoints):
@@ -180,8 +186,8 @@ class RunDirectory:
                     stats.requests,
                     stats.failure_count,
                     stats.inferences,
-                    round(stats.requests / window_s, 3),
-                    round(stats.inferences / window_s, 3),
+                    round(stats.requests / covered_s, 3),
+                    round(stats.inferences / covered_s, 3),
                     latency["p50"],
                     latency["p90"],
                     latency["p95"],
