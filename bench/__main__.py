@@ -25,6 +25,7 @@ from pathlib import Path
 from analysis.report import write_report
 from loadtests.recording.server_stats import fetch_stats
 from loadtests.server import TEST_REPOSITORY, LocalTriton
+from loadtests.server.launcher import locust_command
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -116,13 +117,14 @@ def run_perf_analyzer(triton: LocalTriton, protocol: str, concurrency: int, work
 
 
 def write_pa_sweep(workdir: Path, protocol: str) -> Path:
-    """perf_analyzer's per-level CSVs as one -f CSV (levels in order) in bench/, and its report."""
+    """perf_analyzer's per-level CSVs as one -f CSV (levels in order) in bench/results/, and its report."""
     lines: list[str] = []
     for concurrency in CONCURRENCIES:
         header, *rows = (workdir / f"pa-{protocol}-{concurrency}.csv").read_text().splitlines()
         lines = lines or [header]
         lines += rows[:1]  # its CSV may append server-side rows after the first blank line
-    target = BENCH_DIR / f"perf_analyzer-{protocol}.csv"
+    target = BENCH_DIR / "results" / f"perf_analyzer-{protocol}.csv"  # git-ignored, like every run's output
+    target.parent.mkdir(exist_ok=True)
     target.write_text("\n".join(lines) + "\n")
     return write_report(target)
 
@@ -130,14 +132,7 @@ def write_pa_sweep(workdir: Path, protocol: str) -> Path:
 def run_suite(triton: LocalTriton, protocol: str, concurrency: int, workdir: Path, duration_s: int) -> Measurement:
     run_dir = workdir / f"suite-{protocol}-{concurrency}"
     user_class = "TritonHttpUser" if protocol == "http" else "TritonGrpcUser"
-    command = [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        str(REPO_ROOT / "locustfile.py"),
-        "--headless",
-        "--only-summary",
+    command = locust_command(
         "-u",
         str(concurrency),
         "-r",
@@ -147,13 +142,10 @@ def run_suite(triton: LocalTriton, protocol: str, concurrency: int, workdir: Pat
         user_class,
         "--model",
         MODEL,
-        "--triton-http",
-        triton.http_address,
-        "--triton-grpc",
-        triton.grpc_address,
+        *triton.options,
         "--run-dir",
         str(run_dir),
-    ]
+    )
     result = subprocess.run(command, capture_output=True, text=True, timeout=duration_s + 120, cwd=REPO_ROOT)
     if result.returncode != 0:
         raise SystemExit(f"error: the suite's run failed ({result.returncode}): {result.stderr.strip()[-500:]}")

@@ -21,7 +21,8 @@ for preset in "${@:-tiny full}"; do
     for model in bert_qa bert_qa_dynbatch resnet50; do
       cls=BertQAHttpUser; [ "$model" = resnet50 ] && cls=ResNetHttpUser
       $PY -m locust -f locustfile.py --headless --only-summary -u 1 -r 1 -t 15s "$cls" --model "$model" \
-        --batch-size 1 --seq-len 384 --triton-http 127.0.0.1:18700 --run-dir "$work/$p-$model" > /dev/null 2>&1
+        --batch-size 1 --seq-len 384 --triton-http 127.0.0.1:18700 --triton-grpc 127.0.0.1:18701 \
+        --triton-metrics 127.0.0.1:18702 --run-dir "$work/$p-$model" > /dev/null 2>&1
       $PY - "$work/$p-$model" "$p" "$model" <<'PYEOF'
 import sys
 from analysis import load_run

@@ -32,15 +32,15 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=600, help="seconds (default 600)")
     parser.add_argument("--users", type=int, default=8, help="users (default 8)")
     args = parser.parse_args()
-    locust = [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfile.py")]
+    locust = [sys.executable, "-m", "locust", "-f", str(REPO_ROOT / "locustfile.py")]  # master and worker apart
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp, LocalTriton([TEST_REPOSITORY]) as triton:
         run_dir, port = Path(tmp) / "run", TritonPorts.free().http
         logs = Path(tmp)
         master = subprocess.Popen(
             [*locust, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--headless"]
             + ["--expect-workers", "1", "-u", str(args.users), "-r", str(args.users), "-t", f"{args.duration}s"]
-            + ["TritonHttpUser", "--model", "identity", "--triton-http", triton.http_address]
-            + ["--triton-metrics", triton.metrics_address, "--run-dir", str(run_dir), "--only-summary"],
+            + ["TritonHttpUser", "--model", "identity", *triton.options]
+            + ["--run-dir", str(run_dir), "--only-summary"],
             cwd=REPO_ROOT,
             stdout=(logs / "master.log").open("w"),
             stderr=subprocess.STDOUT,

@@ -25,6 +25,7 @@ from analysis.compare import write_comparison
 from analysis.dataset import SourceError
 from analysis.report import write_report
 from analysis.run import RunDirectoryError, load_run
+from loadtests.server import launcher
 from loadtests.server.launcher import DEMO_REPOSITORY, REPO_ROOT, LocalTriton
 from loadtests.server.serve import demo_environment
 
@@ -47,24 +48,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def locust_command(triton: LocalTriton, args: argparse.Namespace, bert_model: str, run_dir: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        str(REPO_ROOT / "locustfile.py"),
-        "--headless",
-        "--only-summary",
+    return launcher.locust_command(
         "--load-shape",
         "steps",
         "--shape-args",
         f"targets={args.users},step_s={args.step_s:g}",
-        "--triton-http",
-        triton.http_address,
-        "--triton-grpc",
-        triton.grpc_address,
-        "--triton-metrics",
-        triton.metrics_address,
+        *triton.options,
         "--bert-model",
         bert_model,
         "--batch-size",
@@ -73,7 +62,7 @@ def locust_command(triton: LocalTriton, args: argparse.Namespace, bert_model: st
         "--run-dir",
         str(run_dir),
         *DEMO_USER_CLASSES,
-    ]
+    )
 
 
 def print_results(run_dir: Path) -> None:
@@ -111,7 +100,12 @@ def run(args: argparse.Namespace) -> int:
         comparison = write_comparison(run_dirs, list(DEMO_BERT_MODELS), root / "comparison")
     except (RunDirectoryError, SourceError) as error:
         print(f"error: the demo left no complete run (exit codes {codes}): {error}", file=sys.stderr)
-        return max(codes) or 1
+        return _first_failure(codes) or 1
     print(f"Comparison: {comparison}", flush=True)
     print(f"Results: {root}", flush=True)
-    return max(codes)
+    return _first_failure(codes)
+
+
+def _first_failure(codes: list[int]) -> int:
+    """The first non-zero exit code (a run killed by a signal has a negative one), else 0."""
+    return next((code for code in codes if code), 0)

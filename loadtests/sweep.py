@@ -31,7 +31,7 @@ from pathlib import Path
 from loadtests import options as suite_options
 from loadtests.errors import SpecError
 from loadtests.recording import sweep_files
-from loadtests.server.launcher import REPO_ROOT, TritonPorts
+from loadtests.server.launcher import REPO_ROOT, TritonPorts, locust_command, triton_options
 from loadtests.traffic.sweep import (
     DEFAULT_MAX_TRIALS,
     DEFAULT_SETTLE_WINDOWS,
@@ -167,7 +167,7 @@ def _distributed(workers: int, extra: list[str]) -> list[str]:
     return ["--processes", str(workers), "--master-bind-port", port, "--master-port", port]
 
 
-def locust_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str], Path]:
+def sweep_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str], Path]:
     """The Locust command line a sweep runs, and its run directory; raises SpecError."""
     if bool(args.concurrency) == bool(args.request_rate):
         raise SpecError("give exactly one of --concurrency START:END:STEP and --request-rate START:END:STEP")
@@ -210,25 +210,13 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str
         traffic = ["--traffic", args.traffic or "constant"]
         if args.max_in_flight is not None:
             traffic += ["--max-in-flight", str(args.max_in_flight)]
-    command = [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        str(REPO_ROOT / "locustfile.py"),
-        "--headless",
-        "--only-summary",
+    command = locust_command(
         user_class,
         "--model",
         args.model,
         "--batch-size",
         args.batch_size,
-        "--triton-http",
-        args.triton_http,
-        "--triton-grpc",
-        args.triton_grpc,
-        "--triton-metrics",
-        args.triton_metrics,
+        *triton_options(args.triton_http, args.triton_grpc, args.triton_metrics),
         "--run-dir",
         str(run_dir),
         "--window",
@@ -240,13 +228,13 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str
         *traffic,
         *(_distributed(args.workers, extra) if args.workers else []),
         *extra,
-    ]
+    )
     return command, run_dir
 
 
 # -- running -------------------------------------------------------------------------------------
 def run_sweep(args: argparse.Namespace) -> int:
-    command, run_dir = locust_command(args, list(getattr(args, "extra", [])))
+    command, run_dir = sweep_command(args, list(getattr(args, "extra", [])))
     print(f"sweep: {' '.join(command[1:3])} ... --shape-args {command[command.index('--shape-args') + 1]}", flush=True)
     process = subprocess.Popen(command, cwd=REPO_ROOT)
     try:

@@ -28,17 +28,8 @@ def model_stats(http_address: str, model: str) -> dict[str, int]:
 
 def triton_options(triton, server_stats_interval: float | None = None) -> list[str]:
     """The suite's options that point a run at the session's local Triton (all three endpoints)."""
-    options = [
-        "--triton-http",
-        triton.http_address,
-        "--triton-grpc",
-        triton.grpc_address,
-        "--triton-metrics",
-        triton.metrics_address,
-    ]
-    if server_stats_interval is not None:
-        options += ["--server-stats-interval", f"{server_stats_interval:g}"]
-    return options
+    extra = ["--server-stats-interval", f"{server_stats_interval:g}"] if server_stats_interval is not None else []
+    return [*triton.options, *extra]
 
 
 def run_cli(args: list[str], timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -34,6 +35,28 @@ from loadtests.server.install import TritonInstallation
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_REPOSITORY = REPO_ROOT / "models" / "repository"
 TEST_REPOSITORY = REPO_ROOT / "models" / "test_repository"
+
+
+def triton_options(http: str, grpc: str, metrics: str) -> list[str]:
+    """The suite's options that point a Locust run at one Triton (all three endpoints: a run
+    without --triton-metrics would scrape 127.0.0.1:8002, possibly someone else's server)."""
+    return ["--triton-http", http, "--triton-grpc", grpc, "--triton-metrics", metrics]
+
+
+def locust_command(*args: str) -> list[str]:
+    """`python -m locust -f <repo>/locustfile.py --headless --only-summary ARGS`: how the suite's
+    own commands (demo, sweep, bench) run a load test, as a user would type it."""
+    return [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(REPO_ROOT / "locustfile.py"),
+        "--headless",
+        "--only-summary",
+        *args,
+    ]
+
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_STARTUP_TIMEOUT_S = 180.0
@@ -142,6 +165,11 @@ class LocalTriton:
     @property
     def metrics_address(self) -> str:
         return f"{self.host}:{self.ports.metrics}"
+
+    @property
+    def options(self) -> list[str]:
+        """--triton-http/--triton-grpc/--triton-metrics for this server."""
+        return triton_options(self.http_address, self.grpc_address, self.metrics_address)
 
     @property
     def http_url(self) -> str:
