@@ -12,6 +12,7 @@ import math
 import pandas as pd
 
 from analysis.dataset import Dataset
+from analysis.slo import late_ratio
 
 # Throughput counts as still growing while a higher level adds more than this share.
 GROWTH_THRESHOLD = 0.10
@@ -79,7 +80,8 @@ def _open_loop(data: Dataset) -> list[str]:
         if endpoint.late is not None and endpoint.requests:
             out.append(
                 f"{endpoint.name}: {endpoint.late:,} of {endpoint.requests:,} requests "
-                f"({endpoint.late / endpoint.requests:.1%}) went out more than 1 ms after their intended send time."
+                f"({late_ratio(endpoint.late, endpoint.requests):.1%}) went out more than 1 ms after their "
+                "intended send time."
             )
         if endpoint.dropped:
             due = endpoint.requests + endpoint.dropped

@@ -6,15 +6,8 @@ HDR intervals and server intervals split at the step boundaries), the whole run 
 from summary.json), or a row of a perf_analyzer CSV. Every source fills the same columns
 (µs, like the run directory), so the charts and tables do not care where a level came from.
 
-Client send/receive + network is what perf_analyzer stacks under the server's parts: the
-client's mean latency minus Triton's queue and compute times (so the bar adds up to the
-mean latency; Triton's own overhead, usually a few µs, lands in this part as in
-perf_analyzer's "Network+Server Send/Recv").
-
-Open-loop runs time latency from each request's intended send time. Where the uncorrected
-mean (from the actual send) is known, the difference is its own part, "client wait": the
-time due requests spent waiting for the generator or the --max-in-flight cap before they
-went out, a client-side queue that perf_analyzer does not have.
+How a level's mean latency splits into perf_analyzer's parts (and the open-loop client
+wait): analysis/components.py, shared with the sweep's sweep.csv.
 """
 
 from __future__ import annotations
@@ -23,10 +16,10 @@ import math
 
 import pandas as pd
 
-from analysis.hdr import HlogFile, summarise_us
+from analysis.components import SERVER_PARTS, client_parts
+from analysis.hdr import LATENCY_KEYS, HlogFile, summarise_us
 
-SERVER_PARTS = ("queue_us", "compute_input_us", "compute_infer_us", "compute_output_us")
-PERCENTILE_KEYS = ("p50", "p90", "p95", "p99", "p99.9", "max", "mean")
+PERCENTILE_KEYS = LATENCY_KEYS
 LEVEL_COLUMNS = [
     "level",
     "label",
@@ -84,20 +77,17 @@ def make_row(
     """One level: counts (requests, failures, rps, infer_per_s), latency_us keys, a server delta,
     and for open-loop levels the uncorrected latencies (see the module docstring)."""
     row = {"level": level, "label": label, "stable": stable, **counts}
-    sent_mean = latency["mean"] if latency else math.nan
-    if latency and uncorrected and uncorrected.get("mean"):
-        sent_mean = float(uncorrected["mean"])
-        row["client_wait_us"] = max(0.0, latency["mean"] - sent_mean)
-        row["p99_uncorrected_us"] = float(uncorrected.get("p99", math.nan))
     for key in PERCENTILE_KEYS:
         row[f"{key}_us"] = latency.get(key, math.nan) if latency else math.nan
+    if uncorrected:
+        row["p99_uncorrected_us"] = float(uncorrected.get("p99", math.nan))
     if server:
         row.update({key: float(server.get(key, math.nan)) for key in SERVER_PARTS})
         row["avg_batch"] = float(server.get("avg_batch", math.nan))
-        if latency:
-            server_us = sum(float(server.get(key, 0.0)) for key in SERVER_PARTS)
-            # Never negative: a client mean below the server's time is clock noise, not a cost.
-            row["network_us"] = max(0.0, sent_mean - server_us)
+    if latency:
+        network, wait = client_parts(latency, server, uncorrected)
+        row["network_us"] = math.nan if network is None else network
+        row["client_wait_us"] = math.nan if wait is None else wait
     return row
 
 
@@ -167,6 +157,11 @@ def from_steps(
     loop: the uncorrected ones too), and Triton's breakdown from the server intervals
     weighted by their overlap with the step."""
     segments = [(float(step["start_s"]), float(step["end_s"])) for step in steps]
+    if segments:
+        # The run's first and last windows stick out of the first and last steps; their
+        # middles may too. They belong to those steps, not to none.
+        segments[0] = (-math.inf, segments[0][1])
+        segments[-1] = (segments[-1][0], math.inf)
     middles = timeseries["time_s"] + window_s / 2 if len(timeseries) else pd.Series(dtype=float)
     out = {}
     for endpoint in endpoints:
@@ -176,7 +171,8 @@ def from_steps(
         for step, (start, end), histogram, uncorrected in zip(steps, segments, merged, unmerged, strict=True):
             in_step = (timeseries["endpoint"] == endpoint.name) & (middles >= start) & (middles < end)
             windows = timeseries[in_step]
-            seconds = len(windows) * window_s
+            # Per second of run the windows covered (timeseries.csv's covered_s; older runs: whole windows).
+            seconds = windows["covered_s"].sum() if "covered_s" in windows else len(windows) * window_s
             counts = {
                 "requests": int(windows["requests"].sum()),
                 "failures": int(windows["failures"].sum()),

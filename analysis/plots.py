@@ -63,10 +63,12 @@ def _binned(rows: pd.DataFrame, window_s: float) -> tuple[pd.DataFrame, float]:
         return rows, window_s
     bin_s = per_bin * window_s
     keys = (rows["time_s"] // bin_s) * bin_s
-    sums = rows.groupby(keys)[["requests", "failures", "inferences"]].sum()
+    counted = ["requests", "failures", "inferences", *(["covered_s"] if "covered_s" in rows else [])]
+    sums = rows.groupby(keys)[counted].sum()
     means = rows.groupby(keys)[[c for c in rows.columns if c.endswith("_us") or c in ("users", "target_rate")]].mean()
     out = sums.join(means).reset_index(names="time_s")
-    out["throughput_infer_per_s"] = out["inferences"] / bin_s
+    # Per second the bin's windows covered (the run's first and last windows cover less).
+    out["throughput_infer_per_s"] = out["inferences"] / out.get("covered_s", bin_s)
     return out, bin_s
 
 

@@ -255,7 +255,13 @@ def measure(entry: dict, metric: str) -> tuple[float | None, str]:
         return None, f"no '{key}' count in summary.json: closed-loop run"
     if metric == "dropped":
         return float(entry[key]), ""
-    return (int(entry[key]) / requests, "") if requests else (None, "no requests")
+    return (late_ratio(int(entry[key]), requests), "") if requests else (None, "no requests")
+
+
+def late_ratio(late: int, requests: int) -> float:
+    """The share of sent requests that went out late (dropped ones were never sent): the one
+    definition the console warning, the findings and the `late_ratio` gate share."""
+    return late / requests if requests else 0.0
 
 
 def evaluate(clauses: Iterable[Clause], resolve: Callable[[str | None], dict]) -> list[Result]:

@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 REPORT_KEY = "triton_loadtest"
 # After the master's test_stop, workers' last windows arrive with their next report (every 3 s).
 MASTER_FINAL_REPORT_WAIT_S = 4.0
+STOP_MARGIN_S = 5.0
 # A single process drains its own recorder just before it closes windows, so a window can
 # close soon after it ends (a master keeps the aggregator's grace for workers' reports).
 LOCAL_GRACE_S = 1.0
@@ -261,7 +262,7 @@ class Runtime:
         shape = self.environment.shape_class
         if isinstance(shape, traffic_shapes.TrafficShape):
             self.run.shape = shape
-            shape.on_step = lambda _step, run=self.run: self.write_steps(run)
+            shape.on_step = lambda step, run=self.run: self.begin_step(run, step)
             self.write_steps(self.run)  # step 0 began before test_start created the directory
             attach = getattr(shape, "attach_run", None)
             if attach is not None:
@@ -269,6 +270,14 @@ class Runtime:
         if settings.open_loop and isinstance(self.environment.runner, MasterRunner):
             self.publish_rate()  # before the spawn messages, so workers start at their share
             self.run.rate_publisher = gevent.spawn(self._publish_rate_loop)
+
+    def begin_step(self, run: Run, step: traffic_shapes.Step) -> None:
+        """A load-shape step starts: its boundary in steps.json, and Triton's statistics read
+        right there, so each step's server breakdown is exact (not blended from a polling
+        interval that spans two steps)."""
+        self.write_steps(run)
+        if step.index > 0:  # step 0 starts with the run's first snapshot
+            run.server.stats.snapshot_now()
 
     def write_steps(self, run: Run, final: bool = False) -> None:
         """steps.json: the load shape's step boundaries, on the run directory's clock."""
@@ -371,7 +380,8 @@ def install(events) -> None:
             # Let a stopping user finish its in-flight request (at most one request timeout):
             # a request Triton counted but the user never reported would break exact counts.
             if not environment.stop_timeout:
-                environment.stop_timeout = runtime.settings.request_timeout_s
+                # Plus a margin: an open-loop user waits for its in-flight requests, each up to the timeout.
+                environment.stop_timeout = runtime.settings.request_timeout_s + STOP_MARGIN_S
             slo_gate.validate(runtime)  # a malformed --slo or unknown model: exit 2 before any load
             if options.headless or getattr(options, "autostart", False):
                 runtime.preflight()

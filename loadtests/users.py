@@ -56,8 +56,14 @@ class TritonUser(User):
             runtime.fail_startup(error)
             self.stop(force=True)
             return
+        client = open_client(self.protocol, runtime.settings, self.environment.events.request)
+        client.warm()  # connect now, not inside the first timed request
         if runtime.traffic is None:
-            self.client = open_client(self.protocol, runtime.settings, self.environment.events.request)
+            self.client = client
+        else:
+            # Open loop: the connection goes to the process's pool, connected here rather
+            # than in a due request's send path (where it would make that request late).
+            runtime.traffic.clients.checkin(client)
         self.rng = np.random.default_rng(runtime.next_user_seed())
 
     @task
@@ -88,6 +94,9 @@ class TritonUser(User):
                 if not traffic.acquire_slot():
                     self.runtime.recorder.record_dropped(request.endpoint, request.model, self.protocol)
                     continue
+                if self._stopping():  # the stop came while this user waited for a slot
+                    traffic.release_slot()
+                    break
                 sends.spawn(self._send_open_loop, traffic, request, due_ns)
         finally:
             sends.join()  # a stopping user lets its requests in flight finish

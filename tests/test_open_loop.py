@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from analysis.hdr import UNCORRECTED, read_logs
-from analysis.hdr import summarise_us as hdr_summary_us
+from analysis.hdr import PERCENTILES, UNCORRECTED, read_logs, summarise_us
 from loadtests.errors import SpecError
 from loadtests.options import Settings
-from loadtests.recording.histograms import PERCENTILES, EndpointStats, summarise_us
+from loadtests.recording.histograms import EndpointStats
 from loadtests.server import TritonPorts
 from loadtests.traffic.open_loop import ArrivalSchedule, RatePlan
 from tests.helpers import model_stats, read_summary, run_locust, triton_options
@@ -129,7 +128,7 @@ def test_open_loop_stats_travel_and_merge():
     assert closed.uncorrected is None and closed.uncorrected_summary_us() is None
 
 
-def test_fast_summary_equals_hdrh():
+def test_summary_equals_hdrh_own_calls():
     rng = np.random.default_rng(5)
     histogram = HdrHistogram(1, 600_000_000, 3)
     for value in np.concatenate([rng.lognormal(8, 1.2, 5000), [1, 2, 599_999_999]]):
@@ -200,7 +199,7 @@ def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(tri
     # The uncorrected latencies have their own HDR interval log; merged, it is the summary's.
     (log,) = read_logs(run_dir / "hdr", UNCORRECTED).values()
     (whole_run,) = log.merge([(-1e9, 1e9)], log.base_epoch)
-    assert hdr_summary_us(whole_run) == uncorrected
+    assert summarise_us(whole_run) == uncorrected
 
     closed_dir = tmp_path / "closed"
     result = run_locust(

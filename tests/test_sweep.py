@@ -164,6 +164,18 @@ def test_controller_marks_unstable_after_max_trials_and_goes_on():
     assert not controller.done and controller.level == 2
 
 
+def test_windows_without_completions_are_trials_too():
+    # Nothing completed in the windows at 2 s and 3 s (requests slower than a window): they
+    # are never closed, yet count as trials with no inferences, so the level ends at max_trials.
+    controller = SweepController(levels=[1, 2], max_trials=4, settle=0)
+    controller.start_level(now=0.0, window_s=1.0)
+    assert controller.on_window(1.0, 1.0, window(50, 1000)) is None
+    result = controller.on_window(4.0, 1.0, window(50, 1000))
+    assert result is not None and not result.stable and result.windows == 4
+    assert [trial.stats.requests for trial in controller.trials] == [50, 0, 0, 50]
+    assert result.throughput_infer_per_s == pytest.approx(50 / 3)  # the last 3 windows, one of them empty
+
+
 def test_controller_stops_the_sweep_at_the_latency_limit():
     controller = SweepController(levels=[1, 2, 3], latency_limit_ms=25, settle=0)
     controller.start_level(now=0.0, window_s=1.0)

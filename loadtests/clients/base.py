@@ -114,6 +114,12 @@ class TritonClient(ABC):
 
     # -- data plane ---------------------------------------------------------------------
     @abstractmethod
+    def warm(self) -> bool:
+        """Open the data connection now (TCP, and HTTP/2 for gRPC), so that the first timed
+        request does not pay for it; both clients connect lazily. False if it failed (the
+        requests will then fail and be counted; this is not the place to stop a test)."""
+
+    @abstractmethod
     def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> Any:
         """Build the wire object for these inputs once (serialisation is the main client cost)."""
 

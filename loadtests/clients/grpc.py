@@ -94,6 +94,13 @@ class GrpcClient(TritonClient):
         return metadata, config.get("config", config)
 
     # -- data plane ---------------------------------------------------------------------
+    def warm(self) -> bool:
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=CONTROL_TIMEOUT_S)
+        except grpc.FutureTimeoutError:
+            return False
+        return True
+
     def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> bytes:
         request = service_pb2.ModelInferRequest(model_name=model.name)
         for name, array in inputs.items():

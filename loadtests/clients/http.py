@@ -92,6 +92,15 @@ class HttpClient(TritonClient):
             network_timeout=self.timeout_s,
         )
 
+    def warm(self) -> bool:
+        try:
+            self._http.get("/v2/health/live").read()
+        except (TimeoutError, gevent.Timeout, OSError, HTTPException):
+            self._http.close()
+            self._http = self._connect()
+            return False
+        return True
+
     def _send(self, wire: HttpWire):
         try:
             response = self._http.post(wire.path, body=wire.body, headers=wire.headers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analysis.slo import late_ratio
 from loadtests.recording.histograms import EndpointStats
 
 # Above this share of late requests (or with any dropped), the generator fell behind its schedule.
@@ -39,14 +40,11 @@ def behind_schedule_warnings(endpoints: dict[str, EndpointStats], where: str = "
     warnings = []
     for name in sorted(endpoints):
         stats = endpoints[name]
-        due = stats.requests + stats.dropped
-        if not due:
-            continue
-        late_share = stats.late / due
+        late_share = late_ratio(stats.late, stats.requests)
         if late_share > BEHIND_LATE_SHARE or stats.dropped:
             warnings.append(
                 f"warning: {name}{where}: the load generator could not keep up with its schedule: "
-                f"{stats.late} of {due} requests ({late_share:.0%}) went out more than 1 ms late, "
+                f"{stats.late} of {stats.requests} requests ({late_share:.0%}) went out more than 1 ms late, "
                 f"{stats.dropped} dropped (the server held --max-in-flight requests, or the generator "
                 "lacked CPU); add workers, raise --max-in-flight, or lower --rate"
             )

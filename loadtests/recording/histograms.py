@@ -16,17 +16,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-import numpy as np
 from hdrh.histogram import HdrHistogram
 
-LOWEST_US = 1
-HIGHEST_US = 10 * 60 * 1_000_000  # 10 minutes
-SIGNIFICANT_DIGITS = 3
-PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
-
-
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+# The histogram range and its summary are shared with the reports (pure, no Locust).
+from analysis.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
 
 
 def clamp_us(latency_us: float) -> int:
@@ -129,11 +122,13 @@ class EndpointStats:
 
     def latency_summary_us(self) -> dict[str, float]:
         """p50/p90/p95/p99/p99.9/max/mean in microseconds, from the histogram (successes only)."""
-        return summarise_us(self.histogram)
+        return summarise_us(self.histogram) or zero_summary()
 
     def uncorrected_summary_us(self) -> dict[str, float] | None:
         """The same from the actual send time (open loop only)."""
-        return summarise_us(self.uncorrected) if self.uncorrected is not None else None
+        if self.uncorrected is None:
+            return None
+        return summarise_us(self.uncorrected) or zero_summary()
 
 
 def _decode(encoded: str) -> HdrHistogram:
@@ -141,31 +136,3 @@ def _decode(encoded: str) -> HdrHistogram:
     histogram = new_histogram()
     histogram.add(HdrHistogram.decode(encoded.encode("ascii")))
     return histogram
-
-
-def summarise_us(h: HdrHistogram) -> dict[str, float]:
-    """p50/p90/p95/p99/p99.9/max/mean in microseconds of one histogram (zeros when empty).
-
-    The same values as hdrh's get_value_at_percentile / get_max_value / get_mean_value,
-    computed over the non-empty buckets with numpy: hdrh walks all ~30,000 buckets in
-    Python once per percentile (26 ms for this summary), which stalled the gevent loop
-    every window and sent open-loop requests late.
-    """
-    total = h.get_total_count()
-    if total == 0:
-        return {key: 0.0 for key in ("p50", "p90", "p95", "p99", "p99.9", "max", "mean")}
-    counts = np.ctypeslib.as_array(h.counts, shape=(h.counts_len,))
-    indexes = np.flatnonzero(counts)
-    cumulative = np.cumsum(counts[indexes])
-    values = [h.get_value_from_index(int(i)) for i in indexes]
-    summary = {}
-    for percentile in PERCENTILES:
-        at = int(np.searchsorted(cumulative, h.get_target_count_at_percentile(percentile)))
-        summary[f"p{percentile:g}"] = float(h.get_highest_equivalent_value(values[min(at, len(values) - 1)]))
-    summary["max"] = float(h.get_max_value())
-    weighted = sum(
-        int(count) * h._hdr_median_equiv_value(h.get_highest_equivalent_value(value))
-        for count, value in zip(counts[indexes], values, strict=True)
-    )
-    summary["mean"] = round(weighted / total, 3)
-    return summary

@@ -27,9 +27,10 @@ from typing import IO
 from hdrh.histogram import HdrHistogram
 from locust.env import Environment
 
+from analysis.hdr import zero_summary
 from loadtests import __version__
 from loadtests.options import Settings
-from loadtests.recording.histograms import EndpointStats, new_histogram, summarise_us
+from loadtests.recording.histograms import EndpointStats
 
 RUNS_ROOT = Path("runs")
 VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio", "hdrhistogram")
@@ -56,6 +57,8 @@ TIMESERIES_COLUMNS = (
     "dropped",
     "target_rate",
     "p99_uncorrected_us",
+    # The seconds of the window inside the run (less than the window at its two ends): rates are per these.
+    "covered_s",
 )
 # Open-loop runs also log the latency from the actual send, in hdr/<endpoint>.uncorrected.hlog.
 UNCORRECTED = "uncorrected"
@@ -113,7 +116,7 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         "latency_us": stats.latency_summary_us(),
     }
     if open_loop:
-        summary["latency_uncorrected_us"] = stats.uncorrected_summary_us() or summarise_us(new_histogram())
+        summary["latency_uncorrected_us"] = stats.uncorrected_summary_us() or zero_summary()
         summary["late"] = stats.late
         summary["dropped"] = stats.dropped
     return summary
@@ -197,7 +200,8 @@ class RunDirectory:
                     stats.late,
                     stats.dropped,
                     "" if target_rate is None else round(target_rate, 3),
-                    "" if stats.uncorrected is None else float(stats.uncorrected.get_value_at_percentile(99.0)),
+                    "" if stats.uncorrected is None else stats.uncorrected_summary_us()["p99"],
+                    round(covered_s, 3),
                 ]
             )
             if stats.histogram.get_total_count():
@@ -240,7 +244,9 @@ class RunDirectory:
         traffic: dict | None = None,
     ) -> Path:
         """summary.json; `traffic` (mode, rate, ...) marks an open-loop run's endpoints."""
-        duration = max(time.time() - self.started_at, 1e-9)
+        # Up to the stop, not to now: the master writes this after waiting for the workers'
+        # last reports and Triton's final scrapes, which would lower every rate.
+        duration = max((self.stopped_at or time.time()) - self.started_at, 1e-9)
         requests = sum(stats.requests for stats in totals.values())
         open_loop = traffic is not None and traffic.get("mode", "closed") != "closed"
         summary = {

@@ -260,8 +260,8 @@ class PeriodicSampler:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
         self._sample = sample
-        # Called before each periodic sample: open-loop traffic waits there for a gap in its
-        # send schedule, since a scrape blocks the gevent loop for a few milliseconds.
+        # Called before every sample (periodic or on demand): open-loop traffic waits there for
+        # a gap in its send schedule, since a scrape blocks the gevent loop for a few ms.
         self.before_tick = before_tick
         self.interval_s = interval_s
         self.clock = clock
@@ -271,6 +271,8 @@ class PeriodicSampler:
         self._stopped = False
 
     def sample_now(self) -> None:
+        if self.before_tick is not None:
+            self.before_tick()
         try:
             self._sample()
         except ServerError as exc:
@@ -293,8 +295,6 @@ class PeriodicSampler:
         while True:
             ticks = max(ticks + 1, int((time.monotonic() - start) / self.interval_s) + 1)
             gevent.sleep(max(0.0, start + ticks * self.interval_s - time.monotonic()))
-            if self.before_tick is not None:
-                self.before_tick()
             self.sample_now()
 
     def stop(self) -> None:

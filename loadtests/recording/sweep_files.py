@@ -28,6 +28,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from analysis.components import SERVER_PARTS, client_parts
+
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
 CONCURRENCY = "concurrency"
@@ -47,7 +49,6 @@ CSV_COLUMNS = (
     "p99 latency",
 )
 LEVEL_COLUMN = {CONCURRENCY: "Concurrency", REQUEST_RATE: "Request Rate"}
-_SERVER_KEYS = ("queue_us", "compute_input_us", "compute_infer_us", "compute_output_us")
 
 
 def sweep_json(controller, relative_to: float, settings: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -103,12 +104,13 @@ def csv_row(level: dict[str, Any], mode: str, model: str | None = None) -> list[
     """One sweep.csv row (perf_analyzer's -f columns) from one sweep.json level."""
     latency = level["latency_us"]
     server = server_model(level, model)
-    if server is not None and server.get("requests"):
-        in_server = sum(server[key] for key in _SERVER_KEYS)
-        network = _floor(max(0.0, latency["mean"] - in_server))
-        server_cells = [_floor(server[key]) for key in _SERVER_KEYS]
+    # perf_analyzer's network part is from the actual send: open-loop levels use the uncorrected mean.
+    network_us, _wait = client_parts(latency, server, level.get("latency_uncorrected_us"))
+    if network_us is not None:
+        network = _floor(network_us)
+        server_cells = [_floor(server[key]) for key in SERVER_PARTS]
     else:
-        network, server_cells = "", [""] * len(_SERVER_KEYS)
+        network, server_cells = "", [""] * len(SERVER_PARTS)
     return [
         format_level(level["level"], mode),
         f"{level['throughput_infer_per_s']:.6g}",

@@ -128,18 +128,25 @@ class ClientPool:
         self._open_client = open_client
         self._free: dict[str, list[TritonClient]] = {}
         self.opened = 0
+        self.closed = False
 
     def checkout(self, protocol: str) -> TritonClient:
         free = self._free.setdefault(protocol, [])
         if free:
             return free.pop()
         self.opened += 1
-        return self._open_client(protocol)
+        client = self._open_client(protocol)
+        client.warm()  # beyond the users' own connections: connecting is part of this send
+        return client
 
     def checkin(self, client: TritonClient) -> None:
+        if self.closed:
+            client.close()  # a request that outlived the test: its connection is not kept
+            return
         self._free.setdefault(client.protocol, []).append(client)
 
     def close(self) -> None:
+        self.closed = True
         for clients in self._free.values():
             for client in clients:
                 client.close()

@@ -294,6 +294,7 @@ class LevelResult:
             "throughput_rps": round(self.stats.requests / self.duration_s, 3),
             "throughput_infer_per_s": round(self.throughput_infer_per_s, 3),
             "latency_us": self.stats.latency_summary_us(),
+            **({"latency_uncorrected_us": self.stats.uncorrected_summary_us()} if self.stats.uncorrected else {}),
             "server": {model: delta.to_json() for model, delta in sorted(self.server.items())},
         }
 
@@ -345,7 +346,18 @@ class SweepController:
     def on_window(self, start_s: float, window_s: float, endpoints: dict[str, EndpointStats]) -> LevelResult | None:
         if self.pending or self.done or start_s < self.usable_from - 1e-6:
             return None  # before the level's load was set, a straddling window, or settling
-        self.trials.append(Trial.of(start_s, window_s, endpoints))
+        # A window in which nothing completed is never closed (it holds no data), yet it is a
+        # trial: one with no inferences, never stable, so a stalled level still ends at max_trials.
+        expected = self.trials[-1].start_s + window_s if self.trials else self.usable_from
+        while start_s > expected + 1e-6:
+            result = self._add(Trial.of(expected, window_s, {}))
+            if result is not None:
+                return result  # this window then belongs to the next level's settling
+            expected += window_s
+        return self._add(Trial.of(start_s, window_s, endpoints))
+
+    def _add(self, trial: Trial) -> LevelResult | None:
+        self.trials.append(trial)
         throughputs = [trial.infer_per_s for trial in self.trials]
         latencies = [trial.p95_us for trial in self.trials]
         stable = is_stable(throughputs, latencies, self.stability_percent)
@@ -498,6 +510,9 @@ class SweepShape(shapes.TrafficShape):
         controller = self.controller
         if controller is None or controller.done:
             return
+        stopped_at = self.run.directory.stopped_at if self.run is not None else None
+        if stopped_at is not None and start_s + window_s > stopped_at + 1e-6:
+            return  # the run's last window, cut short by the stop: not a full trial
         result = controller.on_window(start_s, window_s, endpoints)
         if result is None:
             return
