@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shutil
@@ -105,8 +106,17 @@ def test_perf_analyzer_csvs_compare_level_by_level(tmp_path):
     assert result.returncode == 0, result.stderr
     headers, rows = markdown_table((tmp_path / "compare.md").read_text(), "#")
     assert [row[1] for row in rows] == ["1", "2", "3", "4"]
-    ratio = dict(zip(headers, rows[0], strict=True))["verbose / plain infer/s"]
-    assert ratio == f"{13739.8 / 9124.54:.3f}x"
+    # The ratios come from the two CSVs' own cells, level by level (matched by position).
+    levels = {}
+    for label, name in (("plain", "concurrency.csv"), ("verbose", "concurrency_verbose.csv")):
+        with open(PA_DATA / name, newline="") as file:
+            levels[label] = {row["Concurrency"]: row for row in csv.DictReader(file)}
+    for row in rows:
+        cells = dict(zip(headers, row, strict=True))
+        plain, verbose = levels["plain"][cells["plain level"]], levels["verbose"][cells["verbose level"]]
+        for column, title in (("Inferences/Second", "infer/s"), ("p99 latency", "p99")):
+            expected = float(verbose[column]) / float(plain[column])
+            assert cells[f"verbose / plain {title}"] == f"{expected:.3f}x", (row, column)
     assert (tmp_path / "compare_1_latency_vs_throughput.png").exists()
 
 

@@ -11,20 +11,30 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
 
 from analysis.__main__ import main as analysis_main
 from analysis.dataset import load
-from analysis.hdr import read_logs, summarise_us
+from analysis.hdr import LATENCY_KEYS, UNCORRECTED, read_logs, summarise_us
 from analysis.report import write_report
 from tests.helpers import REPO_ROOT, read_summary, run_cli, run_locust, triton_options
 
 PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
-PERCENTILES = ("p50", "p90", "p95", "p99", "p99.9", "max", "mean")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SERVER_PARTS = ("queue_us", "compute_input_us", "compute_infer_us", "compute_output_us")
+SERVER_TITLES = {
+    "queue_us": "queue (ms)",
+    "compute_input_us": "compute input (ms)",
+    "compute_infer_us": "compute infer (ms)",
+    "compute_output_us": "compute output (ms)",
+}
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9}
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +63,46 @@ def stepped_run(triton, tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.fixture(scope="module")
+def open_loop_run(triton, tmp_path_factory) -> Path:
+    """A real open-loop run: 100 requests/s at constant spacing to `sleep_batch` (20 ms) for 6 s."""
+    run_dir = tmp_path_factory.mktemp("report") / "open_loop"
+    result = run_locust(
+        ["TritonHttpUser"],
+        [
+            *triton_options(triton),
+            "--model",
+            "sleep_batch",
+            "--shape",
+            "INPUT0:16",
+            "--traffic",
+            "constant",
+            "--rate",
+            "100",
+            "--run-dir",
+            str(run_dir),
+        ],
+        users=2,
+        run_time="6s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def sweep_run(triton, tmp_path_factory) -> Path:
+    """A real concurrency sweep: `sleep` (20 ms per request) at 1 then 2 users, 1-s windows."""
+    run_dir = tmp_path_factory.mktemp("report") / "sweep"
+    result = run_cli(
+        # --shape is not a sweep option: it goes to Locust as given.
+        ["-m", "loadtests", "sweep", "--model", "sleep", "--shape", "INPUT0:16", "--concurrency", "1:2"]
+        + ["--measurement-interval", "1000", "--run-dir", str(run_dir), *triton_options(triton)],
+        timeout=150,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
+
+
 @pytest.fixture
 def run_copy(stepped_run, tmp_path) -> Path:
     """A private copy of the real run, for tests that write into it or alter it."""
@@ -77,6 +127,20 @@ def markdown_table(markdown: str, first_header: str, nth: int = 0) -> tuple[list
     raise AssertionError(f"no table starting with '{first_header}'")
 
 
+def hlog_intervals(path: Path) -> list[tuple[float, HdrHistogram]]:
+    """(middle as Unix time, histogram) of every interval of an HDR log, read by hdrh's own
+    HistogramLogReader: independent of analysis.hdr, which the report uses."""
+    reader = HistogramLogReader(str(path), HdrHistogram(1, 10 * 60 * 1_000_000, 3))
+    out = []
+    try:
+        while (histogram := reader.get_next_interval_histogram(absolute=True)) is not None:
+            middle_ms = (histogram.get_start_time_stamp() + histogram.get_end_time_stamp()) / 2
+            out.append((middle_ms / 1000, histogram))
+    finally:
+        reader.close()
+    return out
+
+
 # -- a real run -----------------------------------------------------------------------------------------
 def test_report_figures_equal_summary_json(run_copy):
     html_path = write_report(run_copy)
@@ -91,7 +155,7 @@ def test_report_figures_equal_summary_json(run_copy):
             assert int(cells[key]) == endpoint[key]
         assert float(cells["req/s"]) == endpoint["throughput_rps"]
         assert float(cells["infer/s"]) == endpoint["throughput_infer_per_s"]
-        for key in PERCENTILES:
+        for key in LATENCY_KEYS:
             # ms with µs precision: equal to the µs value to the displayed 3 decimals.
             assert float(cells[f"{key} (ms)"]) == pytest.approx(endpoint["latency_us"][key] / 1000, abs=0.0005)
         assert endpoint["requests"] > 100 and endpoint["latency_us"]["p50"] > 0
@@ -115,152 +179,212 @@ def test_report_is_self_contained_and_links_its_pngs(run_copy):
     # Nothing fetched when opened offline: no external script, stylesheet or image.
     assert not re.search(r"<(script|link)\b", html)
     assert not re.search(r'src="(?!data:)', html)
-    assert "Triton" in html and "2 x KIND_CPU" not in html  # identity's own config, not the demo's
+    # The Triton the run measured, as config.json recorded it from /v2.
+    server = json.loads((run_copy / "config.json").read_text())["triton"]["server"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", server["version"]), server
+    assert f"| Triton | {server['name']} {server['version']} |" in markdown
+    assert f"<tr><td>Triton</td><td>{server['name']} {server['version']}</td></tr>" in html
+    assert "2 x KIND_CPU" not in html  # identity's own config, not the demo's
 
 
 def test_steps_split_windows_and_merge_hdr_intervals_exactly(run_copy):
     data = load(run_copy)
     assert data.level_kind == "step"
     (frame,) = data.levels.values()
+    records = frame.to_dict("records")
+    config = json.loads((run_copy / "config.json").read_text())
+    run_start, window_s = datetime.fromisoformat(config["started_at"]).timestamp(), float(config["window_s"])
     steps = json.loads((run_copy / "steps.json").read_text())["steps"]
-    assert list(frame["level"]) == [1.0, 2.0] == [step["target"] for step in steps]
-    timeseries = data.timeseries
-    middles = timeseries["time_s"] + data.window_s / 2
-    log = next(iter(read_logs(run_copy / "hdr").values()))
-    merged = log.merge([(s["start_s"], s["end_s"]) for s in steps], data.start_epoch)
-    for step, record, histogram in zip(steps, frame.to_dict("records"), merged, strict=True):
-        windows = timeseries[(middles >= step["start_s"]) & (middles < step["end_s"])]
+    assert [record["level"] for record in records] == [1.0, 2.0] == [step["target"] for step in steps]
+    # A window or HDR interval belongs to the step holding its middle; the run's first and last
+    # windows stick out of the run, so the first and last steps are open-ended.
+    bounds = [(step["start_s"], step["end_s"]) for step in steps]
+    bounds[0], bounds[-1] = (-math.inf, bounds[0][1]), (bounds[-1][0], math.inf)
+    timeseries = pd.read_csv(run_copy / "timeseries.csv")
+    middles = timeseries["time_s"] + window_s / 2
+    (hlog,) = (run_copy / "hdr").glob("*.hlog")
+    intervals = [(middle - run_start, histogram) for middle, histogram in hlog_intervals(hlog)]
+    server_intervals = [
+        (interval["start_s"] - run_start, interval["end_s"] - run_start, interval["models"]["identity"])
+        for interval in json.loads((run_copy / "server_stats.json").read_text())["deltas"]["intervals"]
+        if interval["models"].get("identity", {}).get("requests")
+    ]
+    (endpoint,) = read_summary(run_copy)["endpoints"]
+    for record, (start, end) in zip(records, bounds, strict=True):
+        windows = timeseries[(middles >= start) & (middles < end)]
         assert record["requests"] == windows["requests"].sum() > 0
-        # The HDR intervals of a step hold exactly the successful requests of its windows.
-        assert histogram.get_total_count() == (windows["requests"] - windows["failures"]).sum()
-        assert record["p99_us"] == summarise_us(histogram)["p99"]
+        assert record["failures"] == windows["failures"].sum()
+        merged = HdrHistogram(1, 10 * 60 * 1_000_000, 3)
+        for histogram in (histogram for middle, histogram in intervals if start <= middle < end):
+            merged.add(histogram)
+        # The step's HDR intervals hold exactly the successful requests of its windows, and the
+        # step's percentiles are theirs as hdrh itself computes them.
+        assert merged.get_total_count() == (windows["requests"] - windows["failures"]).sum()
+        for key, percentile in PERCENTILES.items():
+            assert record[f"{key}_us"] == merged.get_value_at_percentile(percentile), key
+        assert record["max_us"] == merged.get_max_value()
+        assert record["mean_us"] == pytest.approx(merged.get_mean_value(), abs=0.001)
         assert windows["p50_us"].min() <= record["p50_us"] <= windows["p50_us"].max()
-        assert record["infer_per_s"] == pytest.approx(windows["inferences"].sum() / (len(windows) * data.window_s))
-        assert record["queue_us"] >= 0 and record["compute_infer_us"] > 0  # from the server intervals
-        assert record["mean_us"] == pytest.approx(
-            record["client_network_us"]
-            + record["queue_us"]
-            + record["compute_input_us"]
-            + record["compute_infer_us"]
-            + record["compute_output_us"]
-        )
+        # Server times: Triton's statistics intervals overlapping the step, averaged over their
+        # requests, so within the range of those intervals' own values (3 decimals in the file).
+        overlapping = [models for s, e, models in server_intervals if min(end, e) > max(start, s)]
+        assert overlapping
+        for key in (*SERVER_PARTS, "avg_batch"):
+            values = [models[key] for models in overlapping]
+            assert min(values) - 0.001 <= record[key] <= max(values) + 0.001, (key, record[key], values)
+        assert record["compute_infer_us"] > 0
+        if "covered_s" in windows:
+            # Rates are per second the windows covered (the run's first and last are partial).
+            assert record["infer_per_s"] == pytest.approx(windows["inferences"].sum() / windows["covered_s"].sum())
+    # Every window and every HDR interval is in exactly one step.
+    assert sum(record["requests"] for record in records) == timeseries["requests"].sum() == endpoint["requests"]
     # Merging every interval reproduces summary.json's exact percentiles.
-    (whole,) = log.merge([(-math.inf, math.inf)], data.start_epoch)
-    assert summarise_us(whole) == read_summary(run_copy)["endpoints"][0]["latency_us"]
+    whole = HdrHistogram(1, 10 * 60 * 1_000_000, 3)
+    for _, histogram in intervals:
+        whole.add(histogram)
+    for key, percentile in PERCENTILES.items():
+        assert whole.get_value_at_percentile(percentile) == endpoint["latency_us"][key], key
+    assert whole.get_max_value() == endpoint["latency_us"]["max"]
+    assert whole.get_mean_value() == pytest.approx(endpoint["latency_us"]["mean"], abs=0.001)
     # Step table in report.md: the same numbers.
     write_report(run_copy)
     headers, rows = markdown_table((run_copy / "report.md").read_text(), "step")
     assert [row[0] for row in rows] == ["step 1: 1 user", "step 2: 2 users"]
-    for row, record in zip(rows, frame.to_dict("records"), strict=True):
+    for row, record in zip(rows, records, strict=True):
         cells = dict(zip(headers, row, strict=True))
         assert int(cells["requests"]) == record["requests"]
-        assert float(cells["p99 (ms)"]) == pytest.approx(record["p99_us"] / 1000, abs=0.0005)
+        for key in LATENCY_KEYS:
+            assert float(cells[f"{key} (ms)"]) == pytest.approx(record[f"{key}_us"] / 1000, abs=0.0005)
+        for key, title in SERVER_TITLES.items():
+            assert float(cells[title]) == pytest.approx(record[key] / 1000, abs=0.0005)
 
 
 def test_findings_are_computed_from_the_run(run_copy):
     write_report(run_copy)
     markdown = (run_copy / "report.md").read_text()
     findings = markdown.split("## Findings", 1)[1].split("\n## ", 1)[0]
-    endpoint = read_summary(run_copy)["endpoints"][0]
+    summary = read_summary(run_copy)
+    (endpoint,) = summary["endpoints"]
     ratio = endpoint["latency_us"]["p99"] / endpoint["latency_us"]["p50"]
     assert f"p99 is {ratio:.1f}x p50" in findings
     assert f"No request failed ({endpoint['requests']:,} requests)" in findings
-    assert "inferences per execution on average" in findings
+    # The executed batch from Triton's statistics (summary.json), next to the model's config.
+    model = endpoint["model"]
+    server = summary["server"][model]
+    model_config = json.loads((run_copy / "config.json").read_text())["triton"]["models"][model]["config"]
+    assert server["avg_batch"] == pytest.approx(server["inferences"] / server["executions"], abs=0.0005)
+    assert server["avg_batch"] > 1.0  # --batch-size 1,2: some requests carry 2 inferences
+    batching = "dynamic batching on" if "dynamic_batching" in model_config else "no dynamic batching"
+    assert (
+        f"{model}: Triton ran {server['avg_batch']:.2f} inferences per execution on average "
+        f"({server['inferences']:,} in {server['executions']:,} executions; "
+        f"max_batch_size {model_config['max_batch_size']}, {batching})."
+    ) in findings
 
 
-def test_open_loop_run_shows_corrected_and_uncorrected(run_copy):
-    """The open-loop keys of summary.json, added to a real run's files (values derived from it)."""
-    summary = read_summary(run_copy)
-    endpoint = summary["endpoints"][0]
-    endpoint["latency_uncorrected_us"] = {key: round(value * 0.8, 3) for key, value in endpoint["latency_us"].items()}
-    endpoint["late"], endpoint["dropped"] = 25, 5
-    summary["traffic"] = {"mode": "poisson", "rate": 100.0, "max_in_flight": 8, "drop_when_saturated": True}
-    (run_copy / "summary.json").write_text(json.dumps(summary))
-    with open(run_copy / "timeseries.csv", newline="") as file:
-        windows = list(csv.DictReader(file))
-    for window in windows:  # the open-loop columns, whether or not this run's recorder wrote them
-        window.update(late="1", dropped="0", target_rate="100.0", p99_uncorrected_us=float(window["p99_us"]) * 0.8)
-    with open(run_copy / "timeseries.csv", "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(windows[0]))
-        writer.writeheader()
-        writer.writerows(windows)
+def test_open_loop_run_shows_corrected_and_uncorrected(open_loop_run, tmp_path):
+    run_dir = Path(shutil.copytree(open_loop_run, tmp_path / "run"))
+    summary = read_summary(run_dir)
+    traffic = summary["traffic"]
+    assert (traffic["mode"], traffic["rate"]) == ("constant", 100.0)
+    (endpoint,) = summary["endpoints"]
+    corrected_us, uncorrected_us = endpoint["latency_us"], endpoint["latency_uncorrected_us"]
+    late, dropped, requests = endpoint["late"], endpoint["dropped"], endpoint["requests"]
+    assert requests > 300 and endpoint["failures"] == 0  # 100 req/s for 6 s
+    # Timed from the intended send, never earlier than the actual send: every figure at least as high.
+    assert all(corrected_us[key] >= uncorrected_us[key] for key in LATENCY_KEYS), (corrected_us, uncorrected_us)
 
-    write_report(run_copy)
-    markdown = (run_copy / "report.md").read_text()
+    write_report(run_dir)
+    markdown = (run_dir / "report.md").read_text()
+    assert markdown.count("### Corrected vs uncorrected latency") == 1
     headers, rows = markdown_table(markdown, "endpoint", nth=1)
     corrected, uncorrected = (dict(zip(headers, row, strict=True)) for row in rows)
+    assert (corrected["endpoint"], uncorrected["endpoint"]) == (endpoint["name"], endpoint["name"])
     assert (corrected["latency"], uncorrected["latency"]) == ("corrected", "uncorrected")
-    for key in PERCENTILES:
-        assert float(corrected[f"{key} (ms)"]) == pytest.approx(endpoint["latency_us"][key] / 1000, abs=0.0005)
-        assert float(uncorrected[f"{key} (ms)"]) == pytest.approx(
-            endpoint["latency_uncorrected_us"][key] / 1000, abs=0.0005
-        )
-    assert (corrected["late"], corrected["dropped"]) == ("25", "5")
-    assert "open loop (poisson arrivals), 100 req/s, at most 8 in flight" in markdown
-    share = 25 / endpoint["requests"]
-    assert f"25 of {endpoint['requests']:,} requests ({share:.1%}) went out more than 1 ms" in markdown
-    assert f"5 of {endpoint['requests'] + 5:,} due requests" in markdown
-    assert "corrected p99 (from the intended send time)" in markdown
+    for key in LATENCY_KEYS:
+        assert float(corrected[f"{key} (ms)"]) == pytest.approx(corrected_us[key] / 1000, abs=0.0005)
+        assert float(uncorrected[f"{key} (ms)"]) == pytest.approx(uncorrected_us[key] / 1000, abs=0.0005)
+    assert (corrected["late"], corrected["dropped"]) == (str(late), str(dropped))
+    assert (uncorrected["late"], uncorrected["dropped"]) == ("", "")
+    assert f"open loop (constant arrivals), 100 req/s, at most {traffic['max_in_flight']} in flight" in markdown
+    assert f"{late:,} of {requests:,} requests ({late / requests:.1%}) went out more than 1 ms" in markdown
+    assert ("due requests" in markdown) == bool(dropped)
+    assert (
+        f"corrected p99 (from the intended send time) is {corrected_us['p99'] / 1000:,.3f} ms, "
+        f"uncorrected (from the actual send) {uncorrected_us['p99'] / 1000:,.3f} ms"
+    ) in markdown
+    # The time series' open-loop columns add up to summary.json's counts.
+    timeseries = pd.read_csv(run_dir / "timeseries.csv")
+    assert (timeseries["late"].sum(), timeseries["dropped"].sum()) == (late, dropped)
+    assert (timeseries["target_rate"] == 100.0).all()
+
+    # hdr/<endpoint>.uncorrected.hlog merged over the whole run: summary.json's uncorrected latencies.
+    logs = read_logs(run_dir / "hdr", UNCORRECTED)
+    assert list(logs) == [endpoint["name"]]
+    log = logs[endpoint["name"]]
+    assert log.path.name.endswith(".uncorrected.hlog")
+    assert summarise_us(log.merge([(-1e9, 1e9)], log.base_epoch)[0]) == uncorrected_us
+    (corrected_log,) = read_logs(run_dir / "hdr").values()
+    assert corrected_log.path != log.path
+    assert summarise_us(corrected_log.merge([(-1e9, 1e9)], corrected_log.base_epoch)[0]) == corrected_us
 
 
-def test_sweep_json_is_preferred_and_sweep_csv_reads_back_identically(run_copy, tmp_path):
-    """A sweep.json/sweep.csv pair made from the real run's steps (as the sweep writes them)."""
-    (steps_frame,) = load(run_copy).levels.values()
-    model = read_summary(run_copy)["endpoints"][0]["model"]
-    levels, csv_rows = [], []
-    for record in steps_frame.to_dict("records"):
-        latency = {key: record[f"{key}_us"] for key in PERCENTILES}
-        server = {key: record[key] for key in ("queue_us", "compute_input_us", "compute_infer_us", "compute_output_us")}
-        server.update(requests=record["requests"], avg_batch=record["avg_batch"])
-        levels.append(
-            {
-                "level": record["level"],
-                "stable": record["level"] == 1.0,
-                "windows": 3,
-                "requests": record["requests"],
-                "failures": record["failures"],
-                "throughput_rps": record["rps"],
-                "throughput_infer_per_s": record["infer_per_s"],
-                "latency_us": latency,
-                "server": {model: server},
-            }
-        )
-        # perf_analyzer's column order; the suite leaves Client Send and Client Recv empty.
-        csv_rows.append(
-            [
-                f"{record['level']:g}",
-                record["infer_per_s"],
-                "",
-                record["network_us"],
-                *(record[key] for key in ("queue_us", "compute_input_us", "compute_infer_us", "compute_output_us")),
-                "",
-                *(record[f"{key}_us"] for key in ("p50", "p90", "p95", "p99")),
-            ]
-        )
-    (run_copy / "sweep.json").write_text(json.dumps({"mode": "concurrency", "levels": levels}))
-    header = (PA_DATA / "concurrency.csv").read_text().splitlines()[0]
-    with open(run_copy / "sweep.csv", "w", newline="") as file:
-        file.write(header + "\n")
-        csv.writer(file).writerows(csv_rows)
-
-    from_json = load(run_copy)
+def test_sweep_report_rows_equal_sweep_json_and_sweep_csv_reads_back(sweep_run, tmp_path):
+    run_dir = Path(shutil.copytree(sweep_run, tmp_path / "run"))
+    sweep = json.loads((run_dir / "sweep.json").read_text())
+    levels = sweep["levels"]
+    assert sweep["mode"] == "concurrency" and [level["level"] for level in levels] == [1, 2]
+    # The sweep also writes steps.json (one step per level); sweep.json is the one read.
+    assert (run_dir / "steps.json").exists()
+    from_json = load(run_dir)
     assert from_json.level_kind == "concurrency" and from_json.sweep_mode == "concurrency"
-    from_csv = load(run_copy / "sweep.csv")
+    with open(run_dir / "sweep.csv", newline="") as file:
+        csv_rows = list(csv.DictReader(file))
+
+    write_report(run_dir)
+    headers, rows = markdown_table((run_dir / "report.md").read_text(), "concurrency")
+    assert [row[0] for row in rows] == ["1", "2"]
+    assert "client send (ms)" not in headers and "client recv (ms)" not in headers  # not measured: left out
+    for row, level, csv_row in zip(rows, levels, csv_rows, strict=True):
+        cells = dict(zip(headers, row, strict=True))
+        server = level["server"]["sleep"]
+        assert (int(cells["requests"]), int(cells["failures"])) == (level["requests"], level["failures"])
+        assert float(cells["req/s"]) == pytest.approx(level["throughput_rps"], abs=0.05)
+        assert float(cells["infer/s"]) == pytest.approx(level["throughput_infer_per_s"], abs=0.05)
+        for key in LATENCY_KEYS:
+            assert float(cells[f"{key} (ms)"]) == pytest.approx(level["latency_us"][key] / 1000, abs=0.0005), key
+        for key, title in SERVER_TITLES.items():
+            assert float(cells[title]) == pytest.approx(server[key] / 1000, abs=0.0005), key
+        assert float(cells["avg batch"]) == pytest.approx(server["avg_batch"], abs=0.005)
+        # sweep.csv floors the same part to whole µs: within 1 µs, plus the 0.5 µs of display rounding.
+        network_ms = float(csv_row["Network+Server Send/Recv"]) / 1000
+        assert float(cells["network + server send/recv (ms)"]) == pytest.approx(network_ms, abs=0.0015)
+        assert cells["stable"] == ("yes" if level["stable"] else "no")
+
+    # The run's own sweep.csv read as any perf_analyzer -f CSV: the same levels.
+    from_csv = load(run_dir / "sweep.csv")
+    assert from_csv.kind == "perf_analyzer" and from_csv.level_kind == "concurrency"
     (json_frame,) = from_json.levels.values()
     (csv_frame,) = from_csv.levels.values()
-    columns = ["level", "infer_per_s", "p50_us", "p90_us", "p95_us", "p99_us", "queue_us", "compute_infer_us"]
-    pd.testing.assert_frame_equal(json_frame[columns], csv_frame[columns], check_dtype=False)
+    assert list(csv_frame["level"]) == list(json_frame["level"]) == [1.0, 2.0]
+    # sweep.csv floors every µs value to a whole number, as perf_analyzer does: each CSV value is
+    # the JSON one or up to 1 µs below it, never above.
+    floored = ["p50_us", "p90_us", "p95_us", "p99_us", *SERVER_PARTS, "client_network_us"]
+    for column in floored:
+        for from_file, exact in zip(csv_frame[column], json_frame[column], strict=True):
+            assert exact - 1 < from_file <= exact, (column, from_file, exact)
+    # Inferences/Second is written with 6 significant digits ("%.6g"): relative error at most 5e-6.
+    assert list(csv_frame["infer_per_s"]) == pytest.approx(list(json_frame["infer_per_s"]), rel=1e-5)
     # Empty Client Send/Recv cells are "not measured": NaN, never 0.
     assert csv_frame["client_send_us"].isna().all() and csv_frame["client_recv_us"].isna().all()
-    assert list(csv_frame["client_network_us"]) == pytest.approx(list(json_frame["client_network_us"]))
 
-    write_report(run_copy)
-    headers, rows = markdown_table((run_copy / "report.md").read_text(), "concurrency")
-    assert [row[0] for row in rows] == ["1", "2"]
-    assert [dict(zip(headers, row, strict=True))["stable"] for row in rows] == ["yes", "no"]
-    assert "client send (ms)" not in headers  # a column nothing measured is left out, not shown as 0
-    html_path = write_report(run_copy / "sweep.csv", tmp_path / "csv_out")
+    html_path = write_report(run_dir / "sweep.csv", tmp_path / "csv_out")
     assert html_path == tmp_path / "csv_out" / "sweep.report.html"
+    csv_headers, csv_report_rows = markdown_table((tmp_path / "csv_out" / "sweep.report.md").read_text(), "concurrency")
+    assert [row[0] for row in csv_report_rows] == ["1", "2"]
+    for row, csv_row in zip(csv_report_rows, csv_rows, strict=True):
+        cells = dict(zip(csv_headers, row, strict=True))
+        assert float(cells["p99 (ms)"]) * 1000 == pytest.approx(float(csv_row["p99 latency"]))
 
 
 # -- perf_analyzer CSVs ------------------------------------------------------------------------------------
