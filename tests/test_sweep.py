@@ -360,9 +360,11 @@ def test_concurrency_sweep_against_triton(triton, tmp_path):
         assert int(row["p95 latency"]) == int(level["latency_us"]["p95"])
         # The same per-request server numbers as summary.json's, over the level's windows.
         assert int(row["Server Compute Infer"]) == pytest.approx(summary["compute_infer_us"], rel=0.1)
-        parts = [int(row[key]) for key in ("Network+Server Send/Recv", "Server Queue", "Server Compute Input")]
-        parts += [int(row["Server Compute Infer"]), int(row["Server Compute Output"])]
-        assert sum(parts) == pytest.approx(level["latency_us"]["mean"], abs=6)  # the columns add up to the mean
+        # Triton's time per request, over the level's windows, fits inside what the client measured
+        # (a server delta over the wrong span would not); the rest is the network column.
+        in_server = sum(int(row[key]) for key in ("Server Queue", "Server Compute Input", "Server Compute Infer"))
+        in_server += int(row["Server Compute Output"])
+        assert 0 < in_server <= level["latency_us"]["mean"], (row, level)
     steps = json.loads((run_dir / "steps.json").read_text())
     assert [step["target"] for step in steps["steps"]] == [1, 2, 3]
 
