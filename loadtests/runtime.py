@@ -33,6 +33,7 @@ from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import SpecError, StartupError
 from loadtests.recording.console import behind_schedule_warnings, print_exact_summary
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
+from loadtests.recording.locust_csv import write_final_csv
 from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
@@ -477,3 +478,9 @@ def install(events) -> None:
             # measured is left out of the run directory.
             runner.quit()
         runtime.finish_run()
+
+    @events.quit.add_listener
+    def _on_quit(**_kwargs) -> None:
+        runtime = bound.get("runtime")
+        if runtime is not None:
+            write_final_csv(runtime.environment)  # Locust's --csv holds every request too

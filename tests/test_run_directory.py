@@ -64,6 +64,8 @@ def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path
             "1,2",
             "--run-dir",
             str(run_dir),
+            "--csv",
+            str(tmp_path / "locust"),
         ],
         users=2,
         run_time="4s",
@@ -73,6 +75,12 @@ def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path
     summary = assert_complete(run_dir, "identity")
     (endpoint,) = summary["endpoints"]
     assert endpoint["requests"] == after["requests"] - before["requests"]
+    # Locust's own --csv files (what a Locust user reads first) hold every request too,
+    # including those that completed after the run time ran out (locust#1806).
+    aggregated = next(r for r in read_rows(tmp_path / "locust_stats.csv") if r["Name"] == "Aggregated")
+    assert int(aggregated["Request Count"]) == endpoint["requests"]
+    history = read_rows(tmp_path / "locust_stats_history.csv")
+    assert int(history[-1]["Total Request Count"]) == endpoint["requests"]
     latency = endpoint["latency_us"]
     assert 0 < latency["p50"] < latency["p99"] < 100_000  # microseconds, not collapsed to 0 or 1 ms
     server = summary["server"]["identity"]
