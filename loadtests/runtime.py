@@ -258,7 +258,8 @@ class Runtime:
         server = ServerWatch(settings.triton_http, settings.triton_metrics, models, poll_s, self.wait_for_quiet)
         server.start()
         grace = {"grace_s": LOCAL_GRACE_S} if self.is_local else {}
-        self.run = Run(directory, RunAggregator(window_s=settings.window_s, sink=directory, **grace), server)
+        aggregator = RunAggregator(window_s=settings.window_s, sink=directory, started_s=directory.started_at, **grace)
+        self.run = Run(directory, aggregator, server)
         self.run.loop = gevent.spawn(self._run_loop, self.run)
         shape = self.environment.shape_class
         if isinstance(shape, traffic_shapes.TrafficShape):
@@ -333,7 +334,7 @@ class Runtime:
             if greenlet is not None:
                 greenlet.kill(block=False)
         self._collect_local(run)
-        run.aggregator.close_windows(final=True)
+        run.aggregator.close_windows(final=True, end_s=run.directory.stopped_at or time.time())
         server = run.server.stop(run.directory)
         extra = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else None
         path = run.directory.write_summary(

@@ -186,3 +186,42 @@ def test_a_window_before_the_first_user_count_takes_the_next_one():
     aggregator.merge(recorder.drain())
     aggregator.close_windows(final=True)
     assert [(row[0], row[2]) for row in sink.rows] == [(1000.0, 3)]
+
+
+def test_windows_in_which_nothing_completed_are_written_as_zero_rows():
+    # A frozen server: requests complete at 1000 and 1004 only; 1001-1003 and the end are an outage.
+    clock = FakeClock(1000.2)
+    sink = ListSink()
+    aggregator = RunAggregator(window_s=1.0, grace_s=0.0, sink=sink, clock=clock, started_s=999.7)
+    recorder = WindowRecorder(window_s=1.0, clock=clock)
+    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    clock.now = 1004.5
+    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    aggregator.merge(recorder.drain())
+    clock.now = 1005.1
+    aggregator.close_windows()
+    assert [(row[0], row[1]) for row in sink.rows] == [
+        (999.0, {"m [http]": 0}),
+        (1000.0, {"m [http]": 1}),
+        (1001.0, {"m [http]": 0}),
+        (1002.0, {"m [http]": 0}),
+        (1003.0, {"m [http]": 0}),
+        (1004.0, {"m [http]": 1}),
+    ]
+    clock.now = 1009.0  # the server stays frozen until the run stops at 1007.5
+    aggregator.close_windows(final=True, end_s=1007.5)
+    assert [row[0] for row in sink.rows][6:] == [1005.0, 1006.0, 1007.0]
+    assert all(row[1] == {"m [http]": 0} for row in sink.rows[6:])
+
+
+def test_a_window_with_no_success_has_no_latency_in_timeseries(tmp_path):
+    directory = RunDirectory(tmp_path, started_at=1000.0)
+    failed = EndpointStats("m [http]", "m", "http")
+    failed.record(100.0, 1, "connection refused")
+    directory.write_window(1000.0, 1.0, {failed.name: failed}, users=1)
+    directory.write_window(1001.0, 1.0, {failed.name: EndpointStats("m [http]", "m", "http")}, users=1)
+    directory.close()
+    with (tmp_path / "timeseries.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert [(r["requests"], r["failures"], r["throughput_rps"]) for r in rows] == [("1", "1", "1.0"), ("0", "0", "0.0")]
+    assert all(r["p50_us"] == r["p99_us"] == r["max_us"] == "" for r in rows)  # not 0 µs: nothing was measured

@@ -62,6 +62,7 @@ TIMESERIES_COLUMNS = (
 )
 # Open-loop runs also log the latency from the actual send, in hdr/<endpoint>.uncorrected.hlog.
 UNCORRECTED = "uncorrected"
+_LATENCY_KEYS = ("p50", "p90", "p95", "p99", "max", "mean")
 # HDR log "Interval_Max" column unit: values are µs, the column shows ms.
 HDR_MAX_VALUE_UNIT_RATIO = 1000.0
 
@@ -177,7 +178,10 @@ class RunDirectory:
             self._hdr_base = min(self.started_at, start_s)
         for name in sorted(endpoints):
             stats = endpoints[name]
-            latency = stats.latency_summary_us()
+            # No success in the window (an outage): no latency was measured, so none is written
+            # (an empty cell, not 0 µs, which a chart would draw as the fastest window of the run).
+            measured = stats.histogram.get_total_count() > 0
+            latency = stats.latency_summary_us() if measured else dict.fromkeys(_LATENCY_KEYS, "")
             self._timeseries.writerow(
                 [
                     round(start_s - self.started_at, 3),
@@ -200,7 +204,7 @@ class RunDirectory:
                     stats.late,
                     stats.dropped,
                     "" if target_rate is None else round(target_rate, 3),
-                    "" if stats.uncorrected is None else stats.uncorrected_summary_us()["p99"],
+                    "" if stats.uncorrected is None or not measured else stats.uncorrected_summary_us()["p99"],
                     round(covered_s, 3),
                 ]
             )
