@@ -58,9 +58,10 @@ def _faults(data: Dataset) -> list[str]:
             f"Worker {lost['worker']} (index {lost['index']}, {lost['users']} users) was lost at "
             f"{lost['lost_at_s']:.1f} s (its last report at {lost['last_report_s']} s); its users were {respawned}."
         )
+    bound = "at least" if faults.get("estimate_is_lower_bound") else "about"
     for model, count in faults.get("unreported_requests_estimate", {}).items():
         out.append(
-            f"{model}: about {count:,} requests that Triton counted were never reported by the lost worker "
+            f"{model}: {bound} {count:,} requests that Triton counted were never reported by the lost worker "
             "(Triton's count minus the client's): client-side counts and rates are that much low."
         )
     for restart in faults.get("server_restarts", []):

@@ -64,9 +64,10 @@ def fault_lines(faults: dict) -> list[str]:
             f"warning: worker {lost['worker']} (index {lost['index']}, {lost['users']} users) lost at "
             f"{lost['lost_at_s']:.1f} s; last report at {_seconds(lost['last_report_s'])}; {respawned}"
         )
+    bound = " at least" if faults.get("estimate_is_lower_bound") else " about"
     for model, count in faults.get("unreported_requests_estimate", {}).items():
         lines.append(
-            f"warning: {model}: about {count} requests Triton counted were never reported by a lost worker "
+            f"warning: {model}:{bound} {count} requests Triton counted were never reported by a lost worker "
             "(Triton's count minus the client's)"
         )
     for restart in faults.get("server_restarts", []):

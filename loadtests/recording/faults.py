@@ -15,8 +15,9 @@ in the logs. The master (or single process) keeps one FaultLog per run:
 - `server_restarts`: where Triton's counters went down between two statistics snapshots;
 - `server_unreachable`: spans in which statistics snapshots failed;
 - `unreported_requests_estimate`: per model, Triton's count minus the client's, when a
-  worker was lost (the requests it sent but never reported; an estimate, since Triton's
-  count misses what a restarted server did after its last snapshot).
+  worker was lost (the requests it sent but never reported); `estimate_is_lower_bound` when
+  Triton also restarted, since its count then misses what the old server did after its last
+  snapshot.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ class FaultLog:
                 model: max(0, server_requests.get(model, 0) - client_requests.get(model, 0))
                 for model in sorted(client_requests)
             }
+            # Triton's count misses what a restarted server did after its last snapshot.
+            out["estimate_is_lower_bound"] = bool(restarts)
         return out
 
     def _rel(self, time_s: float | None) -> float | None:
