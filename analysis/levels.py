@@ -35,8 +35,18 @@ LEVEL_COLUMNS = [
     "client_wait_us",
     "p99_uncorrected_us",
     *SERVER_PARTS,
+    # Only some sources have these: a legacy perf_client CSV's unsplit compute, the response
+    # cache's time, a decoupled model's responses/s, perf_analyzer's --collect-metrics GPU columns.
+    "compute_total_us",
+    "cache_us",
+    "responses_per_s",
+    "gpu_utilization_pct",
+    "gpu_power_w",
+    "gpu_memory_used_bytes",
+    "gpu_memory_total_bytes",
     "avg_batch",
     "stable",
+    "satisfies_constraints",
 ]
 
 

@@ -25,6 +25,9 @@ COMPONENTS = [
     ("compute_input_us", "compute input", "#f2b447"),
     ("compute_infer_us", "compute infer", "#4c78a8"),
     ("compute_output_us", "compute output", "#72b7b2"),
+    # Legacy perf_client CSVs: one compute column (input + infer + output).
+    ("compute_total_us", "compute (not split)", "#2f4b7c"),
+    ("cache_us", "response cache (hit + miss)", "#8c6d31"),
 ]
 PERCENTILES = [("p50_us", "p50"), ("p90_us", "p90"), ("p95_us", "p95"), ("p99_us", "p99")]
 PERCENTILE_COLOURS = {"p50": "#4c78a8", "p90": "#f58518", "p95": "#54a24b", "p99": "#e45756"}
