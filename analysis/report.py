@@ -89,8 +89,10 @@ def build(data: Dataset, prefix: str = "") -> Document:
             plots.throughput_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s),
             "Throughput over time",
         )
-    server_png = plots.server_over_time(data.server_intervals) if data.server_intervals else None
-    resources_png = plots.resources_over_time(data.resources) if data.resources is not None else None
+    # One x-range and the same step lines on every over-time chart, server side included.
+    time_axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s)
+    server_png = plots.server_over_time(data.server_intervals, time_axis) if data.server_intervals else None
+    resources_png = plots.resources_over_time(data.resources, time_axis) if data.resources is not None else None
     if server_png or resources_png:
         doc.heading("Server side over time")
         if server_png:

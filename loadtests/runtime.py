@@ -292,7 +292,7 @@ class Runtime:
             self._collect_local(run)
             runner = self.environment.runner
             rate = self.total_rate if self.settings.open_loop else None
-            run.aggregator.note_users(runner.user_count if runner is not None else 0, rate)
+            run.aggregator.note_users(runner.user_count if runner is not None else 0, rate, users_by_class(runner))
             run.aggregator.close_windows()
             if self.settings.open_loop and not run.warned_behind:
                 warnings = behind_schedule_warnings(run.aggregator.last_window, " (last window)")
@@ -477,3 +477,13 @@ def install(events) -> None:
             # measured is left out of the run directory.
             runner.quit()
         runtime.finish_run()
+
+
+def users_by_class(runner) -> dict[str, int] | None:
+    """Running users per user class: the master counts its workers' reports (its own
+    user_classes_count counts local greenlets, none there); a local runner its greenlets."""
+    if runner is None:
+        return None
+    if hasattr(runner, "reported_user_classes_count"):
+        return dict(runner.reported_user_classes_count)
+    return dict(runner.user_classes_count)
