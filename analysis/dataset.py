@@ -185,6 +185,8 @@ def _read_timeseries(path: Path) -> pd.DataFrame | None:
     for column in OPTIONAL_TIMESERIES:
         if column not in frame:
             frame[column] = float("nan")
+    # Older runs have no users_by_class; an empty cell is "not recorded".
+    frame["users_by_class"] = frame["users_by_class"].fillna("").astype(str) if "users_by_class" in frame else ""
     missing = {"time_s", "endpoint", "requests", "failures", "inferences"} - set(frame.columns)
     if missing:
         raise RunDirectoryError(f"{path}: missing columns {', '.join(sorted(missing))}")

@@ -66,6 +66,11 @@ def endpoint_colour(name: str) -> str:
     return ENDPOINT_COLOURS[zlib.crc32(model.encode()) % len(ENDPOINT_COLOURS)]
 
 
+def endpoint_linestyle(name: str) -> str:
+    """Two endpoints of one model share its colour: gRPC's line is dash-dotted, HTTP's solid."""
+    return "-." if name.endswith("[grpc]") else "-"
+
+
 @dataclass(frozen=True)
 class TimeAxis:
     """What every over-time chart shares: the x-range (seconds from the run start) and the
@@ -223,6 +228,7 @@ def throughput_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, w
             label=f"{name} infer/s",
             linewidth=1.3,
             color=endpoint_colour(name),
+            linestyle=endpoint_linestyle(name),
         )
     axes.set_xlabel("time since start (s)")
     axes.set_ylabel("inferences/s")
@@ -411,8 +417,10 @@ def latency_vs_throughput_figure(series: list[tuple[str, pd.DataFrame]], level_k
             )
         if len(frame) <= MAX_STEP_LABELS:
             for record in frame.to_dict("records"):
+                by_class = record.get("users_by_class")
+                several = isinstance(by_class, str) and "," in by_class  # users from more than one class
                 axes.annotate(
-                    record["label"],
+                    f"{record['label']}\n({by_class})" if several else record["label"],
                     (record["infer_per_s"], record["p99_us"] / 1000),
                     xytext=(4, 4),
                     textcoords="offset points",

@@ -243,6 +243,7 @@ def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[l
     """One row per level; columns a source did not measure are left out entirely."""
     columns = [
         (LEVEL_NAMES[level_kind], "label", str),
+        ("users by class", "users_by_class", str),
         ("requests", "requests", count),
         ("failures", "failures", count),
         ("req/s", "rps", lambda v: rate(v, 1)),
@@ -267,6 +268,10 @@ def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[l
         ("stable", "stable", _yes_no),
         ("satisfies constraints", "satisfies_constraints", lambda v: _yes_no(v).capitalize()),
     ]
-    present = [(title, column, fmt) for title, column, fmt in columns if frame[column].notna().any()]
+    present = [
+        (title, column, fmt)
+        for title, column, fmt in columns
+        if frame[column].notna().any() and not (frame[column].astype(str) == "").all()
+    ]
     rows = [[fmt(record[column]) for _, column, fmt in present] for record in frame.to_dict("records")]
     return [title for title, _, _ in present], rows
