@@ -80,7 +80,7 @@ class Dataset:
 
     @property
     def sweep_mode(self) -> str | None:
-        if self.kind == "perf_analyzer":
+        if self.kind != "run":
             return self.level_kind
         return self.sweep.get("mode", "concurrency") if self.sweep else None
 
