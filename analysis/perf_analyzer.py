@@ -85,7 +85,8 @@ def read_rows(path: Path, what: str) -> tuple[list[str], list[tuple[int, list[st
     last column are dropped (perf_analyzer's documented GPU rows and Model Analyzer's rows may
     end with a comma); any other difference in length is an error. `what` names the format."""
     try:
-        with open(path, newline="") as file:
+        # utf-8-sig: a CSV saved again by a spreadsheet starts with a byte-order mark.
+        with open(path, newline="", encoding="utf-8-sig") as file:
             rows = list(csv.reader(file))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise PerfAnalyzerCsvError(f"{path}: cannot read as a CSV ({error})") from None

@@ -16,7 +16,7 @@ import pytest
 from analysis.__main__ import main as analysis_main
 from analysis.dataset import load
 from analysis.report import write_report
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, run_cli
 
 PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
 MA_DATA = REPO_ROOT / "tests" / "data" / "model_analyzer"
@@ -216,3 +216,28 @@ def test_model_analyzer_inference_gpu_fields_and_unknown_columns(tmp_path):
     memory = [pytest.approx(float(r["GPU Memory Usage (MB)"]) * 1e6) for r in mine]
     assert frame["gpu_memory_used_bytes"].tolist() == memory
     assert any("RAM Usage (MB)" in note for note in data.notes)
+
+
+def test_collect_metrics_without_a_gpu_and_a_spreadsheet_byte_order_mark(tmp_path):
+    """Without a GPU the four metric cells are empty (seen here: `...,448,45,398,,,,`); a file
+    saved again by a spreadsheet starts with a UTF-8 byte-order mark."""
+    lines = (PA_DATA / "verbose_gpu_metrics.csv").read_text().splitlines()
+    rows = [",".join(line.split(",")[:16] + ["", "", "", ""]) for line in lines[1:]]
+    source = tmp_path / "no_gpu.csv"
+    source.write_text("\ufeff" + "\n".join([lines[0], *rows]) + "\n", encoding="utf-8")
+    frame = load(source).levels["perf_analyzer"]
+    assert frame["gpu_utilization_pct"].isna().all() and frame["p99_us"].tolist() == [3102.0, 3388.0, 4902.0]
+    write_report(source, tmp_path)
+    rows = table_starting((tmp_path / "no_gpu.report.md").read_text(), "concurrency")
+    assert "GPU util (%)" not in rows[0]  # not measured: left out, never 0
+
+
+def test_cli_corrupt_csv_is_one_error_line_and_exit_2(tmp_path):
+    """As a user types it: a field larger than the csv module's limit ended in a traceback (exit 1)."""
+    source = tmp_path / "huge_field.csv"
+    header = (PA_DATA / "concurrency.csv").read_text().splitlines()[0]
+    source.write_text(header + '\n1,"' + "9" * 200_000 + '",1,1,1,1,1,1,1,1,1,1,1\n')
+    result = run_cli(["-m", "analysis", "report", str(source)])
+    assert result.returncode == 2, result.stderr[-500:]
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert result.stdout == ""
