@@ -42,7 +42,9 @@ PERCENTILES = [("p50_us", "p50"), ("p90_us", "p90"), ("p95_us", "p95"), ("p99_us
 # One hue, darker for higher percentiles: a percentile never looks like a part or an endpoint.
 PERCENTILE_COLOURS = {"p50": "#9ecae1", "p90": "#4292c6", "p95": "#2171b5", "p99": "#08306b"}
 # Endpoints and models (over-time charts): none of them a blue, green, red or grey used above.
-ENDPOINT_COLOURS = ("#f58518", "#b279a2", "#8c564b", "#e377c2", "#c51b7d", "#17becf", "#7f3c8d")
+ENDPOINT_COLOURS = ("#f58518", "#b279a2", "#8c564b", "#e377c2", "#c51b7d", "#7f3c8d")
+# Devices of the resources chart (CPU, each GPU): teals.
+DEVICE_COLOURS = ("#01665e", "#35978f", "#80cdc1", "#003c30")
 LOAD_COLOUR = "black"
 STEP_COLOUR = "#777777"
 LEVEL_AXIS = {
@@ -340,8 +342,10 @@ def resources_over_time_figure(resources: pd.DataFrame, time_axis: TimeAxis | No
         resources = resources.assign(time_s=(resources["time_s"] // span) * span)
         resources = resources.groupby(["metric", "device", "time_s"], as_index=False)["value"].mean()
     for axes, (metric, label, scale) in zip(axes_list, panels, strict=True):
+        devices = sorted(resources["device"].unique())
         for device, rows in resources[resources["metric"] == metric].groupby("device"):
-            axes.plot(rows["time_s"], rows["value"] * scale, label=device, linewidth=1.2)
+            colour = DEVICE_COLOURS[devices.index(device) % len(DEVICE_COLOURS)]
+            axes.plot(rows["time_s"], rows["value"] * scale, label=device, linewidth=1.2, color=colour)
         axes.set_ylabel(label)
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)

@@ -537,10 +537,12 @@ def test_one_meaning_per_colour():
     """Percentiles, the parts of a request, endpoints and the load never share a colour."""
     percentiles = set(plots.PERCENTILE_COLOURS.values())
     parts = {colour for _, _, colour in plots.COMPONENTS}
-    endpoints = set(plots.ENDPOINT_COLOURS)
+    endpoints, devices = set(plots.ENDPOINT_COLOURS), set(plots.DEVICE_COLOURS)
     assert len(parts) == len(plots.COMPONENTS) and len(percentiles) == len(plots.PERCENTILE_COLOURS)
-    assert not percentiles & parts and not percentiles & endpoints and not parts & endpoints
-    assert plots.LOAD_COLOUR not in percentiles | parts | endpoints
+    families = [percentiles, parts, endpoints, devices, {plots.LOAD_COLOUR}]
+    for i, one in enumerate(families):
+        for other in families[i + 1 :]:
+            assert not one & other, (one, other)
     # The same endpoint has the same colour in every chart: chosen by its model's name.
     assert plots.endpoint_colour("bert_qa [http]") == plots.endpoint_colour("bert_qa")
 
