@@ -145,7 +145,8 @@ def _composition(frame: pd.DataFrame, level_kind: str) -> list[str]:
             f"({_ms(worst['queue_us'])} of {_ms(worst['mean_us'])})."
         )
     last = rows[-1]
-    compute = last["compute_input_us"] + last["compute_infer_us"] + last["compute_output_us"]
+    parts = ("compute_input_us", "compute_infer_us", "compute_output_us", "compute_total_us")
+    compute = sum(last[key] for key in parts if not math.isnan(last.get(key, math.nan)))
     out.append(
         f"Compute (input + infer + output) is {compute / last['mean_us']:.0%} of the mean latency "
         f"{_at(last, level_kind)} ({_ms(compute)} of {_ms(last['mean_us'])})."

@@ -302,7 +302,7 @@ class Runtime:
             self._collect_local(run)
             runner = self.environment.runner
             rate = self.total_rate if self.settings.open_loop else None
-            run.aggregator.note_users(runner.user_count if runner is not None else 0, rate)
+            run.aggregator.note_users(runner.user_count if runner is not None else 0, rate, users_by_class(runner))
             run.faults.check_workers(
                 runner, running=runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING)
             )
@@ -530,3 +530,13 @@ def install(events) -> None:
         runtime = bound.get("runtime")
         if runtime is not None:
             write_final_csv(runtime.environment)  # Locust's --csv holds every request too
+
+
+def users_by_class(runner) -> dict[str, int] | None:
+    """Running users per user class: the master counts its workers' reports (its own
+    user_classes_count counts local greenlets, none there); a local runner its greenlets."""
+    if runner is None:
+        return None
+    if hasattr(runner, "reported_user_classes_count"):
+        return dict(runner.reported_user_classes_count)
+    return dict(runner.user_classes_count)

@@ -174,3 +174,7 @@ def test_master_and_two_workers_merge_exactly(triton, tmp_path):
     assert endpoint["inferences"] > endpoint["requests"]  # the batch SPEC reached the workers
     assert summary["load_generator"]["cpu_s"] > 0
     assert load_run(run_dir).endpoints["identity [grpc]"].requests == endpoint["requests"]
+    # The master counts users per class from its workers' reports (its own greenlets are none).
+    by_class = [(r["users"], r["users_by_class"]) for r in read_rows(run_dir / "timeseries.csv") if r["users_by_class"]]
+    assert by_class and all(cell == f"TritonGrpcUser={users}" for users, cell in by_class), by_class
+    assert ("4", "TritonGrpcUser=4") in by_class

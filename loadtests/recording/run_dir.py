@@ -59,12 +59,19 @@ TIMESERIES_COLUMNS = (
     "p99_uncorrected_us",
     # The seconds of the window inside the run (less than the window at its two ends): rates are per these.
     "covered_s",
+    # `users` per user class, "BertQAHttpUser=4;ResNetHttpUser=4" (users is their total).
+    "users_by_class",
 )
 # Open-loop runs also log the latency from the actual send, in hdr/<endpoint>.uncorrected.hlog.
 UNCORRECTED = "uncorrected"
 _LATENCY_KEYS = ("p50", "p90", "p95", "p99", "max", "mean")
 # HDR log "Interval_Max" column unit: values are µs, the column shows ms.
 HDR_MAX_VALUE_UNIT_RATIO = 1000.0
+
+
+def users_by_class_text(by_class: dict[str, int] | None) -> str:
+    """timeseries.csv's users_by_class cell: {"B": 4, "A": 2} -> "A=2;B=4" ("" if not known)."""
+    return ";".join(f"{name}={count}" for name, count in sorted((by_class or {}).items()))
 
 
 def default_run_dir(environment: Environment, now: datetime | None = None) -> Path:
@@ -168,6 +175,7 @@ class RunDirectory:
         endpoints: dict[str, EndpointStats],
         users: int,
         target_rate: float | None = None,
+        users_by_class: dict[str, int] | None = None,
     ) -> None:
         timestamp = datetime.fromtimestamp(start_s, UTC).isoformat()
         # The first window begins before the run and the last one may end after it: rates are
@@ -206,6 +214,7 @@ class RunDirectory:
                     "" if target_rate is None else round(target_rate, 3),
                     "" if stats.uncorrected is None or not measured else stats.uncorrected_summary_us()["p99"],
                     round(covered_s, 3),
+                    users_by_class_text(users_by_class),
                 ]
             )
             if stats.histogram.get_total_count():

@@ -86,8 +86,10 @@ class WindowSink(Protocol):
         endpoints: dict[str, EndpointStats],
         users: int,
         target_rate: float | None = None,
+        users_by_class: dict[str, int] | None = None,
     ) -> None:
-        """Called once per closed window, in time order (target_rate: open-loop traffic only)."""
+        """Called once per closed window, in time order (target_rate: open-loop traffic only;
+        users is the total over the user classes, users_by_class each class's count)."""
 
 
 class RunAggregator:
@@ -111,6 +113,7 @@ class RunAggregator:
         self.open: dict[int, dict[str, EndpointStats]] = {}
         self.users: dict[int, int] = {}
         self.rates: dict[int, float | None] = {}
+        self.users_by_class: dict[int, dict[str, int] | None] = {}
         self.last_closed: int | None = None
         self.last_window: dict[str, EndpointStats] = {}
         self.late_messages = 0
@@ -118,11 +121,13 @@ class RunAggregator:
         # sweep shape (loadtests/traffic/sweep.py) decides its levels from closed windows.
         self.observers: list[Callable[[float, float, dict[str, EndpointStats]], None]] = []
 
-    def note_users(self, count: int, target_rate: float | None = None) -> None:
-        """The user count (and open-loop target rate) now, for the window that holds now."""
+    def note_users(self, count: int, target_rate: float | None = None, by_class: dict[str, int] | None = None) -> None:
+        """The user count (the total over the classes, and each class's count) and the
+        open-loop target rate now, for the window that holds now."""
         key = window_key(self.clock(), self.window_s)
         self.users[key] = count
         self.rates[key] = target_rate
+        self.users_by_class[key] = dict(by_class) if by_class is not None else None
 
     def merge(self, messages: list[dict]) -> None:
         for message in messages:
@@ -170,6 +175,7 @@ class RunAggregator:
                     endpoints,
                     _noted_at(self.users, key, 0),
                     target_rate=_noted_at(self.rates, key, None),
+                    users_by_class=_noted_at(self.users_by_class, key, None),
                 )
             self.last_closed = key
             for observer in self.observers:
@@ -180,6 +186,7 @@ class RunAggregator:
         for key in [k for k in self.users if self.last_closed is not None and k < self.last_closed - 1]:
             del self.users[key]
             self.rates.pop(key, None)
+            self.users_by_class.pop(key, None)
 
     def _first_key(self) -> int:
         """The run's first window: where the run started, or else the first window that has data."""
