@@ -47,6 +47,8 @@ ENDPOINT_COLOURS = ("#f58518", "#b279a2", "#8c564b", "#e377c2", "#c51b7d", "#7f3
 DEVICE_COLOURS = ("#01665e", "#35978f", "#80cdc1", "#003c30")
 LOAD_COLOUR = "black"
 STEP_COLOUR = "#777777"
+# Outages on the timeline (restarts, lost workers): a dark crimson no other group uses.
+FAULT_COLOUR = "#67001f"
 LEVEL_AXIS = {
     "concurrency": "concurrency (requests in flight)",
     "request_rate": "request rate (req/s)",
@@ -82,20 +84,30 @@ class TimeAxis:
     end_s: float
     steps: tuple[dict, ...] = ()
     steps_kind: str = "users"
+    # summary.json's "faults": Triton restarts and unreachable spans shaded, lost workers marked.
+    faults: dict | None = None
 
     @classmethod
-    def of_run(cls, timeseries: pd.DataFrame | None, steps: list[dict], steps_kind: str, window_s: float) -> TimeAxis:
+    def of_run(
+        cls,
+        timeseries: pd.DataFrame | None,
+        steps: list[dict],
+        steps_kind: str,
+        window_s: float,
+        faults: dict | None = None,
+    ) -> TimeAxis:
         """The run's time range: from its start (or its first window, which may begin before
         it) to the end of its last window."""
         if timeseries is None or not len(timeseries):
             ends = [float(step["end_s"]) for step in steps] or [1.0]
-            return cls(0.0, max(ends), tuple(steps), steps_kind)
+            return cls(0.0, max(ends), tuple(steps), steps_kind, faults)
         start = min(0.0, float(timeseries["time_s"].min()))
-        return cls(start, float(timeseries["time_s"].max()) + window_s, tuple(steps), steps_kind)
+        return cls(start, float(timeseries["time_s"].max()) + window_s, tuple(steps), steps_kind, faults)
 
     def apply(self, axes: Axes, label: bool) -> None:
         axes.set_xlim(self.start_s, self.end_s)
         _mark_steps(axes, list(self.steps), self.steps_kind, label)
+        _mark_faults(axes, self.faults or {}, label)
 
 
 def target_text(target: float, kind: str) -> str:
@@ -170,12 +182,35 @@ def _mark_steps(axes: Axes, steps: list[dict], kind: str, label: bool) -> None:
             )
 
 
+def _mark_faults(axes: Axes, faults: dict, label: bool) -> None:
+    """Outages on the timeline: a Triton restart between its two snapshots, spans in which
+    Triton's statistics could not be read, and the moment a worker was found lost."""
+    for restart in faults.get("server_restarts", []):
+        axes.axvspan(restart["after_s"], restart["before_s"], color=FAULT_COLOUR, alpha=0.15, label="_fault")
+        if label:
+            _fault_text(axes, restart["after_s"], "Triton restart")
+    for span in faults.get("server_unreachable", []):
+        axes.axvspan(span["from_s"], max(span["to_s"], span["from_s"] + 0.5), color="#999999", alpha=0.12, label="_f")
+    for lost in faults.get("workers_lost", []):
+        axes.axvline(lost["lost_at_s"], color=FAULT_COLOUR, linestyle="--", linewidth=1, label="_fault")
+        if label:
+            _fault_text(axes, lost["lost_at_s"], f"worker {lost['index']} lost")
+
+
+def _fault_text(axes: Axes, x: float, text: str) -> None:
+    axes.annotate(
+        text, xy=(x, 0.0), xycoords=("data", "axes fraction"), xytext=(3, 4), textcoords="offset points",
+        fontsize=8, color=FAULT_COLOUR,
+    )  # fmt: skip
+
+
 # -- over time ------------------------------------------------------------------------------------------
-def latency_over_time(timeseries: pd.DataFrame, steps: list[dict], steps_kind: str, window_s: float = 1.0) -> bytes:
+def latency_over_time(
+    timeseries: pd.DataFrame, steps: list[dict], steps_kind: str, window_s: float = 1.0, faults: dict | None = None
+) -> bytes:
     """One panel per endpoint: p50/p90/p99 per window (and the uncorrected p99 of open-loop runs)."""
-    return _png(
-        latency_over_time_figure(timeseries, TimeAxis.of_run(timeseries, steps, steps_kind, window_s), window_s)
-    )
+    time_axis = TimeAxis.of_run(timeseries, steps, steps_kind, window_s, faults)
+    return _png(latency_over_time_figure(timeseries, time_axis, window_s))
 
 
 def latency_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, window_s: float = 1.0) -> Figure:
@@ -212,9 +247,11 @@ def latency_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, wind
     return figure
 
 
-def throughput_over_time(timeseries: pd.DataFrame, steps: list[dict], steps_kind: str, window_s: float = 1.0) -> bytes:
+def throughput_over_time(
+    timeseries: pd.DataFrame, steps: list[dict], steps_kind: str, window_s: float = 1.0, faults: dict | None = None
+) -> bytes:
     """Inferences/s per endpoint per window; users (or the open-loop target rate) on the right."""
-    time_axis = TimeAxis.of_run(timeseries, steps, steps_kind, window_s)
+    time_axis = TimeAxis.of_run(timeseries, steps, steps_kind, window_s, faults)
     return _png(throughput_over_time_figure(timeseries, time_axis, window_s))
 
 

@@ -77,20 +77,21 @@ def build(data: Dataset, prefix: str = "") -> Document:
         doc.heading(title, 3)
         doc.table(headers, rows)
 
+    # One x-range, the same step lines and the same outages on every over-time chart.
+    faults = data.run.faults if data.run is not None else None
+    time_axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s, faults)
     if data.timeseries is not None and len(data.timeseries):
         doc.heading("Over time")
         doc.image(
             f"{prefix}latency_over_time.png",
-            plots.latency_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s),
+            plots.latency_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s, faults),
             "Latency percentiles over time",
         )
         doc.image(
             f"{prefix}throughput_over_time.png",
-            plots.throughput_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s),
+            plots.throughput_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s, faults),
             "Throughput over time",
         )
-    # One x-range and the same step lines on every over-time chart, server side included.
-    time_axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s)
     server_png = plots.server_over_time(data.server_intervals, time_axis) if data.server_intervals else None
     resources_png = plots.resources_over_time(data.resources, time_axis) if data.resources is not None else None
     if server_png or resources_png:
