@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -66,6 +67,8 @@ def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path
             str(run_dir),
             "--csv",
             str(tmp_path / "locust"),
+            "--html",
+            str(tmp_path / "locust.html"),
         ],
         users=2,
         run_time="4s",
@@ -81,6 +84,11 @@ def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path
     assert int(aggregated["Request Count"]) == endpoint["requests"]
     history = read_rows(tmp_path / "locust_stats_history.csv")
     assert int(history[-1]["Total Request Count"]) == endpoint["requests"]
+    html = (tmp_path / "locust.html").read_text()  # Locust's --html report embeds its stats as JSON
+    (html_count,) = re.findall(r'"name": "Aggregated", "num_failures": \d+, "num_requests": (\d+)', html)
+    assert int(html_count) == endpoint["requests"]
+    console = re.search(r"^\s+Aggregated\s+(\d+)\s", result.stdout + result.stderr, re.MULTILINE)
+    assert console is not None and int(console.group(1)) == endpoint["requests"]  # the final console table
     latency = endpoint["latency_us"]
     assert 0 < latency["p50"] < latency["p99"] < 100_000  # microseconds, not collapsed to 0 or 1 ms
     server = summary["server"]["identity"]
@@ -109,7 +117,10 @@ def test_sigint_mid_run_leaves_a_complete_run_directory(triton, tmp_path):
     with subprocess.Popen(
         command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=restore_sigint
     ) as process:
-        time.sleep(5)
+        deadline = time.monotonic() + 60
+        while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)  # the run has started (a busy machine can take seconds to get there)
+        time.sleep(3)
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
     summary = assert_complete(run_dir, "identity")
