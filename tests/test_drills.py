@@ -159,6 +159,11 @@ def assert_complete(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+def log_drill(name: str, **numbers) -> None:
+    """One line per drill (shown with `pytest -m drill -rP`): the figures of the drill table."""
+    print(f"DRILL {name} " + json.dumps(numbers))
+
+
 def assert_report_shows(run_dir: Path, *phrases: str) -> None:
     result = run_cli(["-m", "analysis", "report", str(run_dir)])
     assert result.returncode == 0, result.stderr[-2000:]
@@ -226,6 +231,11 @@ def test_triton_killed_and_restarted_mid_run(drill_triton, tmp_path, user_class)
     # ... and the clients came back within about a second of Triton (gRPC's reconnect backoff is capped).
     back = [r for r in rows if float(r["time_s"]) >= killed_s and int(r["inferences"]) > 0]
     assert back and float(back[0]["time_s"]) <= ready_s + 1.5, (ready_s, back[:2])
+    log_drill(
+        f"restart-{user_class}", ended_after_t_s=round(end - start - run_time_s, 2),
+        client_requests=endpoint["requests"], client_successes=successes, triton_both_lifetimes=triton_total,
+        summary_server=server["requests"], failures=endpoint["failures_by_class"], outage_s=round(outage_s, 1),
+    )  # fmt: skip
     assert_report_shows(run_dir, "Triton restarted")
 
 
@@ -252,6 +262,10 @@ def test_triton_frozen_mid_run(drill_triton, tmp_path):
     frozen = [r for r in rows if 4.5 <= float(r["time_s"]) <= 11.5]
     assert len(frozen) >= 6 and all(int(r["requests"]) == 0 for r in frozen), rows
     assert all(r["p50_us"] == "" for r in frozen)  # no latency measured, not a latency of 0
+    log_drill(
+        "frozen-mid-run", ended_after_t_s=round(end - start - run_time_s, 2), client_requests=endpoint["requests"],
+        triton=after["requests"] - before["requests"], zero_windows=len(frozen),
+    )  # fmt: skip
 
 
 def test_triton_frozen_across_the_end_of_the_run(drill_triton, tmp_path):
@@ -276,6 +290,10 @@ def test_triton_frozen_across_the_end_of_the_run(drill_triton, tmp_path):
     after = model_stats(drill_triton.http_address, "identity")
     completed = endpoint["requests"] - USERS
     assert completed <= after["requests"] - before["requests"] <= endpoint["requests"]
+    log_drill(
+        "frozen-across-end", ended_after_t_s=round(end - start - run_time_s, 2), client_requests=endpoint["requests"],
+        interrupted=USERS, triton=after["requests"] - before["requests"],
+    )  # fmt: skip
 
 
 def start_distributed(server: LocalTriton, run_dir: Path, run_time_s: int, users: int = 4):
@@ -338,6 +356,10 @@ def test_a_worker_killed_mid_run(drill_triton, tmp_path):
     rows = read_rows(run_dir / "timeseries.csv")
     assert [int(r["users"]) for r in rows if float(r["time_s"]) >= lost["lost_at_s"] + 2][:3] == [4, 4, 4], rows
     assert "lost" in output
+    log_drill(
+        "worker-killed", ended_after_t_s=round(end - start - 16, 2), client_requests=endpoint["requests"],
+        lost_estimate=estimate, triton=triton_delta, lost_at_s=lost["lost_at_s"], killed_at_s=round(killed_s, 2),
+    )  # fmt: skip
     assert_report_shows(run_dir, "lost")
 
 
@@ -366,6 +388,10 @@ def test_master_interrupted(drill_triton, tmp_path, sig):
     interrupted = endpoint["failures_by_class"].get("interrupted", 0)
     assert set(endpoint["failures_by_class"]) <= {"interrupted"}
     assert endpoint["requests"] - interrupted <= after["requests"] - before["requests"] <= endpoint["requests"]
+    log_drill(
+        f"master-{sig.name}", ended_after_signal_s=round(end - sent_at, 2), client_requests=endpoint["requests"],
+        interrupted=interrupted, triton=after["requests"] - before["requests"],
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -396,3 +422,7 @@ def test_single_process_interrupted(drill_triton, tmp_path, sig):
     interrupted = endpoint["failures_by_class"].get("interrupted", 0)
     assert set(endpoint["failures_by_class"]) <= {"interrupted"}
     assert endpoint["requests"] - interrupted <= after["requests"] - before["requests"] <= endpoint["requests"]
+    log_drill(
+        f"single-{sig.name}", ended_after_signal_s=round(end - sent_at, 2), client_requests=endpoint["requests"],
+        interrupted=interrupted, triton=after["requests"] - before["requests"],
+    )  # fmt: skip
