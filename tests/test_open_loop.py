@@ -273,12 +273,18 @@ def test_rate_shape_drives_the_target_rate(triton, tmp_path):
 
 def test_distributed_workers_share_the_rate(triton, tmp_path):
     port = str(TritonPorts.free().http)  # not Locust's default 5557: other masters may be running
-    _r, summary, served, _ = run_open_loop(
+    _r, summary, served, run_dir = run_open_loop(
         triton, tmp_path, "TritonHttpUser", "sleep_batch", 4, "10s", "--traffic", "constant", "--rate", "100",
         "--processes", "2", "--master-bind-port", port, "--master-port", port,
     )  # fmt: skip
-    assert served == summary["endpoints"][0]["requests"]
-    assert served / 10.0 == pytest.approx(100.0, rel=0.08)
+    (endpoint,) = summary["endpoints"]
+    assert served == endpoint["requests"]
+    # Once both workers run, together they send the whole rate (the first window can be short
+    # of it while a busy machine starts the second worker); never more than the schedule holds.
+    with (run_dir / "timeseries.csv").open() as file:
+        rates = [float(row["throughput_rps"]) for row in csv.DictReader(file)][1:-1]
+    assert np.median(rates) == pytest.approx(100.0, rel=0.05), rates
+    assert served <= 100 * endpoint["duration_s"] * 1.02
 
 
 @pytest.mark.parametrize(
