@@ -1017,8 +1017,9 @@ def test_headless_start_window_covers_the_slowest_realistic_start(objects, targe
     pod = worker_job["spec"]["template"]["spec"]
     (init,) = pod["initContainers"]
     script = " ".join(init.get("command", []) + init.get("args", []))
-    assert "locust-master" in script and "5557" in script
-    wait_s = int(re.search(r"WAIT_S\s*=\s*(\d+)", script).group(1))
+    host, port, wait_s = re.search(r'MASTER, PORT, WAIT_S = "([^"]+)", (\d+), (\d+)', script).groups()
+    assert (host, port) == ("locust-master", "5557")
+    wait_s = int(wait_s)
     assert wait_s + LOCUST_WORKER_CONNECT_S >= LOCUST_POD_START_S + 60, wait_s
     # A worker lost to a node disruption (preemption, scale-down) is replaced, not counted.
     rules = worker_job["spec"]["podFailurePolicy"]["rules"]
@@ -1096,3 +1097,69 @@ def test_sizing_rule_uses_the_demo_models_payload_bytes():
         config = (REPO_ROOT / "models" / "repository" / model / "config.pbtxt").read_text()
         assert f"{_payload_bytes_per_inference(config):,}" in section, model
     assert "egress" in section and "Gbit/s" in section
+
+
+def _init_script(container: dict) -> str:
+    command = container["command"]
+    assert command[0] in ("python", "python3") and command[1] == "-c", command
+    return command[2]
+
+
+def _run_script(script: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
+
+
+@needs_kubectl
+def test_worker_wait_for_master_script_waits_for_the_port_and_gives_up_with_a_reason(objects):
+    """The worker Job's init container, run here with the master's host and port rewritten."""
+    import socket
+
+    worker_job = _find(objects["headless/gke-t4"], "Job", "locust-worker-headless")
+    (init,) = worker_job["spec"]["template"]["spec"]["initContainers"]
+    script = _init_script(init)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        local = script.replace('"locust-master"', '"127.0.0.1"').replace("5557", str(port))
+        assert _run_script(local).returncode == 0
+    # Nothing listens there any more: with the window cut to 1 s it fails, naming the address.
+    silent = local.replace(", 900\n", ", 1\n")
+    result = _run_script(silent)
+    assert result.returncode == 1 and f"127.0.0.1:{port} not reachable after 1 s" in result.stderr
+
+
+@needs_kubectl
+def test_metadata_server_wait_script_needs_a_token_answer(objects):
+    """Triton's init container, run against a local stand-in for the GKE metadata server (a
+    fake, because the real one exists only on GKE nodes): it asks for the token with the
+    Metadata-Flavor header, waits while nothing answers, and gives up with a reason."""
+    import http.server
+    import threading
+
+    (init,) = _find(objects["overlays/gke-t4"], "Deployment", "triton")["spec"]["template"]["spec"]["initContainers"]
+    script = _init_script(init)
+    seen = []
+
+    class MetadataServer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Metadata-Flavor")))
+            self.send_response(200 if self.headers.get("Metadata-Flavor") == "Google" else 403)
+            self.end_headers()
+            self.wfile.write(b'{"access_token": "t", "expires_in": 3599, "token_type": "Bearer"}')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), MetadataServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        local = script.replace("http://169.254.169.254", f"http://127.0.0.1:{server.server_port}")
+        assert _run_script(local).returncode == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [("/computeMetadata/v1/instance/service-accounts/default/token", "Google")]
+    silent = local.replace("time.monotonic() + 300", "time.monotonic() + 1")
+    result = _run_script(silent)
+    assert result.returncode == 1 and "GKE metadata server silent" in result.stderr
