@@ -1,6 +1,8 @@
 # triton-loadtest: the load generator image (Locust master, workers and headless runs).
 #
 #   docker build -t triton-loadtest:0.1.0 .
+#   docker build --platform linux/amd64 -t REGISTRY/triton-loadtest:0.1.0 .   # for GKE's amd64
+#     nodes from an arm64 machine (Apple Silicon builds arm64 images by default)
 #   docker run --rm triton-loadtest:0.1.0 --headless -u 8 -t 1m ResNetGrpcUser --triton-grpc triton:8001
 #   docker run --rm -p 8089:8089 -p 5557:5557 triton-loadtest:0.1.0 --master --config /etc/locust/locust.conf
 #   docker run --rm triton-loadtest:0.1.0 --worker --master-host locust-master

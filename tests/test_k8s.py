@@ -42,9 +42,11 @@ NAMESPACE = "triton-loadtest"
 KUBERNETES_VERSION = "1.30.0"
 OVERLAYS = ("gke-t4", "gke-l4", "cpu")
 TARGETS = tuple(f"overlays/{o}" for o in OVERLAYS) + tuple(f"headless/{o}" for o in OVERLAYS)
-OPTIONAL_COMPONENTS = ("prometheus-operator", "triton-autoscaling", "ui-basic-auth")
+OPTIONAL_COMPONENTS = ("prometheus-operator", "triton-autoscaling", "ui-gateway-iap")
 ALL_COMPONENTS = "all-components"  # overlays/gke-t4 plus every optional component
 WORKLOAD_KINDS = ("Deployment", "Job")
+# components/ui-gateway-iap: Gateway API and GKE's policy CRDs (no schema in kubernetes-validate).
+GATEWAY_KINDS = ("Gateway", "HTTPRoute", "GCPBackendPolicy", "HealthCheckPolicy")
 LOCUST_COMPONENTS = ("locust-master", "locust-worker")
 # Triton's GPU metrics (docs/user_guide/metrics.md, "GPU Metrics"); the local Triton has no GPU
 # and does not serve them, every other nv_* name is checked against its live /metrics.
@@ -159,7 +161,7 @@ def test_every_object_validates_against_kubernetes_schemas(renders, target, tmp_
     assert result.returncode == 0, result.stdout + result.stderr
     # CRDs have no schema here: they are only warned about, and checked in test_crd_objects_*.
     warned = set(re.findall(r"Couldn't find schema for kind (\w+)", result.stdout + result.stderr))
-    assert warned <= {"PodMonitoring", "ServiceMonitor"}
+    assert warned <= {"PodMonitoring", "ServiceMonitor", *GATEWAY_KINDS}
 
 
 @needs_kubectl
@@ -200,7 +202,7 @@ def test_every_pod_has_the_security_defaults(objects, target):
         assert security["seccompProfile"]["type"] == "RuntimeDefault", name
         assert pod["automountServiceAccountToken"] is False, name
         volumes = {v["name"]: v for v in pod.get("volumes", [])}
-        for container in pod["containers"]:
+        for container in pod["containers"] + pod.get("initContainers", []):
             context = container["securityContext"]
             assert context["allowPrivilegeEscalation"] is False, name
             assert context["readOnlyRootFilesystem"] is True, name
@@ -209,8 +211,9 @@ def test_every_pod_has_the_security_defaults(objects, target):
             for bound in ("requests", "limits"):
                 assert {"cpu", "memory"} <= set(container["resources"][bound]), f"{name} {bound}"
             # The root filesystem is read-only: /tmp must be an explicit writable volume.
-            mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
-            assert "emptyDir" in volumes[mounts["/tmp"]], name
+            if container in pod["containers"]:
+                mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+                assert "emptyDir" in volumes[mounts["/tmp"]], name
 
 
 @needs_kubectl
@@ -343,28 +346,18 @@ def test_cpu_overlay_serves_the_tested_identity_model(objects):
     assert {"/models", "/models/identity"} <= mounts
 
 
-# --- Triton: the image matches the server the suite tests against ---------------------------
+# --- Triton: ports and health endpoints, against the local server -------------------------
 
 
 @needs_kubectl
-def test_triton_image_probes_and_ports_match_the_local_triton(objects, triton):
+def test_triton_probes_and_ports_match_the_local_triton(objects, triton):
+    """The image's version is checked against NVIDIA's table in
+    test_triton_image_is_a_patched_release_and_its_version_comes_from_nvidias_table."""
     import urllib.request
 
-    import tritonclient.http as httpclient
-
-    client = httpclient.InferenceServerClient(triton.http_address)
-    try:
-        version = client.get_server_metadata()["version"]  # e.g. 2.51.0
-    finally:
-        client.close()
     for target in TARGETS:
         deployment = _find(objects[target], "Deployment", "triton")
         container = _containers(deployment)[0]
-        image, _, tag = container["image"].rpartition(":")
-        assert image == "nvcr.io/nvidia/tritonserver"
-        # NGC release YY.MM ships Triton 2.N.0 with N = 30 + 12 * (YY - 23) + (MM - 1).
-        year, month = (int(x) for x in re.fullmatch(r"(\d\d)\.(\d\d)-py3", tag).groups())
-        assert f"2.{30 + 12 * (year - 23) + month - 1}.0" == version
         assert {p["containerPort"] for p in container["ports"]} == {8000, 8001, 8002}
         assert container["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
         assert container["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
@@ -379,18 +372,19 @@ def test_triton_image_probes_and_ports_match_the_local_triton(objects, triton):
 def test_cpu_overlay_triton_args_and_model_volume_start_the_same_tritonserver(objects, tmp_path):
     """The rendered Triton arguments and the /models layout of overlays/cpu (the identity
     model's ConfigMap volume on /models/identity, with the kubelet's ..data symlinks), given to
-    the tritonserver the suite bundles, the same 2.51.0 as NVIDIA's 24.10 image."""
+    the tritonserver the suite bundles (2.51.0, NVIDIA's 24.10; the cluster image is newer,
+    and every flag the manifests pass exists in both)."""
     import numpy as np
     import tritonclient.http as httpclient
 
     docs = objects["overlays/cpu"]
     pod = Pod(_find(docs, "Deployment", "triton"), docs, tmp_path / "triton")
-    assert pod.args[0] == "tritonserver"
+    server_args = pod.args[pod.args.index("tritonserver") + 1 :]  # after the shell's $0
     # The launcher sets the repository, free ports and loopback addresses itself.
     own = ("--model-repository=", "--http-port=", "--grpc-port=", "--metrics-port=")
-    (repository,) = [a.split("=", 1)[1] for a in pod.args if a.startswith("--model-repository=")]
+    (repository,) = [a.split("=", 1)[1] for a in server_args if a.startswith("--model-repository=")]
     assert repository == "/models"
-    extra = [a for a in pod.args[1:] if not a.startswith(own)]
+    extra = [a for a in server_args if not a.startswith(own)]
     models = pod.mounts["/models"]
     with LocalTriton([models], log_file=tmp_path / "triton.log", extra_args=extra) as server:
         client = httpclient.InferenceServerClient(server.http_address)
@@ -727,3 +721,445 @@ def test_dockerfile_installs_what_the_tests_run_with():
     user = re.findall(r"^USER\s+(\d+)(?::(\d+))?\s*$", text, re.MULTILINE)
     assert user and int(user[-1][0]) >= 10000
     assert 'VOLUME ["/app/runs"]' in text
+
+
+# --- issue 17: what a real GKE cluster would trip on, checked on the rendered YAML ----------
+
+DOCS_GKE = REPO_ROOT / "docs" / "gke.md"
+GKE_TARGETS = tuple(t for t in TARGETS if t.endswith(("gke-t4", "gke-l4")))
+
+# NVIDIA's container release -> Triton version, transcribed from the published table (the
+# release notes' "Triton Inference Server Container Versions" and the server repository's
+# releases, "Release 2.N corresponding to NGC container YY.MM"; build.py's
+# triton_container_version at each v2.N tag). From 25.07 the monthly step breaks: 25.07 is
+# the 2.59.1 security release (August 2025), so YY.MM no longer gives 2.N by arithmetic.
+NGC_TRITON_RELEASES = {
+    "24.10": "2.51.0",
+    "24.11": "2.52.0",
+    "24.12": "2.53.0",
+    "25.01": "2.54.0",
+    "25.02": "2.55.0",
+    "25.03": "2.56.0",
+    "25.04": "2.57.0",
+    "25.05": "2.58.0",
+    "25.06": "2.59.0",
+    "25.07": "2.59.1",
+    "25.08": "2.60.0",
+    "25.09": "2.61.0",
+    "25.10": "2.62.0",
+    "25.11": "2.63.0",
+    "25.12": "2.64.0",
+    "26.01": "2.65.0",
+    "26.02": "2.66.0",
+    "26.03": "2.67.0",
+    "26.04": "2.68.0",
+    "26.05": "2.69.0",
+    "26.06": "2.70.0",
+    "26.07": "2.71.0",
+}
+# NVIDIA's August 2025 Triton security bulletin: fixed in 25.07 (2.59.1) and later.
+FIRST_PATCHED_TRITON = (2, 59, 1)
+
+# Permissions of the predefined Cloud Storage roles (Google Cloud's "IAM roles for Cloud
+# Storage" reference), only those that matter here.
+STORAGE_ROLE_PERMISSIONS = {
+    "roles/storage.objectViewer": {"storage.objects.get", "storage.objects.list"},
+    "roles/storage.legacyBucketReader": {"storage.buckets.get", "storage.objects.list"},
+    "roles/storage.legacyObjectReader": {"storage.objects.get"},
+    "roles/storage.bucketViewer": {"storage.buckets.get", "storage.buckets.list"},
+}
+# Triton's GCS client reads the bucket's metadata before it lists and downloads
+# (server#2253: "Could not get MetaData for bucket" with objectViewer alone).
+TRITON_GCS_PERMISSIONS = {"storage.buckets.get", "storage.objects.list", "storage.objects.get"}
+
+# The slowest realistic first start of a GPU pod, seconds: GPU node from zero (cluster
+# autoscaler + VM boot, a few minutes), NVIDIA driver install on the node, a full pull of a
+# 10+ GB NGC image (no image streaming outside Artifact Registry), and the startup probe.
+GPU_NODE_AND_DRIVER_S = 600
+TRITON_IMAGE_PULL_S = 600
+# The slowest realistic start of a Locust pod on a new CPU node: scale-up plus image pull.
+LOCUST_POD_START_S = 600
+LOCUST_WORKER_CONNECT_S = 300  # Locust's own retry window (60 attempts x 5 s, runners.py)
+
+
+def _gke_md() -> str:
+    return DOCS_GKE.read_text()
+
+
+def _triton(docs: list[dict]) -> dict:
+    return _containers(_find(docs, "Deployment", "triton"))[0]
+
+
+def _tritonserver_args(container: dict) -> list[str]:
+    """tritonserver's own arguments from the rendered container (after its program name)."""
+    args = container.get("args", [])
+    assert "tritonserver" in args, args
+    return args[args.index("tritonserver") + 1 :]
+
+
+def _window_s(probe: dict) -> int:
+    """How long a probe tolerates failure before acting: failures x period (+ delay)."""
+    return probe.get("initialDelaySeconds", 0) + probe.get("failureThreshold", 3) * probe.get("periodSeconds", 10)
+
+
+def test_docs_grant_triton_every_bucket_permission_it_reads():
+    text = _gke_md()
+    # Shell variables the page defines (NAME="value"), expanded as the shell would.
+    variables = dict(re.findall(r"^(\w+)=\"([^\"]*)\"", text, re.MULTILINE))
+    expanded = re.sub(r"\$(\w+)", lambda m: variables.get(m.group(1), m.group(0)), text)
+    bindings = re.findall(r"add-iam-policy-binding\s+gs://\S+((?:.|\\\n)*?)--member\s+\"([^\"]+)\"", expanded)
+    roles = {
+        role
+        for flags, member in bindings
+        if member.endswith("/sa/triton")
+        for role in re.findall(r"--role[ =](\S+)", flags)
+    }
+    granted = set().union(*(STORAGE_ROLE_PERMISSIONS.get(r, set()) for r in roles)) if roles else set()
+    assert granted >= TRITON_GCS_PERMISSIONS, (sorted(roles), sorted(TRITON_GCS_PERMISSIONS - granted))
+    assert "server#2253" in text or "server/issues/2253" in text  # the doc says why
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", GKE_TARGETS)
+def test_triton_rollout_deadline_covers_a_cold_gpu_start_and_the_docs_wait(objects, target):
+    deployment = _find(objects[target], "Deployment", "triton")
+    startup = _triton(objects[target])["startupProbe"]
+    deadline = deployment["spec"].get("progressDeadlineSeconds", 600)  # Kubernetes' default
+    assert deadline >= GPU_NODE_AND_DRIVER_S + TRITON_IMAGE_PULL_S + _window_s(startup), deadline
+    waits = re.findall(r"rollout status deploy/triton --timeout=(\d+)m", _gke_md())
+    assert waits and all(int(m) * 60 <= deadline for m in waits), (waits, deadline)
+
+
+@needs_kubectl
+def test_no_replicas_on_a_deployment_an_hpa_targets(objects):
+    docs = objects[ALL_COMPONENTS]
+    hpas = [d for d in docs if d["kind"] == "HorizontalPodAutoscaler"]
+    assert hpas
+    for hpa in hpas:
+        target = hpa["spec"]["scaleTargetRef"]
+        workload = _find(docs, target["kind"], target["name"])
+        assert "replicas" not in workload["spec"], f"{target['name']}: kubectl apply would reset the HPA's count"
+
+
+def test_hpa_queue_time_query_returns_a_series_when_triton_is_idle():
+    """An idle Triton has rate(...) == 0 for both counters. A filter (`> 0`, `!= 0`, ...)
+    drops the series and the HPA holds its replicas; dividing by zero gives NaN, which the
+    adapter cannot serve either. So: no filtering comparison, and a denominator clamped
+    above zero, so that idle evaluates to 0 / positive = 0."""
+    values = yaml.safe_load((K8S / "components" / "triton-autoscaling" / "prometheus-adapter-values.yaml").read_text())
+    (rule,) = [r for r in values["rules"]["custom"] if r["name"]["as"] == "triton_queue_time_us_per_request"]
+    query = " ".join(rule["metricsQuery"].split())
+    # Comparisons outside the adapter's <<templates>> and {label matchers}, unless `bool`.
+    bare = re.sub(r"<<[^>]*>>|\{[^}]*\}", "", query)
+    filters = [op for op, as_bool in re.findall(r"(==|!=|>=|<=|>|<)(\s*bool)?", bare) if not as_bool]
+    assert filters == [], query
+    numerator, _, denominator = query.partition(" / ")
+    assert "nv_inference_queue_duration_us" in numerator and denominator, query
+    clamp = re.fullmatch(r"\(?\s*clamp_min\((.*),\s*([0-9.e+-]+)\s*\)\s*\)?", denominator.strip())
+    assert clamp and float(clamp.group(2)) > 0 and "nv_inference_request_success" in clamp.group(1), denominator
+
+
+def _kubectl_label_selectors(text: str) -> list[str]:
+    return re.findall(r"kubectl[^\n]*?\s-l\s+(\S+)", text)
+
+
+def _selector_matches(selector: str, labels: dict) -> bool:
+    for term in selector.split(","):
+        key, _, value = term.partition("=")
+        if labels.get(key) != value:
+            return False
+    return True
+
+
+@needs_kubectl
+def test_every_pod_selector_in_the_docs_picks_one_workload(objects):
+    """headless/gke-t4 holds the interactive Deployments and the headless Jobs (whose
+    completed pods stay for ttlSecondsAfterFinished): a selector that matches both can make
+    `kubectl cp` copy from a finished Job pod."""
+    docs = objects["headless/gke-t4"]
+    selectors = _kubectl_label_selectors(_gke_md())
+    assert selectors
+    for selector in selectors:
+        matched = []
+        for workload in _workloads(docs):
+            labels = dict(workload["spec"]["template"]["metadata"]["labels"])
+            if workload["kind"] == "Job":  # the Job controller adds these to its pods
+                labels |= {"job-name": workload["metadata"]["name"]}
+                labels |= {"batch.kubernetes.io/job-name": workload["metadata"]["name"]}
+            if _selector_matches(selector, labels):
+                matched.append(f"{workload['kind']}/{workload['metadata']['name']}")
+        assert len(matched) == 1, (selector, matched)
+
+
+@needs_kubectl
+def test_the_web_ui_is_exposed_through_the_gateway_api_not_ingress_nginx(objects):
+    docs = objects[ALL_COMPONENTS]
+    ingresses = [d for d in docs if d["kind"] == "Ingress"]
+    assert not [i for i in ingresses if i["spec"].get("ingressClassName") == "nginx"], "ingress-nginx is retired"
+    assert not any(k.startswith("nginx.ingress") for i in ingresses for k in i["metadata"].get("annotations", {}))
+    (gateway,) = [d for d in docs if d["kind"] == "Gateway"]
+    assert gateway["apiVersion"] == "gateway.networking.k8s.io/v1"
+    assert {listener["protocol"] for listener in gateway["spec"]["listeners"]} == {"HTTPS"}
+    (route,) = [d for d in docs if d["kind"] == "HTTPRoute"]
+    assert route["spec"]["parentRefs"][0]["name"] == gateway["metadata"]["name"]
+    (backend,) = [b for rule in route["spec"]["rules"] for b in rule["backendRefs"]]
+    assert (backend["name"], backend["port"]) == ("locust-master", 8089)
+    (policy,) = [d for d in docs if d["kind"] == "GCPBackendPolicy"]
+    assert policy["spec"]["default"]["iap"]["enabled"] is True
+    assert policy["spec"]["targetRef"]["name"] == "locust-master"
+    # Google's front ends (proxies and health checkers of the external Application Load
+    # Balancer) must reach the master's web port through the default-deny policies.
+    admitted = set()
+    master_labels = _find(docs, "Deployment", "locust-master")["spec"]["template"]["metadata"]["labels"]
+    for netpol in (d for d in docs if d["kind"] == "NetworkPolicy"):
+        if _matches(netpol["spec"]["podSelector"], master_labels):
+            for rule in netpol["spec"].get("ingress", []):
+                if 8089 in {p["port"] for p in rule.get("ports", [])}:
+                    admitted |= {peer["ipBlock"]["cidr"] for peer in rule.get("from", []) if "ipBlock" in peer}
+    assert {"35.191.0.0/16", "130.211.0.0/22"} <= admitted
+
+
+@needs_kubectl
+def test_triton_image_is_a_patched_release_and_its_version_comes_from_nvidias_table(objects, triton):
+    import tritonclient.http as httpclient
+
+    for target in TARGETS:
+        container = _triton(objects[target])
+        image, _, tag = container["image"].rpartition(":")
+        assert image == "nvcr.io/nvidia/tritonserver"
+        release = re.fullmatch(r"(\d\d\.\d\d)-py3", tag).group(1)
+        assert release in NGC_TRITON_RELEASES, f"{release}: not in NVIDIA's published table"
+        version = tuple(int(x) for x in NGC_TRITON_RELEASES[release].split("."))
+        assert version >= FIRST_PATCHED_TRITON, f"{tag} is Triton {version}, before the August 2025 fixes"
+        # The comment in triton.yaml and docs/gke.md name the same version.
+        assert re.search(rf"{re.escape(tag)}`? \(Triton {re.escape(NGC_TRITON_RELEASES[release])}\)", _gke_md())
+    # The local server (nvidia-pytriton) is the table's 24.10 row: what the cpu-overlay
+    # argument test below runs the rendered arguments with.
+    client = httpclient.InferenceServerClient(triton.http_address)
+    try:
+        assert client.get_server_metadata()["version"] == NGC_TRITON_RELEASES["24.10"]
+    finally:
+        client.close()
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", TARGETS)
+def test_triton_runs_through_nvidias_entrypoint_and_clears_its_download_cache(objects, target):
+    container = _triton(objects[target])
+    # No `command`: the image's ENTRYPOINT (nvidia_entrypoint.sh) runs first and sets up CUDA
+    # forward compatibility on data-center GPUs whose driver is older than the image's CUDA.
+    assert "command" not in container
+    shell, flag, script = container["args"][:3]
+    assert (shell, flag) == ("/bin/sh", "-c")
+    # Each container restart starts with an empty /tmp (Triton's copy of the bucket), so a
+    # crash loop cannot fill the emptyDir with one copy per attempt.
+    assert re.search(r"find /tmp -mindepth 1 -delete", script) and script.rstrip().endswith('exec tritonserver "$@"')
+    pod = _find(objects[target], "Deployment", "triton")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    tmp = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}["/tmp"]
+    assert volumes[tmp]["emptyDir"]["sizeLimit"]
+    assert _tritonserver_args(container)[0].startswith("--model-repository=")
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", GKE_TARGETS)
+def test_triton_waits_for_the_gke_metadata_server_before_it_starts(objects, target):
+    pod = _find(objects[target], "Deployment", "triton")["spec"]["template"]["spec"]
+    (init,) = pod.get("initContainers", [])
+    script = " ".join(init.get("command", []) + init.get("args", []))
+    assert "169.254.169.254" in script and "Metadata-Flavor" in script and "token" in script
+    assert init["image"] == _triton(objects[target])["image"], "the image the node pulls anyway"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", TARGETS)
+def test_triton_probes_survive_a_saturated_http_port(objects, target):
+    """At saturation a probe waits behind the load: readiness must allow >= 30 s of slow
+    answers before the only Triton leaves the Service, liveness >= 60 s before a restart,
+    each try >= 5 s."""
+    container = _triton(objects[target])
+    for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[kind].get("timeoutSeconds", 1) >= 5, kind
+    assert _window_s(container["readinessProbe"]) >= 30
+    assert _window_s(container["livenessProbe"]) >= 60
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", GKE_TARGETS)
+def test_locust_pods_stay_on_the_cpu_pool(objects, target):
+    for workload in _workloads(objects[target]):
+        if _component(workload) in (*LOCUST_COMPONENTS, "locust-runs-reader"):
+            pod = workload["spec"]["template"]["spec"]
+            assert pod.get("nodeSelector", {}).get("cloud.google.com/gke-nodepool") == "locust", workload["metadata"]
+            assert not pod.get("tolerations"), "nothing lets Locust onto the tainted GPU nodes"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", TARGETS)
+def test_workers_spread_across_nodes(objects, target):
+    for workload in _workloads(objects[target]):
+        if _component(workload) == "locust-worker":
+            labels = workload["spec"]["template"]["metadata"]["labels"]
+            (spread,) = workload["spec"]["template"]["spec"]["topologySpreadConstraints"]
+            assert spread["topologyKey"] == "kubernetes.io/hostname" and spread["maxSkew"] == 1
+            assert _matches(spread["labelSelector"], labels), "the constraint counts the workers themselves"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", [t for t in TARGETS if t.startswith("headless/")])
+def test_headless_start_window_covers_the_slowest_realistic_start(objects, target):
+    docs = objects[target]
+    conf = _locust_conf(docs)
+    # The master waits for workers that may need a new node and an image pull.
+    assert int(conf["expect-workers-max-wait"]) >= LOCUST_POD_START_S
+    # Workers wait for a master that may itself need a new node, before Locust's own 300 s.
+    worker_job = _find(docs, "Job", "locust-worker-headless")
+    pod = worker_job["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    script = " ".join(init.get("command", []) + init.get("args", []))
+    host, port, wait_s = re.search(r'MASTER, PORT, WAIT_S = "([^"]+)", (\d+), (\d+)', script).groups()
+    assert (host, port) == ("locust-master", "5557")
+    wait_s = int(wait_s)
+    assert wait_s + LOCUST_WORKER_CONNECT_S >= LOCUST_POD_START_S + 60, wait_s
+    # A worker lost to a node disruption (preemption, scale-down) is replaced, not counted.
+    rules = worker_job["spec"]["podFailurePolicy"]["rules"]
+    assert {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]} in rules
+    assert _find(docs, "Job", "locust-master-headless")["spec"]["backoffLimit"] == 0
+
+
+@needs_kubectl
+def test_cpu_overlay_policies_admit_kubelet_probes(objects):
+    """kind enforces NetworkPolicy since v0.24 (kindnet), and its default-deny has blocked
+    kubelet probes (kind#3875, kube-network-policies#150): the cpu overlay admits the probe
+    ports from outside the pod network."""
+    docs = objects["overlays/cpu"]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    for name, labels, spec in _pod_templates(docs):
+        ports = {}
+        for container in spec["containers"]:
+            ports |= {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
+            for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+                probe = container.get(kind)
+                if not probe:
+                    continue
+                action = probe.get("httpGet") or probe.get("tcpSocket") or probe.get("grpc")
+                port = ports.get(action["port"], action["port"])
+                admitted = [
+                    peer["ipBlock"]
+                    for netpol in policies
+                    if _matches(netpol["spec"]["podSelector"], labels)
+                    for rule in netpol["spec"].get("ingress", [])
+                    if port in {p["port"] for p in rule.get("ports", [])}
+                    for peer in rule.get("from", [])
+                    if "ipBlock" in peer
+                ]
+                assert admitted, f"{name} {kind} on port {port}"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+def test_scrape_interval_is_one_setting_and_not_the_5s_default_cost(objects, target):
+    intervals = {
+        e.get("interval")
+        for d in objects[target]
+        if d["kind"] in ("PodMonitoring", "ServiceMonitor")
+        for e in d["spec"]["endpoints"]
+    }
+    if intervals:
+        assert len(intervals) == 1, intervals
+        (interval,) = intervals
+        assert int(interval.rstrip("s")) >= 15, "5 s costs 12x the samples of the 60 s default"
+
+
+def test_docs_build_the_image_for_the_nodes_architecture():
+    """GKE's n2/n1/g2 nodes are amd64; `docker build` on Apple Silicon makes arm64 images.
+    (The kind section builds for the local machine's own nodes, natively.)"""
+    builds = [b for b in re.findall(r"docker build[^\n]*", _gke_md()) if "$IMAGE" in b]
+    assert builds and all("--platform linux/amd64" in b for b in builds), builds
+
+
+def _payload_bytes_per_inference(config: str, seq_len: int = 384) -> int:
+    sizes = {"TYPE_FP32": 4, "TYPE_INT32": 4, "TYPE_INT64": 8, "TYPE_FP16": 2}
+    inputs = re.search(r"input \[(.*?)\n?\]\s*\n", config, re.DOTALL).group(1)
+    total = 0
+    for dtype, dims in re.findall(r"data_type: (\w+) dims: \[([^\]]*)\]", inputs):
+        count = 1
+        for dim in dims.split(","):
+            count *= seq_len if int(dim) == -1 else int(dim)
+        total += count * sizes[dtype]
+    return total
+
+
+def test_sizing_rule_uses_the_demo_models_payload_bytes():
+    text = _gke_md()
+    section = text[text.index("## Sizing the workers") : text.index("## Monitoring")]
+    for model in ("resnet50", "bert_qa_dynbatch"):
+        config = (REPO_ROOT / "models" / "repository" / model / "config.pbtxt").read_text()
+        assert f"{_payload_bytes_per_inference(config):,}" in section, model
+    assert "egress" in section and "Gbit/s" in section
+
+
+def _init_script(container: dict) -> str:
+    command = container["command"]
+    assert command[0] in ("python", "python3") and command[1] == "-c", command
+    return command[2]
+
+
+def _run_script(script: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
+
+
+@needs_kubectl
+def test_worker_wait_for_master_script_waits_for_the_port_and_gives_up_with_a_reason(objects):
+    """The worker Job's init container, run here with the master's host and port rewritten."""
+    import socket
+
+    worker_job = _find(objects["headless/gke-t4"], "Job", "locust-worker-headless")
+    (init,) = worker_job["spec"]["template"]["spec"]["initContainers"]
+    script = _init_script(init)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        local = script.replace('"locust-master"', '"127.0.0.1"').replace("5557", str(port))
+        assert _run_script(local).returncode == 0
+    # Nothing listens there any more: with the window cut to 1 s it fails, naming the address.
+    silent = local.replace(", 900\n", ", 1\n")
+    result = _run_script(silent)
+    assert result.returncode == 1 and f"127.0.0.1:{port} not reachable after 1 s" in result.stderr
+
+
+@needs_kubectl
+def test_metadata_server_wait_script_needs_a_token_answer(objects):
+    """Triton's init container, run against a local stand-in for the GKE metadata server (a
+    fake, because the real one exists only on GKE nodes): it asks for the token with the
+    Metadata-Flavor header, waits while nothing answers, and gives up with a reason."""
+    import http.server
+    import threading
+
+    (init,) = _find(objects["overlays/gke-t4"], "Deployment", "triton")["spec"]["template"]["spec"]["initContainers"]
+    script = _init_script(init)
+    seen = []
+
+    class MetadataServer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Metadata-Flavor")))
+            self.send_response(200 if self.headers.get("Metadata-Flavor") == "Google" else 403)
+            self.end_headers()
+            self.wfile.write(b'{"access_token": "t", "expires_in": 3599, "token_type": "Bearer"}')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), MetadataServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        local = script.replace("http://169.254.169.254", f"http://127.0.0.1:{server.server_port}")
+        assert _run_script(local).returncode == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [("/computeMetadata/v1/instance/service-accounts/default/token", "Google")]
+    silent = local.replace("time.monotonic() + 300", "time.monotonic() + 1")
+    result = _run_script(silent)
+    assert result.returncode == 1 and "GKE metadata server silent" in result.stderr
