@@ -162,3 +162,20 @@ def test_master_and_two_workers_merge_exactly(triton, tmp_path):
     assert endpoint["inferences"] > endpoint["requests"]  # the batch SPEC reached the workers
     assert summary["load_generator"]["cpu_s"] > 0
     assert load_run(run_dir).endpoints["identity [grpc]"].requests == endpoint["requests"]
+
+
+def test_a_second_headless_run_into_a_used_run_dir_is_refused_before_any_load(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    first = run_locust(["TritonHttpUser"], [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)])
+    assert first.returncode == 0, first.stderr[-2000:]
+    measured = {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()}
+    before = model_stats(triton.http_address, "identity")
+    second = run_locust(["TritonHttpUser"], [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)])
+    assert second.returncode == 2
+    errors = [line for line in second.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: --run-dir {run_dir} already holds a run (it has config.json, summary.json, timeseries.csv, hdr); "
+        "give a new directory, or leave --run-dir out for runs/<UTC time>-<classes>"
+    ]
+    assert model_stats(triton.http_address, "identity") == before
+    assert {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == measured
