@@ -8,10 +8,15 @@ import subprocess
 import sys
 import time
 import urllib.request
+from argparse import Namespace
+
+import pytest
 
 from analysis import load_run
+from loadtests.errors import SpecError
 from loadtests.recording.metrics import parse
 from loadtests.server import TritonPorts
+from loadtests.webui import apply_form
 from tests.helpers import REPO_ROOT
 
 
@@ -120,3 +125,19 @@ def test_web_ui_and_master_port_listen_on_loopback_unless_told_otherwise(triton)
         process.terminate()
         process.communicate(timeout=60)
     assert web_addresses == {"0.0.0.0"}
+
+
+def test_web_form_values_take_the_type_of_the_option_they_set():
+    options = Namespace(model="", request_timeout=30.0, window=1.0, doc_stride=128, http_json=False, vocab=None)
+    form = {"model": "identity", "request_timeout": "2.5", "doc_stride": "64", "http_json": "true", "vocab": "v.txt"}
+    apply_form(options, {**form, "user_count": "3", "host": "http://elsewhere", "not_an_option": "x"})
+    assert vars(options) == {
+        "model": "identity",
+        "request_timeout": 2.5,
+        "window": 1.0,
+        "doc_stride": 64,
+        "http_json": True,
+        "vocab": "v.txt",
+    }
+    with pytest.raises(SpecError, match="--doc-stride 'many' is not a int"):
+        apply_form(options, {"doc_stride": "many"})

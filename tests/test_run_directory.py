@@ -15,6 +15,7 @@ from hdrh.log import HistogramLogReader
 
 from analysis import load_run
 from loadtests.recording.histograms import new_histogram
+from loadtests.recording.run_dir import free_run_dir
 from loadtests.server import TritonPorts
 from tests.helpers import REPO_ROOT, model_stats, run_locust, triton_options
 
@@ -179,3 +180,15 @@ def test_a_second_headless_run_into_a_used_run_dir_is_refused_before_any_load(tr
     ]
     assert model_stats(triton.http_address, "identity") == before
     assert {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == measured
+
+
+def test_a_used_run_dir_is_followed_by_numbered_siblings(tmp_path):
+    run_dir = tmp_path / "run"
+    assert free_run_dir(run_dir) == run_dir  # absent
+    run_dir.mkdir()
+    (run_dir / "lost+found").mkdir()
+    assert free_run_dir(run_dir) == run_dir  # empty of any run
+    (run_dir / "config.json").write_text("{}")
+    assert free_run_dir(run_dir) == tmp_path / "run-2"
+    (tmp_path / "run-2" / "hdr").mkdir(parents=True)
+    assert free_run_dir(run_dir) == tmp_path / "run-3"
