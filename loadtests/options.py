@@ -40,10 +40,7 @@ DEFAULT_MAX_IN_FLIGHT = 64
 # behind `kubectl port-forward`; a Service, an Ingress or workers on other machines need
 # --web-host 0.0.0.0 / --master-bind-host 0.0.0.0 (docs/web-ui.md).
 LOOPBACK = "127.0.0.1"
-LOCUST_BIND_OPTIONS = {
-    "web_host": "the web UI (use 0.0.0.0 for every interface)",
-    "master_bind_host": "the master's port for workers (use 0.0.0.0 for workers on other hosts)",
-}
+LOCUST_BIND_OPTIONS = ("web_host", "master_bind_host")
 
 
 def bind_loopback_by_default(parser: argparse.ArgumentParser) -> None:
@@ -52,9 +49,6 @@ def bind_loopback_by_default(parser: argparse.ArgumentParser) -> None:
     The command line, LOCUST_WEB_HOST / LOCUST_MASTER_BIND_HOST and locust.conf still override it.
     """
     parser.set_defaults(**dict.fromkeys(LOCUST_BIND_OPTIONS, LOOPBACK))
-    for action in parser._actions:  # argparse keeps no public handle on an option's help
-        if action.dest in LOCUST_BIND_OPTIONS:
-            action.help = f"address to bind {LOCUST_BIND_OPTIONS[action.dest]}; triton-loadtest's default: {LOOPBACK}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
