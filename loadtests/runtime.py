@@ -337,7 +337,7 @@ class Runtime:
         if final:
             duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
             endpoints = [LiveEndpoint.of(total, total, duration_s) for _, total in sorted(aggregator.totals.items())]
-            server = compute_delta(snapshots[0], snapshots[-1]) if len(snapshots) >= 2 else {}
+            server = run.server.stats.total_delta()  # what summary.json's `server` says
         else:
             endpoints = [
                 LiveEndpoint.of(total, aggregator.last_window.get(name), aggregator.window_s)

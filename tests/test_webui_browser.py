@@ -211,7 +211,8 @@ def test_exact_tab_live_final_after_stop_and_a_new_directory_per_run(web_ui, bro
     click_button(browser, "STOP")
     summary_path = web_ui.run_dir / "summary.json"
     wait_for(summary_path.exists, "the first run never wrote summary.json")
-    (endpoint,) = json.loads(summary_path.read_text())["endpoints"]
+    summary = json.loads(summary_path.read_text())
+    (endpoint,) = summary["endpoints"]
     time.sleep(4)  # several of the page's polls after the stop: the numbers must stay
     (final,) = wait_for(lambda: exact_rows(browser), "the Triton (exact) tab went blank after STOP")
     assert int(final["Requests"]) == endpoint["requests"] > int(live["Requests"])
@@ -219,6 +220,11 @@ def test_exact_tab_live_final_after_stop_and_a_new_directory_per_run(web_ui, bro
     assert float(final["p95 ms"]) == round(latency["p95"] / 1000, 3)
     assert float(final["mean ms"]) == round(latency["mean"] / 1000, 3)
     assert float(final[INFER_PER_S]) == round(endpoint["throughput_infer_per_s"], 1)
+    # Triton's side over the whole test; summary.json keeps 3 decimals, the tab 2 (batch) and µs in ms,
+    # so the two may differ by one unit in the tab's last digit.
+    server = summary["server"]["identity"]
+    assert float(final["Server avg batch"]) == pytest.approx(server["avg_batch"], abs=0.01)
+    assert float(final["Server compute infer ms"]) == pytest.approx(server["compute_infer_us"] / 1000, abs=0.001)
     assert final["Run directory"] == f"{web_ui.run_dir} (finished)"
     screenshot(browser, "webui-after-stop.png")
 
