@@ -35,6 +35,20 @@ TRAFFIC_MODES = (CLOSED_LOOP, "constant", "poisson")
 # Per worker: enough for a few hundred requests/s at tens of ms each, small enough
 # that a stalled server cannot make one worker open thousands of connections.
 DEFAULT_MAX_IN_FLIGHT = 64
+# Locust binds its web UI (no authentication) and the master's ZeroMQ port on every
+# interface. The suite binds both to loopback unless told otherwise: enough locally and
+# behind `kubectl port-forward`; a Service, an Ingress or workers on other machines need
+# --web-host 0.0.0.0 / --master-bind-host 0.0.0.0 (docs/web-ui.md).
+LOOPBACK = "127.0.0.1"
+LOCUST_BIND_OPTIONS = ("web_host", "master_bind_host")
+
+
+def bind_loopback_by_default(parser: argparse.ArgumentParser) -> None:
+    """Make Locust's --web-host and --master-bind-host default to loopback (init_command_line_parser).
+
+    The command line, LOCUST_WEB_HOST / LOCUST_MASTER_BIND_HOST and locust.conf still override it.
+    """
+    parser.set_defaults(**dict.fromkeys(LOCUST_BIND_OPTIONS, LOOPBACK))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import gevent
 from gevent.lock import Semaphore
@@ -35,7 +35,7 @@ from loadtests.recording.console import behind_schedule_warnings, print_exact_su
 from loadtests.recording.faults import FaultLog
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
 from loadtests.recording.locust_csv import write_final_csv
-from loadtests.recording.run_dir import RunDirectory
+from loadtests.recording.run_dir import RunDirectory, used_run_dir_error
 from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
 from loadtests.recording.triton_info import fetch_triton_info
@@ -85,6 +85,8 @@ class Runtime:
     recorder: WindowRecorder = field(default_factory=WindowRecorder)
     endpoints: dict[tuple[str, str], Endpoint] = field(default_factory=dict)
     run: Run | None = None
+    # The last test's final numbers, shown (web UI tab, Prometheus) until the next test starts.
+    finished: LiveSnapshot | None = None
     # Open-loop traffic: the sender on a process with users; the total target rate on the
     # master or single process; the latest plan a worker received from its master.
     traffic: OpenLoop | None = None
@@ -102,6 +104,8 @@ class Runtime:
             self.endpoints.clear()
         self.recorder.window_s = settings.window_s
         if not isinstance(self.environment.runner, WorkerRunner):
+            # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
+            self.environment.host = f"http://{settings.triton_http}"
             # Where a kind=rate shape sends its targets (shapes refuse kind=rate without it).
             traffic_shapes.set_rate_target = self.set_total_rate if settings.open_loop else None
 
@@ -155,6 +159,13 @@ class Runtime:
         for cls in self.environment.user_classes:
             if getattr(cls, "workload", None):
                 self.endpoint(cls.workload, cls.protocol)
+
+    def check_start(self) -> None:
+        """A test about to start from the web UI: the headless pre-flight on its options; raises StartupError."""
+        self.reload_settings()
+        self.check_traffic()
+        slo_gate.validate(self)
+        self.preflight()
 
     def fail_startup(self, error: StartupError) -> None:
         """A startup error found during a run (worker, web UI): one line, exit code 2, stop."""
@@ -261,6 +272,8 @@ class Runtime:
             triton=fetch_triton_info(settings.triton_http, models),
             window_s=settings.window_s,
         )
+        self.finished = None
+        logger.info("run directory: %s", directory.path)
         poll_s = settings.server_poll_s
         server = ServerWatch(settings.triton_http, settings.triton_metrics, models, poll_s, self.wait_for_quiet)
         server.start()
@@ -326,15 +339,25 @@ class Runtime:
         workers = len(runner.clients.ready + runner.clients.running) if isinstance(runner, MasterRunner) else 0
         run = self.run
         if run is None:
+            if self.finished is not None:
+                return replace(self.finished, users=users, workers=workers)
             return LiveSnapshot(users=users, workers=workers)
-        aggregator = run.aggregator
-        endpoints = [
-            LiveEndpoint.of(total, aggregator.last_window.get(name), aggregator.window_s)
-            for name, total in sorted(aggregator.totals.items())
-        ]
-        snapshots = run.server.stats.snapshots
-        server = compute_delta(snapshots[-2], snapshots[-1]) if len(snapshots) >= 2 else {}
-        return LiveSnapshot(endpoints=endpoints, server=server, users=users, workers=workers)
+        return self._snapshot(run, users, workers)
+
+    def _snapshot(self, run: Run, users: int, workers: int, final: bool = False) -> LiveSnapshot:
+        """While running: rates and server-side numbers of the latest interval; final: of the whole run."""
+        aggregator, snapshots = run.aggregator, run.server.stats.snapshots
+        if final:
+            duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
+            endpoints = [LiveEndpoint.of(total, total, duration_s) for _, total in sorted(aggregator.totals.items())]
+            server = run.server.stats.total_delta()  # what summary.json's `server` says
+        else:
+            endpoints = [
+                LiveEndpoint.of(total, aggregator.last_window.get(name), aggregator.window_s)
+                for name, total in sorted(aggregator.totals.items())
+            ]
+            server = compute_delta(snapshots[-2], snapshots[-1]) if len(snapshots) >= 2 else {}
+        return LiveSnapshot(endpoints, server, users, workers, run_dir=str(run.directory.path), final=final)
 
     def wait_for_final_reports(self, run: Run) -> None:
         """On the master: until every worker that reported has sent its final report (its users
@@ -365,6 +388,7 @@ class Runtime:
             run.aggregator.totals, run.cpu_s, server=server, extra=extra, traffic=self.traffic_json(run)
         )
         run.directory.close()
+        self.finished = self._snapshot(run, 0, 0, final=True)
         print(f"Run directory: {path}", flush=True)
         print_exact_summary(run.aggregator.totals, open_loop=self.settings.open_loop)
         print_faults(faults)
@@ -397,6 +421,7 @@ def install(events) -> None:
     @events.init_command_line_parser.add_listener
     def _add_options(parser, **_kwargs) -> None:
         suite_options.add_arguments(parser)
+        suite_options.bind_loopback_by_default(parser)
 
     @events.init.add_listener
     def _on_init(environment: Environment, **kwargs) -> None:
@@ -418,12 +443,16 @@ def install(events) -> None:
                 environment.stop_timeout = STOP_GRACE_S
             slo_gate.validate(runtime)  # a malformed --slo or unknown model: exit 2 before any load
             if options.headless or getattr(options, "autostart", False):
+                # (Tests started from the web UI get a new directory each instead.)
+                used = used_run_dir_error(runtime.settings.run_dir)
+                if used is not None:
+                    raise used
                 runtime.preflight()
         except StartupError as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(error.exit_code)
         if kwargs.get("web_ui") is not None:
-            webui.install(kwargs["web_ui"], runtime.live)
+            webui.install(kwargs["web_ui"], runtime.live, runtime.check_start)
         port = getattr(options, "prometheus_port", 0)
         if port:
             try:

@@ -1,19 +1,28 @@
-"""A "Triton (exact)" tab in Locust's web UI: exact percentiles per endpoint, live.
+"""The suite in Locust's web UI: a "Triton (exact)" tab, start-up errors in the form, no Host field.
 
-Uses Locust's documented extension points: `extended_tabs` / `extended_tables` in the
-web UI's template arguments, and an `extended_stats` entry added to the
-/stats/requests response the UI polls. The rows come from the same merged numbers
-that the run directory is written from, so what an interactive user sees is what the
-report will show.
+- The tab uses Locust's documented extension points: `extended_tabs` / `extended_tables`
+  in the web UI's template arguments, and an `extended_stats` entry added to the
+  /stats/requests response the UI polls. The rows come from the same merged numbers that
+  the run directory is written from, so what an interactive user sees is what the report
+  will show; after STOP they keep the finished test's numbers until the next one starts.
+- Start (POST /swarm) first runs the headless pre-flight on the form's options: a bad
+  option or an unknown model answers `success: false` with the `error:` line, which
+  Locust's form shows in red under its fields, and no test starts.
+- Locust's "Host" field sets HTTP users' base URL, which the suite's users do not read
+  (they use --triton-http/--triton-grpc): the field is hidden, and the header's "Host"
+  shows the Triton HTTP address instead (set by the runtime as environment.host).
 """
 
 from __future__ import annotations
 
 import json
+from argparse import Namespace
 from collections.abc import Callable
 
-from flask import request
+from flask import Response, jsonify, request
+from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
+from loadtests.errors import SpecError, StartupError
 from loadtests.recording.live import LiveSnapshot
 
 TAB_KEY = "triton-exact"
@@ -24,18 +33,52 @@ COLUMNS = (
     ("late", "Late (open loop)"),
     ("dropped", "Dropped"),
     ("inferences", "Inferences"),
-    ("infer_per_s", "Infer/s (last window)"),
+    ("infer_per_s", "Infer/s (now / run)"),
     ("p50_ms", "p50 ms"),
     ("p90_ms", "p90 ms"),
+    ("p95_ms", "p95 ms"),
     ("p99_ms", "p99 ms"),
     ("max_ms", "max ms"),
+    ("mean_ms", "mean ms"),
     ("avg_batch", "Server avg batch"),
     ("queue_ms", "Server queue ms"),
     ("compute_infer_ms", "Server compute infer ms"),
+    ("run_dir", "Run directory"),
 )
 
 
-def install(web_ui, snapshot: Callable[[], LiveSnapshot]) -> None:
+# Fields of /swarm that Locust itself interprets (locust/web.py, swarm()); the rest are options.
+LOCUST_FORM_FIELDS = frozenset(
+    {"user_count", "spawn_rate", "host", "user_classes", "run_time", "profile", "shape_class"}
+)
+# Locust's form draws every field as an MUI TextField; the Host one is hidden by its input's name.
+HIDE_HOST_FIELD = '<style>.MuiFormControl-root:has(input[name="host"]) { display: none; }</style>'
+
+
+def apply_form(options: Namespace, form) -> None:
+    """The form's option values onto the parsed options, converted as Locust's /swarm does
+    (to the type of the current value); raises SpecError for a value of the wrong type."""
+    for key, value in form.items():
+        if key in LOCUST_FORM_FIELDS or not hasattr(options, key):
+            continue
+        current = getattr(options, key)
+        if isinstance(current, bool):
+            setattr(options, key, value == "true")
+        elif current is None or isinstance(current, str):
+            setattr(options, key, value)
+        elif isinstance(current, int | float):
+            try:
+                setattr(options, key, type(current)(value))
+            except ValueError:
+                raise SpecError(f"--{key.replace('_', '-')} '{value}' is not a {type(current).__name__}") from None
+
+
+def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[[], None]) -> None:
+    """Add the tab, the start-up check and the hidden Host field to Locust's web UI.
+
+    `check_start` runs the pre-flight on environment.parsed_options (raises StartupError).
+    """
+    environment = web_ui.environment
     web_ui.template_args["extended_tabs"] = [{"title": "Triton (exact)", "key": TAB_KEY}]
     web_ui.template_args["extended_tables"] = [
         {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in COLUMNS]}
@@ -49,3 +92,27 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot]) -> None:
         payload["extended_stats"] = [{"key": TAB_KEY, "data": snapshot().table_rows()}]
         response.set_data(json.dumps(payload))
         return response
+
+    @web_ui.app.after_request
+    def _hide_host_field(response: Response) -> Response:
+        is_page = (request.endpoint or "").endswith("index") and response.mimetype == "text/html"
+        if is_page and not response.direct_passthrough:
+            page = response.get_data(as_text=True)
+            response.set_data(page.replace("</head>", f"{HIDE_HOST_FIELD}</head>", 1))
+        return response
+
+    @web_ui.app.before_request
+    def _check_start():
+        # Locust answers "Swarming started" and reports a failing test_start only in its log;
+        # the same checks as a headless run, here, put the error in the form instead.
+        if request.method != "POST" or not request.path.endswith("/swarm"):
+            return None
+        runner = environment.runner
+        if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
+            return None  # "Edit" of a running test: only users and spawn rate change
+        try:
+            apply_form(environment.parsed_options, request.form)
+            check_start()
+        except StartupError as error:
+            return jsonify({"success": False, "message": f"error: {error}", "host": environment.host})
+        return None

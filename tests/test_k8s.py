@@ -562,6 +562,10 @@ def test_container_args_and_locust_conf_parse_with_the_suites_parser(objects, ta
             assert options["master"] and options["master_bind_port"] == 5557, name
             assert options["headless"] == ("headless" in name), name
             assert options["expect_workers"] == int(conf["expect-workers"]) and options["enable_rebalancing"], name
+            # The suite binds to loopback by default; workers (other pods) and the kubelet's
+            # HTTP probes reach the master by its pod IP.
+            assert options["master_bind_host"] == "0.0.0.0", name
+            assert options["web_host"] == "0.0.0.0", name
         else:
             assert options["worker"] and options["master_host"] == "locust-master" and options["master_port"] == 5557
 

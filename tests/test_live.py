@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from argparse import Namespace
+
+import pytest
 
 from analysis import load_run
+from loadtests.errors import SpecError
 from loadtests.recording.metrics import parse
 from loadtests.server import TritonPorts
+from loadtests.webui import apply_form
 from tests.helpers import REPO_ROOT
 
 
@@ -79,3 +85,59 @@ def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
     assert row["endpoint"] == "identity [grpc]"
     assert row["requests"] > 0 and row["failures"] == 0
     assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses of the sockets listening on `port` (Linux /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as file:
+            next(file)  # header
+            for line in file:
+                local, state = line.split()[1], line.split()[3]
+                address, port_hex = local.split(":")
+                if state != "0A" or int(port_hex, 16) != port:  # 0A: LISTEN
+                    continue
+                if len(address) == 8:  # IPv4, little-endian
+                    found.add(socket.inet_ntop(socket.AF_INET, bytes.fromhex(address)[::-1]))
+                else:  # IPv6: four little-endian 32-bit words
+                    words = b"".join(bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, 32, 8))
+                    found.add(socket.inet_ntop(socket.AF_INET6, words))
+    return found
+
+
+def test_web_ui_and_master_port_listen_on_loopback_unless_told_otherwise(triton):
+    web, master = TritonPorts.free().http, TritonPorts.free().http
+    common = ["--master", "--master-bind-port", str(master), "TritonHttpUser", "--model", "identity"]
+    with locust(*common, "--web-port", str(web), "--triton-http", triton.http_address) as process:
+        get(f"http://127.0.0.1:{web}/")
+        web_addresses, master_addresses = listening_addresses(web), listening_addresses(master)
+        process.terminate()
+        process.communicate(timeout=60)
+    assert web_addresses == {"127.0.0.1"}
+    assert master_addresses == {"127.0.0.1"}
+    # --web-host still decides (here: every interface).
+    with locust(
+        *common, "--web-port", str(web), "--web-host", "0.0.0.0", "--triton-http", triton.http_address
+    ) as process:
+        get(f"http://127.0.0.1:{web}/")
+        web_addresses = listening_addresses(web)
+        process.terminate()
+        process.communicate(timeout=60)
+    assert web_addresses == {"0.0.0.0"}
+
+
+def test_web_form_values_take_the_type_of_the_option_they_set():
+    options = Namespace(model="", request_timeout=30.0, window=1.0, doc_stride=128, http_json=False, vocab=None)
+    form = {"model": "identity", "request_timeout": "2.5", "doc_stride": "64", "http_json": "true", "vocab": "v.txt"}
+    apply_form(options, {**form, "user_count": "3", "host": "http://elsewhere", "not_an_option": "x"})
+    assert vars(options) == {
+        "model": "identity",
+        "request_timeout": 2.5,
+        "window": 1.0,
+        "doc_stride": 64,
+        "http_json": True,
+        "vocab": "v.txt",
+    }
+    with pytest.raises(SpecError, match="--doc-stride 'many' is not a int"):
+        apply_form(options, {"doc_stride": "many"})

@@ -16,6 +16,7 @@ from hdrh.log import HistogramLogReader
 
 from analysis import load_run
 from loadtests.recording.histograms import new_histogram
+from loadtests.recording.run_dir import free_run_dir
 from loadtests.server import TritonPorts
 from tests.helpers import REPO_ROOT, model_stats, run_locust, triton_options
 
@@ -189,3 +190,32 @@ def test_master_and_two_workers_merge_exactly(triton, tmp_path):
     by_class = [(r["users"], r["users_by_class"]) for r in read_rows(run_dir / "timeseries.csv") if r["users_by_class"]]
     assert by_class and all(cell == f"TritonGrpcUser={users}" for users, cell in by_class), by_class
     assert ("4", "TritonGrpcUser=4") in by_class
+
+
+def test_a_second_headless_run_into_a_used_run_dir_is_refused_before_any_load(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    first = run_locust(["TritonHttpUser"], [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)])
+    assert first.returncode == 0, first.stderr[-2000:]
+    measured = {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()}
+    before = model_stats(triton.http_address, "identity")
+    second = run_locust(["TritonHttpUser"], [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)])
+    assert second.returncode == 2
+    errors = [line for line in second.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: --run-dir {run_dir} already holds a run (it has config.json, summary.json, timeseries.csv, hdr); "
+        "give a new directory, or leave --run-dir out for runs/<UTC time>-<classes>"
+    ]
+    assert model_stats(triton.http_address, "identity") == before
+    assert {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == measured
+
+
+def test_a_used_run_dir_is_followed_by_numbered_siblings(tmp_path):
+    run_dir = tmp_path / "run"
+    assert free_run_dir(run_dir) == run_dir  # absent
+    run_dir.mkdir()
+    (run_dir / "lost+found").mkdir()
+    assert free_run_dir(run_dir) == run_dir  # empty of any run
+    (run_dir / "config.json").write_text("{}")
+    assert free_run_dir(run_dir) == tmp_path / "run-2"
+    (tmp_path / "run-2" / "hdr").mkdir(parents=True)
+    assert free_run_dir(run_dir) == tmp_path / "run-3"

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.server_stats import ModelDelta
 
+# The exact latencies the web UI tab shows per endpoint (keys of latency_summary_us()).
+TABLE_LATENCIES = ("p50", "p90", "p95", "p99", "max", "mean")
+
 
 @dataclass(frozen=True)
 class LiveEndpoint:
@@ -43,12 +46,17 @@ class LiveEndpoint:
 
 @dataclass(frozen=True)
 class LiveSnapshot:
-    """Endpoints (exact, since the test started), the latest server-side interval, users, workers."""
+    """Endpoints (exact, since the test started), the latest server-side interval, users, workers.
+
+    After the test stops, the final numbers of that test (`final` True) until the next one starts.
+    """
 
     endpoints: list[LiveEndpoint] = field(default_factory=list)
     server: dict[str, ModelDelta] = field(default_factory=dict)
     users: int = 0
     workers: int = 0
+    run_dir: str = ""
+    final: bool = False
 
     def table_rows(self) -> list[dict]:
         """One row per endpoint for the web UI tab; times in ms with microsecond precision."""
@@ -64,10 +72,11 @@ class LiveSnapshot:
                     "dropped": endpoint.dropped,
                     "inferences": endpoint.inferences,
                     "infer_per_s": round(endpoint.window_infer_per_s, 1),
-                    **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in ("p50", "p90", "p99", "max")},
+                    **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in TABLE_LATENCIES},
                     "avg_batch": round(server.avg_batch, 2) if server else "",
                     "queue_ms": round(server.queue_us / 1000, 3) if server else "",
                     "compute_infer_ms": round(server.compute_infer_us / 1000, 3) if server else "",
+                    "run_dir": self.run_dir + (" (finished)" if self.final else ""),
                 }
             )
         return rows

@@ -9,7 +9,10 @@
         server_metrics.csv   Triton's Prometheus samples
 
 Written by the master (or the single process) only. timeseries.csv and the HDR logs grow
-as windows close, so a run that is stopped early keeps what it measured.
+as windows close, so a run that is stopped early keeps what it measured. A directory that
+already holds a run is never written into: a headless run refuses it before any load
+(`used_run_dir_error`), and a test started from the web UI goes to the next free
+`DIR-2`, `DIR-3`, ... (`RunDirectory.create`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from locust.env import Environment
 
 from analysis.hdr import zero_summary
 from loadtests import __version__
+from loadtests.errors import SpecError
 from loadtests.options import Settings
 from loadtests.recording.histograms import EndpointStats
 
@@ -80,6 +84,35 @@ def default_run_dir(environment: Environment, now: datetime | None = None) -> Pa
     names = "-".join(sorted(cls.__name__.lower() for cls in environment.user_classes)) or "run"
     short = re.sub(r"[^a-z0-9-]+", "", names)[:48]
     return RUNS_ROOT / f"{stamp}-{short}"
+
+
+# What a run writes first: a directory holding any of these holds a run (other files, such
+# as an empty volume's lost+found, do not make it one).
+RUN_MARKERS = ("config.json", "summary.json", "timeseries.csv", "hdr")
+
+
+def holds_run(path: Path) -> bool:
+    return any((path / name).exists() for name in RUN_MARKERS)
+
+
+def used_run_dir_error(run_dir: Path | None) -> SpecError | None:
+    """The pre-flight refusal of a --run-dir that already holds a run (None when it is free)."""
+    if run_dir is None or not holds_run(run_dir):
+        return None
+    found = ", ".join(name for name in RUN_MARKERS if (run_dir / name).exists())
+    return SpecError(
+        f"--run-dir {run_dir} already holds a run (it has {found}); "
+        "give a new directory, or leave --run-dir out for runs/<UTC time>-<classes>"
+    )
+
+
+def free_run_dir(path: Path) -> Path:
+    """`path`, or the first of `path-2`, `path-3`, ... that holds no run: never a used one."""
+    candidate, number = path, 1
+    while holds_run(candidate):
+        number += 1
+        candidate = path.with_name(f"{path.name}-{number}")
+    return candidate
 
 
 def versions() -> dict[str, str]:
@@ -153,7 +186,9 @@ class RunDirectory:
     def create(
         cls, environment: Environment, settings: Settings, triton: dict | None = None, window_s: float = 1.0
     ) -> RunDirectory:
-        path = Path(settings.run_dir) if settings.run_dir else default_run_dir(environment)
+        # Each test its own directory: a second test from the web UI (the form keeps Run Dir)
+        # or a second default name within the same second goes to a numbered sibling.
+        path = free_run_dir(Path(settings.run_dir) if settings.run_dir else default_run_dir(environment))
         path.mkdir(parents=True, exist_ok=True)
         started_at = time.time()
         config = {
