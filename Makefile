@@ -29,6 +29,7 @@ demo: setup
 # What some tests need beside the venv: the manifest checkers (their own venv) and a browser.
 test-tools:
 	bash k8s/install_tools.sh
+	bash tests/install_browser.sh
 
 # Every test runs: a test that would skip for a missing tool fails instead (tests/conftest.py).
 test: setup test-tools
