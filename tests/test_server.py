@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -156,6 +158,24 @@ def test_launcher_stop_leaves_no_process_behind(tmp_path):
     assert server.started_processes_alive() == []
     for pid in started:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_killed_triton_leaves_no_shared_memory_behind(tmp_path):
+    # SIGKILL (a drill, the OOM killer) gives the Python backend no chance to unlink its 1-MB
+    # regions in /dev/shm; without cleanup, each kill leaked one per model instance.
+    import shutil
+    import signal
+
+    repository = tmp_path / "repository"
+    shutil.copytree(TEST_REPOSITORY / "identity", repository / "identity")
+    server = LocalTriton([repository], log_file=tmp_path / "triton.log")
+    with server:
+        regions = list(Path("/dev/shm").glob(f"{server.shm_prefix}*"))
+        assert regions, "the Python backend's regions carry the launcher's prefix"
+        os.killpg(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+        assert all(region.exists() for region in regions)  # what a kill leaves
+    assert list(Path("/dev/shm").glob(f"{server.shm_prefix}*")) == []
 
 
 def _cmdline(pid: int) -> list[str]:

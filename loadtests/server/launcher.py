@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import uuid
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -120,6 +121,9 @@ def explain_failure(log_text: str, limit: int = LOG_LINES_ON_FAILURE) -> str:
     return " | ".join(lines[-limit:])
 
 
+SHM_DIR = "/dev/shm"
+
+
 class LocalTriton:
     """A tritonserver process on loopback, serving one or more model repositories.
 
@@ -152,6 +156,9 @@ class LocalTriton:
         self.log_file = Path(log_file) if log_file else self._workdir / "triton.log"
         self.process: subprocess.Popen | None = None
         self._started_pids: set[int] = set()
+        # The Python backend's shared-memory regions (/dev/shm) carry this prefix: a Triton that
+        # was killed (SIGKILL, OOM) leaves its 1-MB regions behind, and stop() removes them.
+        self.shm_prefix = f"triton_loadtest_{uuid.uuid4().hex[:12]}_"
 
     # -- URLs -------------------------------------------------------------------------
     @property
@@ -205,6 +212,7 @@ class LocalTriton:
             "--log-verbose=0",
             # An idle client connection left open must not hold shutdown for the default 30 s.
             f"--exit-timeout-secs={EXIT_TIMEOUT_S}",
+            f"--backend-config=python,shm-region-prefix-name={self.shm_prefix}",
         ]
         args += [f"--model-repository={repo}" for repo in self.model_repositories]
         return args + self.extra_args
@@ -323,6 +331,9 @@ class LocalTriton:
                 os.kill(pid, signal.SIGKILL)
         psutil.wait_procs([p for p in map(_process_or_none, self._started_pids) if p], timeout=5)
         self.process = None
+        for region in Path(SHM_DIR).glob(f"{self.shm_prefix}*"):
+            with contextlib.suppress(OSError):
+                region.unlink()
         if self._ready:
             shutil.rmtree(self._workdir, ignore_errors=True)
 
