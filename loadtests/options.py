@@ -180,8 +180,9 @@ def _text(options: argparse.Namespace, name: str) -> str:
 
 def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:
     """perf_analyzer's --input-data: JSON files (repeatable), or its spellings of the data
-    modes, `zero` and `random`. The web UI and the environment give one string."""
-    items = [value] if isinstance(value, str) else list(value or [])
+    modes, `zero` and `random`. The web UI gives one string: several files are separated
+    by commas there, as Locust's form does for its own list options."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
     items = [str(item).strip() for item in items if str(item).strip()]
     modes = [item for item in items if item in DATA_MODES]
     if not modes:

@@ -169,7 +169,9 @@ def test_request_parameters_in_an_entry_are_refused(tmp_path):
         (["a.json", "b.json"], ("a.json", "b.json"), "random"),
         (["zero"], (), "zero"),
         (["random"], (), "random"),
-        ("c.json", ("c.json",), "random"),  # one string: the web UI and LOCUST_INPUT_DATA
+        ("c.json", ("c.json",), "random"),  # one string: the web UI's form
+        ("c.json,d.json", ("c.json", "d.json"), "random"),
+        ("zero", (), "zero"),
         (None, (), "random"),
     ],
 )

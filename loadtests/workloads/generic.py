@@ -10,7 +10,14 @@ src/infer_data_manager_base.cc in triton-inference-server/perf_analyzer):
   `{"b64": "..."}` / `{"content": {"b64": ...}, "shape": [...]}` (little-endian raw
   bytes; BYTES elements as a 4-byte length then the bytes);
 - a request of batch size B takes B consecutive entries, and the next request starts
-  after them, wrapping round (round-robin); entries batched together must share a shape.
+  after them, wrapping round (round-robin); entries batched together must share a shape;
+- several files: the entries of each, one file after another (perf_analyzer appends them
+  to its single stream);
+- `"validation_data"`, aligned with `"data"`: expected outputs per entry, in the same
+  forms, which `--validate-responses` compares exactly (loadtests/validation.py).
+Refused with a one-line PayloadError: multi-stream files (`"data"` as a list of lists,
+perf_analyzer's per-sequence streams), directories of raw files, anything that does not
+decode to the model's datatypes and shapes.
 """
 
 from __future__ import annotations
