@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from models.conformance import DATATYPES, expected_files, model_name
-from tests.helpers import model_stats, run_cli
+from tests.helpers import model_stats, read_summary, run_cli, run_locust, triton_options
 
 PROTOCOLS = ("http", "http_json", "grpc")
 SOURCES = ("random", "zero", "input_data")
@@ -166,3 +166,21 @@ def test_bf16_model_is_refused_before_any_request(triton, protocol):
     assert result["error"] is not None and "BF16" in result["error"] and "FIXED" in result["error"]
     assert result["requests"] == 0
     assert model_stats(triton.http_address, "echo_bf16") == before
+
+
+@pytest.mark.parametrize("user_class", ["TritonGrpcUser", "TritonHttpUser"])
+def test_bytes_model_under_locust_has_no_failures(triton, tmp_path, user_class):
+    """Finding 1 as a user meets it: a BYTES model under the generic Locust user, validated."""
+    before = model_stats(triton.http_address, "text_reverse")
+    run_dir = tmp_path / "run"
+    result = run_locust(
+        [user_class],
+        [*triton_options(triton), "--model", "text_reverse", "--batch-size", "1,4", "--validate-responses"]
+        + ["--run-dir", str(run_dir)],
+        users=2,
+        run_time="2s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    (endpoint,) = read_summary(run_dir)["endpoints"]
+    assert endpoint["failures"] == 0 and endpoint["requests"] > 0
+    assert model_stats(triton.http_address, "text_reverse")["requests"] - before["requests"] == endpoint["requests"]
