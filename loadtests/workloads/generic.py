@@ -335,33 +335,43 @@ def _load_validation_data(document: dict, count: int, model: ModelSpec, path: Pa
 
 
 def _decode_expected(value, tensor: TensorSpec, where: str) -> np.ndarray:
-    """Expected output values, flat: a variable-size output need not state its shape
-    (perf_analyzer compares the bytes, not the shape)."""
-    if any(d < 0 for d in tensor.shape) and not (isinstance(value, dict) and "shape" in value):
-        flat = value.get("content", value) if isinstance(value, dict) and "b64" not in value else value
-        if isinstance(flat, dict) and "b64" in flat:
-            return _decode_b64(flat["b64"], tensor, where)
-        if isinstance(value, dict) and "b64" in value:
-            return _decode_b64(value["b64"], tensor, where)
-        if isinstance(flat, list):
-            return _decode_list(flat, tensor, where)
-        raise PayloadError(f"{where}: values must be a list or a {{'b64': ...}} object")
+    """Expected output values, flat. A variable-size output need not state its shape
+    (perf_analyzer compares the bytes); a stated or fixed shape must hold its values."""
+    content, shape = _split_value(value, where)
+    if shape is None and any(d < 0 for d in tensor.shape):
+        return _decode_values(content, tensor, where)
     return _decode_tensor(value, tensor, None, where).ravel()
 
 
+def _split_value(value, where: str) -> tuple[object, tuple[int, ...] | None]:
+    """A tensor's values and its stated shape: a list, {"content": ..., "shape": ...},
+    {"b64": ...} (with an optional "shape"), or {"content": {"b64": ...}, "shape": ...}."""
+    if not isinstance(value, dict):
+        return value, None
+    shape = None
+    if "shape" in value:
+        raw = value["shape"]
+        if not (isinstance(raw, list) and all(isinstance(d, int) and d >= 0 for d in raw)):
+            raise PayloadError(f"{where}: 'shape' must be a list of non-negative integers")
+        shape = tuple(raw)
+    if "b64" in value:
+        return value, shape
+    if "content" not in value:
+        raise PayloadError(f"{where}: an object needs 'content' (with 'shape') or 'b64'")
+    return value["content"], shape
+
+
+def _decode_values(content, tensor: TensorSpec, where: str) -> np.ndarray:
+    """Flat values of `tensor`'s datatype, from a (nested) list or a {"b64": ...} object."""
+    if isinstance(content, dict) and "b64" in content:
+        return _decode_b64(content["b64"], tensor, where)
+    if isinstance(content, list):
+        return _decode_list(content, tensor, where)
+    raise PayloadError(f"{where}: values must be a list or a {{'b64': ...}} object")
+
+
 def _decode_tensor(value, tensor: TensorSpec, override: tuple[int, ...] | None, where: str) -> np.ndarray:
-    shape: tuple[int, ...] | None = None
-    content = value
-    if isinstance(value, dict):
-        if "shape" in value:
-            raw = value["shape"]
-            if not (isinstance(raw, list) and all(isinstance(d, int) and d >= 0 for d in raw)):
-                raise PayloadError(f"{where}: 'shape' must be a list of non-negative integers")
-            shape = tuple(raw)
-        if "b64" not in value:
-            if "content" not in value:
-                raise PayloadError(f"{where}: an object needs 'content' (with 'shape') or 'b64'")
-            content = value["content"]
+    content, shape = _split_value(value, where)
     if shape is None:
         shape = override or tuple(tensor.shape)
     if not tensor.accepts(shape):
@@ -373,13 +383,7 @@ def _decode_tensor(value, tensor: TensorSpec, override: tuple[int, ...] | None, 
             f"{where}: the model's shape {list(tensor.shape)} is variable: "
             f'give "shape" in the entry or pass --shape {tensor.name}:d1,d2,...'
         )
-
-    if isinstance(content, dict) and "b64" in content:
-        flat = _decode_b64(content["b64"], tensor, where)
-    elif isinstance(content, list):
-        flat = _decode_list(content, tensor, where)
-    else:
-        raise PayloadError(f"{where}: values must be a list or a {{'b64': ...}} object")
+    flat = _decode_values(content, tensor, where)
     expected = math.prod(shape)
     if flat.size != expected:
         raise PayloadError(f"{where}: {flat.size} elements, but shape {list(shape)} needs {expected}")
