@@ -17,7 +17,7 @@ import numpy as np
 from loadtests.clients import PreparedRequest, TritonClient
 from loadtests.clients.base import Validator
 from loadtests.errors import ModelMismatchError, ServerError
-from loadtests.model_spec import ModelSpec
+from loadtests.model_spec import TRITON_TO_NUMPY, ModelSpec
 from loadtests.options import DEFAULT_BERT_MODEL, DEFAULT_RESNET_MODEL, Settings
 from loadtests.validation import make_validator
 from loadtests.workloads import BatchSizeSpec, BertQAWorkload, GenericWorkload, ImageWorkload, Workload
@@ -28,6 +28,8 @@ PROTOCOL_NAMES = {"http": "HTTP", "grpc": "gRPC"}
 POOL_PER_BATCH_SIZE = 8
 POOL_BUDGET_BYTES = 128 * 2**20
 POOL_SEED = 20240321
+# Datatypes Triton's HTTP endpoint refuses in JSON tensors (binary only).
+JSON_REFUSED_DATATYPES = ("FP16", "BF16")
 
 
 def model_name_for(kind: str, settings: Settings, kinds_in_run: Iterable[str]) -> str:
@@ -141,7 +143,21 @@ def fetch_model(client: TritonClient, name: str) -> ModelSpec:
     if not ready:
         raise ServerError(f"model '{name}' is not ready on {where} (unknown, or failed to load)")
     metadata, config = client.model_metadata_and_config(name)
-    return ModelSpec.from_triton(metadata, config)
+    if (config.get("model_transaction_policy") or {}).get("decoupled"):
+        # A decoupled model may answer one request with any number of responses (or none),
+        # which Triton serves over gRPC streaming only; the suite times one response per request.
+        raise ModelMismatchError(
+            f"model '{name}' is decoupled (model_transaction_policy {{ decoupled: true }}): "
+            "the suite sends one request and times one response, so it does not load-test decoupled models"
+        )
+    spec = ModelSpec.from_triton(metadata, config)
+    unsupported = [t for t in spec.inputs if t.datatype not in TRITON_TO_NUMPY]
+    if unsupported:
+        raise ModelMismatchError(
+            f"input '{unsupported[0].name}' of model '{name}' is {unsupported[0].datatype}, which the suite "
+            f"cannot generate or send (supported: {', '.join(TRITON_TO_NUMPY)})"
+        )
+    return spec
 
 
 def _reason(error: Exception) -> str:
@@ -149,19 +165,40 @@ def _reason(error: Exception) -> str:
     return text[:200]
 
 
+def _check_json_datatypes(model: ModelSpec) -> None:
+    """Triton answers every JSON request with FP16 (or BF16) tensors with HTTP 400
+    ("receiving FP16 data via JSON is not supported"): refuse before the load."""
+    for kind, tensors in (("input", model.inputs), ("output", model.outputs)):
+        for tensor in tensors:
+            if tensor.datatype in JSON_REFUSED_DATATYPES:
+                raise ModelMismatchError(
+                    f"{kind} '{tensor.name}' of model '{model.name}' is {tensor.datatype}, which Triton "
+                    "does not accept as JSON: drop --http-json (binary tensors)"
+                )
+
+
+def _batch_and_expected(workload: Workload, size: int, rng: np.random.Generator) -> tuple[dict, dict | None]:
+    """A batch, and the expected outputs an --input-data file's validation_data gives for it."""
+    if isinstance(workload, GenericWorkload):
+        return workload.make_batch_and_expected(size, rng)
+    return workload.make_batch(size, rng), None
+
+
 def prepare_endpoint(kind: str, client: TritonClient, model_name: str, settings: Settings) -> Endpoint:
     """Pre-flight one endpoint and build its request pools (the client is used, not closed)."""
     model = fetch_model(client, model_name)
+    if client.protocol == "http" and not getattr(client, "binary", True):
+        _check_json_datatypes(model)
     settings.batch_size.check_against(model)
     workload = build_workload(kind, model, settings)
     rng = np.random.default_rng(POOL_SEED)
     name = f"{model.name} [{client.protocol}]"
     pools: dict[int, tuple[PreparedRequest, ...]] = {}
     for size in settings.batch_size.sizes:
-        first = workload.make_batch(size, rng)
-        check_inputs_fit(model, first, size)
-        count = _pool_count(sum(a.nbytes for a in first.values()), len(settings.batch_size.sizes))
-        samples = [first] + [workload.make_batch(size, rng) for _ in range(count - 1)]
+        first = _batch_and_expected(workload, size, rng)
+        check_inputs_fit(model, first[0], size)
+        count = _pool_count(sum(a.nbytes for a in first[0].values()), len(settings.batch_size.sizes))
+        samples = [first] + [_batch_and_expected(workload, size, rng) for _ in range(count - 1)]
         pools[size] = tuple(
             PreparedRequest(
                 endpoint=name,
@@ -169,8 +206,9 @@ def prepare_endpoint(kind: str, client: TritonClient, model_name: str, settings:
                 batch_size=size,
                 wire=client.prepare(model, inputs, name, size),
                 seq_len=_seq_len(kind, inputs),
+                expected=expected,
             )
-            for inputs in samples
+            for inputs, expected in samples
         )
     validator = make_validator(kind, model) if settings.validate_responses else None
     return Endpoint(name, kind, client.protocol, model, settings.batch_size, pools, validator)

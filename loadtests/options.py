@@ -93,7 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME:D1,D2",
         help="shape of a variable-size input for generic users (space-separated for several)",
     )
-    option("--input-data", default="", metavar="FILE", help="perf_analyzer --input-data JSON for generic users")
+    option(
+        "--input-data",
+        action="append",
+        default=None,
+        metavar="FILE|zero|random",
+        help="generic users' data: a perf_analyzer --input-data JSON file (repeat for several: their "
+        "entries are used in order, as perf_analyzer does), or zero|random (same as --data-mode)",
+    )
     option("--data-mode", default="random", choices=DATA_MODES, help="generic users' generated data")
     option("--http-json", action="store_true", default=False, help="send HTTP tensors as JSON instead of binary")
     option(
@@ -185,6 +192,22 @@ def _text(options: argparse.Namespace, name: str) -> str:
     return str(value).strip() if value is not None else ""
 
 
+def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:
+    """perf_analyzer's --input-data: JSON files (repeatable), or its spellings of the data
+    modes, `zero` and `random`. The web UI gives one string: several files are separated
+    by commas there, as Locust's form does for its own list options."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    items = [str(item).strip() for item in items if str(item).strip()]
+    modes = [item for item in items if item in DATA_MODES]
+    if not modes:
+        return tuple(Path(item) for item in items), data_mode
+    if len(items) > 1:
+        raise SpecError(
+            f"--input-data {' '.join(items)}: give either JSON files or one of {', '.join(DATA_MODES)}, not both"
+        )
+    return (), modes[0]
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a run needs from the options, validated once.
@@ -205,7 +228,7 @@ class Settings:
     input_map: dict[str, str] = field(default_factory=dict)
     image_dir: Path | None = None
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    input_data: Path | None = None
+    input_data: tuple[Path, ...] = ()
     data_mode: str = "random"
     http_json: bool = False
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
@@ -242,6 +265,7 @@ class Settings:
         data_mode = _text(options, "data_mode") or "random"
         if data_mode not in DATA_MODES:
             raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
+        input_data, data_mode = _input_data(getattr(options, "input_data", None), data_mode)
 
         traffic = _text(options, "traffic") or CLOSED_LOOP
         rate = float(getattr(options, "rate", 0.0) or 0.0)
@@ -273,7 +297,7 @@ class Settings:
             input_map=parse_input_map(_text(options, "input_map") or None),
             image_dir=path("image_dir"),
             shapes=parse_shape_overrides(_text(options, "shape") or None),
-            input_data=path("input_data"),
+            input_data=input_data,
             data_mode=data_mode,
             http_json=bool(getattr(options, "http_json", False)),
             request_timeout_s=timeout,

@@ -1,8 +1,9 @@
 """`--validate-responses`: check each response against the model's metadata.
 
 Every output named in the metadata must be present, with the metadata's datatype,
-the request's batch dimension and the fixed dims; then per workload: ResNet
-probabilities are finite and sum to 1, QA start/end logits have one value per token.
+the request's batch dimension and the fixed dims; outputs that an --input-data file's
+`validation_data` gives must equal it; then per workload: ResNet probabilities are
+finite and sum to 1, QA start/end logits have one value per token.
 A mismatch is a request failure named "validation: <what>", with a stable <what>.
 """
 
@@ -60,11 +61,31 @@ def check_qa_logits(outputs: dict[str, np.ndarray], seq_len: int | None) -> None
             raise _fail(f"{name} not finite", "NaN or infinity in the output")
 
 
+def check_expected(model: ModelSpec, outputs: dict[str, np.ndarray], request: PreparedRequest) -> None:
+    """Outputs against an --input-data file's `validation_data`, sample by sample, exactly
+    (perf_analyzer compares the bytes)."""
+    for name, samples in (request.expected or {}).items():
+        array = outputs.get(name)
+        if array is None:
+            raise _fail(f"missing output {name}", f"response has {sorted(outputs)}")
+        rows = list(array) if model.batches else [array]
+        for index, (row, want) in enumerate(zip(rows, samples, strict=True)):
+            got = np.asarray(row).ravel()
+            if got.dtype.kind == "O":
+                got = np.array([v if isinstance(v, bytes) else str(v).encode() for v in got], dtype=object)
+            if got.shape != want.shape or not (got == want).all():
+                raise _fail(
+                    f"{name} differs from validation_data",
+                    f"sample {index} of the batch: got {got[:8]}, validation_data says {want[:8]}",
+                )
+
+
 def make_validator(kind: str, model: ModelSpec) -> Validator:
     """The checks for one endpoint. Example: make_validator("resnet", spec)(outputs, datatypes, request)."""
 
     def validate(outputs: dict[str, np.ndarray], datatypes: dict[str, str], request: PreparedRequest) -> None:
         check_outputs(model, outputs, datatypes, request.batch_size)
+        check_expected(model, outputs, request)
         if kind == "resnet":
             check_probabilities(outputs)
         elif kind == "bert_qa":

@@ -92,3 +92,35 @@ def test_generic_user_without_model(triton):
 def test_image_user_against_a_non_image_model(triton):
     result = run_locust(["ResNetGrpcUser"], ["--triton-grpc", triton.grpc_address, "--model", "text_reverse"])
     assert_startup_error(result, "text_reverse")
+
+
+@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
+def test_decoupled_model_is_refused_before_any_request(triton, user_class):
+    """Finding 3: a decoupled model got thousands of HTTP 501 / gRPC UNIMPLEMENTED failures."""
+    before = model_stats(triton.http_address, "decoupled_echo")
+    result = run_locust(
+        [user_class],
+        [
+            "--triton-http",
+            triton.http_address,
+            "--triton-grpc",
+            triton.grpc_address,
+            "--model",
+            "decoupled_echo",
+        ],
+    )
+    assert_startup_error(result, "decoupled_echo", "decoupled")
+    assert model_stats(triton.http_address, "decoupled_echo") == before
+
+
+def test_unknown_data_mode_is_refused(triton):
+    before = model_stats(triton.http_address, "identity")
+    result = run_locust(
+        ["TritonHttpUser"], ["--triton-http", triton.http_address, "--model", "identity", "--data-mode", "ones"]
+    )
+    # Locust's own parser refuses it (argparse choices): "<prog>: error: argument --data-mode: ...".
+    assert result.returncode == 2, result.stderr[-2000:]
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "--data-mode" in errors[0] and "ones" in errors[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert model_stats(triton.http_address, "identity") == before

@@ -60,6 +60,8 @@ class PreparedRequest:
 
     `wire` is the protocol's own object (HTTP body + headers, or a gRPC protobuf).
     `seq_len` is the token count of a BERT request (for validating per-token outputs).
+    `expected` is what an --input-data file's `validation_data` says the outputs must be:
+    per output, one flat array per sample in batch order.
     """
 
     endpoint: str
@@ -67,6 +69,7 @@ class PreparedRequest:
     batch_size: int
     wire: Any
     seq_len: int | None = None
+    expected: dict[str, tuple[np.ndarray, ...]] | None = None
 
 
 Validator = Callable[[dict[str, np.ndarray], dict[str, str], PreparedRequest], None]

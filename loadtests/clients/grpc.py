@@ -53,7 +53,10 @@ def enable_gevent() -> None:
 
 def _tensor_bytes(array: np.ndarray) -> bytes:
     if array.dtype == np.object_ or array.dtype.type == np.bytes_:
-        return serialize_byte_tensor(array).tobytes()
+        # tritonclient >= 2.4x returns a 0-d object array holding the bytes: .tobytes() on it
+        # would give the 8-byte object pointer. .item() is the serialised bytes themselves.
+        serialized = serialize_byte_tensor(array)
+        return serialized.item() if serialized.size else b""
     return np.ascontiguousarray(array).tobytes()
 
 

@@ -10,7 +10,14 @@ src/infer_data_manager_base.cc in triton-inference-server/perf_analyzer):
   `{"b64": "..."}` / `{"content": {"b64": ...}, "shape": [...]}` (little-endian raw
   bytes; BYTES elements as a 4-byte length then the bytes);
 - a request of batch size B takes B consecutive entries, and the next request starts
-  after them, wrapping round (round-robin); entries batched together must share a shape.
+  after them, wrapping round (round-robin); entries batched together must share a shape;
+- several files: the entries of each, one file after another (perf_analyzer appends them
+  to its single stream);
+- `"validation_data"`, aligned with `"data"`: expected outputs per entry, in the same
+  forms, which `--validate-responses` compares exactly (loadtests/validation.py).
+Refused with a one-line PayloadError: multi-stream files (`"data"` as a list of lists,
+perf_analyzer's per-sequence streams), directories of raw files, anything that does not
+decode to the model's datatypes and shapes.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import json
 import math
 import struct
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +44,8 @@ RANDOM_POOL_SAMPLES = 16  # distinct random samples, so that requests do not all
 RANDOM_POOL_MAX_BYTES = 64 * 2**20  # ... unless the samples are large
 
 Shapes = dict[str, tuple[int, ...]]
+# Per output name, one flat array of expected values per sample of a request, in batch order.
+ExpectedOutputs = dict[str, tuple[np.ndarray, ...]]
 
 
 def parse_shape_overrides(values: str | Iterable[str] | None) -> Shapes:
@@ -118,12 +128,15 @@ class GenericWorkload:
         self._layouts = {t.name: SampleLayout.of(model, t, rank=len(t.shape)) for t in model.inputs}
         self._check_overrides()
         self._cursor = 0
-        if input_data_file is not None:
-            paths = [input_data_file] if isinstance(input_data_file, (str, Path)) else list(input_data_file)
-            self.entries = [e for p in paths for e in load_input_data(p, model, self.shape_overrides)]
+        paths = [input_data_file] if isinstance(input_data_file, (str, Path)) else list(input_data_file or [])
+        # Several files: their entries one after another, in the order given (perf_analyzer
+        # appends each file's entries to its single stream the same way).
+        files = [load_input_file(p, model, self.shape_overrides) for p in paths]
+        self.entries = [e for f in files for e in f.entries]
+        self.expected = [e for f in files for e in f.expected]
+        if self.entries:
             self._pool = _stack_if_uniform(self.entries, model)
         else:
-            self.entries = []
             self._pool = self._random_pool(np.random.default_rng(seed))
 
     @property
@@ -133,18 +146,35 @@ class GenericWorkload:
     def make_batch(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Random/zero mode: samples drawn from a small precomputed pool with `rng`.
         JSON mode: the next `batch_size` entries in file order (`rng` unused)."""
+        return self.make_batch_and_expected(batch_size, rng)[0]
+
+    def make_batch_and_expected(
+        self, batch_size: int, rng: np.random.Generator
+    ) -> tuple[dict[str, np.ndarray], ExpectedOutputs | None]:
+        """The batch, and what the file's `validation_data` says each output must be for it:
+        per output name, one flat array per sample in batch order (None without such data)."""
         check_batch_size(self.model, batch_size)
         if not self.model.inputs:
-            return {}
+            return {}, None
         if self.entries:
             n = len(self.entries)
             idx = (self._cursor + np.arange(batch_size)) % n
             self._cursor = (self._cursor + batch_size) % n
+            expected = self._expected_for(idx)
             if self._pool is None:
-                return self._stack_entries(idx)
+                return self._stack_entries(idx), expected
         else:
             idx = rng.integers(0, len(next(iter(self._pool.values()))), size=batch_size)
-        return {name: self._layouts[name].stack(rows[idx]) for name, rows in self._pool.items()}
+            expected = None
+        return {name: self._layouts[name].stack(rows[idx]) for name, rows in self._pool.items()}, expected
+
+    def _expected_for(self, idx: np.ndarray) -> ExpectedOutputs | None:
+        # An output is checked only when every sample of the request has a value for it.
+        samples = [self.expected[i] for i in idx]
+        names = set.intersection(*(set(s) for s in samples)) if samples else set()
+        if not names:
+            return None
+        return {name: tuple(s[name] for s in samples) for name in sorted(names)}
 
     # --- construction ------------------------------------------------------------
 
@@ -198,6 +228,16 @@ class GenericWorkload:
         return out
 
 
+@dataclass(frozen=True)
+class InputFile:
+    """One perf_analyzer input-data file: its `"data"` entries (per input, one sample's
+    array) and, aligned with them, its `"validation_data"` (per output, one sample's flat
+    expected values; empty dicts when the file has none)."""
+
+    entries: list[dict[str, np.ndarray]]
+    expected: list[dict[str, np.ndarray]]
+
+
 def load_input_data(
     path: str | Path, model: ModelSpec, shape_overrides: Shapes | None = None
 ) -> list[dict[str, np.ndarray]]:
@@ -206,9 +246,21 @@ def load_input_data(
 
     Example: load_input_data("data.json", model)[0]["INPUT0"].shape == (16,)
     """
+    return load_input_file(path, model, shape_overrides).entries
+
+
+def load_input_file(path: str | Path, model: ModelSpec, shape_overrides: Shapes | None = None) -> InputFile:
+    """`"data"` and `"validation_data"` of a perf_analyzer input-data JSON file.
+
+    Example: load_input_file("data.json", model).expected[0]["OUTPUT0"]  # flat expected values
+    """
     path = Path(path)
+    if path.is_dir():
+        raise PayloadError(
+            f"--input-data {path}: a directory of raw binary files is not supported; write a perf_analyzer JSON file"
+        )
     if not path.is_file():
-        raise PayloadError(f"--input-data {path}: no such file (expected a perf_analyzer JSON file)")
+        raise PayloadError(f"--input-data {path}: no such file (expected a perf_analyzer JSON file, or zero|random)")
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -225,9 +277,17 @@ def load_input_data(
     for index, entry in enumerate(data):
         where = f"--input-data {path} data[{index}]"
         if isinstance(entry, list):
-            raise PayloadError(f"{where}: sequence data streams (nested lists) are not supported")
+            raise PayloadError(
+                f"{where}: sequence data streams (a list of lists, one stream per sequence) are not "
+                "supported: the suite sends no sequence ids; give a flat list of entries"
+            )
         if not isinstance(entry, dict):
             raise PayloadError(f"{where}: expected an object of input name -> values")
+        if "parameters" in entry and "parameters" not in names:
+            raise PayloadError(
+                f"{where}: 'parameters' is not part of perf_analyzer's input-data format "
+                "(an entry holds input tensors only) and the suite sends no request parameters"
+            )
         unknown = sorted(set(entry) - names - {"model"})  # perf_analyzer allows "model"
         if unknown:
             raise PayloadError(
@@ -242,22 +302,76 @@ def load_input_data(
                 entry[tensor.name], tensor, overrides.get(tensor.name), f"{where} input {tensor.name!r}"
             )
         entries.append(arrays)
-    return entries
+    return InputFile(entries, _load_validation_data(document, len(entries), model, path))
+
+
+def _load_validation_data(document: dict, count: int, model: ModelSpec, path: Path) -> list[dict[str, np.ndarray]]:
+    """perf_analyzer's `"validation_data"`: one entry per `"data"` entry, output name ->
+    values in the same forms as inputs. An entry may give some outputs only."""
+    if "validation_data" not in document:
+        return [{} for _ in range(count)]
+    entries = document["validation_data"]
+    if not isinstance(entries, list) or len(entries) != count:
+        size = len(entries) if isinstance(entries, list) else "not a list"
+        raise PayloadError(
+            f"--input-data {path}: 'validation_data' must align with 'data' ({count} entries), got {size}"
+        )
+    outputs = {t.name: t for t in model.outputs}
+    expected = []
+    for index, entry in enumerate(entries):
+        where = f"--input-data {path} validation_data[{index}]"
+        if not isinstance(entry, dict):
+            raise PayloadError(f"{where}: expected an object of output name -> values")
+        unknown = sorted(set(entry) - set(outputs))
+        if unknown:
+            raise PayloadError(
+                f"{where}: {unknown[0]!r} is not an output of model {model.name!r} "
+                f"(its outputs: {', '.join(outputs) or 'none'})"
+            )
+        expected.append(
+            {name: _decode_expected(value, outputs[name], f"{where} output {name!r}") for name, value in entry.items()}
+        )
+    return expected
+
+
+def _decode_expected(value, tensor: TensorSpec, where: str) -> np.ndarray:
+    """Expected output values, flat. A variable-size output need not state its shape
+    (perf_analyzer compares the bytes); a stated or fixed shape must hold its values."""
+    content, shape = _split_value(value, where)
+    if shape is None and any(d < 0 for d in tensor.shape):
+        return _decode_values(content, tensor, where)
+    return _decode_tensor(value, tensor, None, where).ravel()
+
+
+def _split_value(value, where: str) -> tuple[object, tuple[int, ...] | None]:
+    """A tensor's values and its stated shape: a list, {"content": ..., "shape": ...},
+    {"b64": ...} (with an optional "shape"), or {"content": {"b64": ...}, "shape": ...}."""
+    if not isinstance(value, dict):
+        return value, None
+    shape = None
+    if "shape" in value:
+        raw = value["shape"]
+        if not (isinstance(raw, list) and all(isinstance(d, int) and d >= 0 for d in raw)):
+            raise PayloadError(f"{where}: 'shape' must be a list of non-negative integers")
+        shape = tuple(raw)
+    if "b64" in value:
+        return value, shape
+    if "content" not in value:
+        raise PayloadError(f"{where}: an object needs 'content' (with 'shape') or 'b64'")
+    return value["content"], shape
+
+
+def _decode_values(content, tensor: TensorSpec, where: str) -> np.ndarray:
+    """Flat values of `tensor`'s datatype, from a (nested) list or a {"b64": ...} object."""
+    if isinstance(content, dict) and "b64" in content:
+        return _decode_b64(content["b64"], tensor, where)
+    if isinstance(content, list):
+        return _decode_list(content, tensor, where)
+    raise PayloadError(f"{where}: values must be a list or a {{'b64': ...}} object")
 
 
 def _decode_tensor(value, tensor: TensorSpec, override: tuple[int, ...] | None, where: str) -> np.ndarray:
-    shape: tuple[int, ...] | None = None
-    content = value
-    if isinstance(value, dict):
-        if "shape" in value:
-            raw = value["shape"]
-            if not (isinstance(raw, list) and all(isinstance(d, int) and d >= 0 for d in raw)):
-                raise PayloadError(f"{where}: 'shape' must be a list of non-negative integers")
-            shape = tuple(raw)
-        if "b64" not in value:
-            if "content" not in value:
-                raise PayloadError(f"{where}: an object needs 'content' (with 'shape') or 'b64'")
-            content = value["content"]
+    content, shape = _split_value(value, where)
     if shape is None:
         shape = override or tuple(tensor.shape)
     if not tensor.accepts(shape):
@@ -269,13 +383,7 @@ def _decode_tensor(value, tensor: TensorSpec, override: tuple[int, ...] | None, 
             f"{where}: the model's shape {list(tensor.shape)} is variable: "
             f'give "shape" in the entry or pass --shape {tensor.name}:d1,d2,...'
         )
-
-    if isinstance(content, dict) and "b64" in content:
-        flat = _decode_b64(content["b64"], tensor, where)
-    elif isinstance(content, list):
-        flat = _decode_list(content, tensor, where)
-    else:
-        raise PayloadError(f"{where}: values must be a list or a {{'b64': ...}} object")
+    flat = _decode_values(content, tensor, where)
     expected = math.prod(shape)
     if flat.size != expected:
         raise PayloadError(f"{where}: {flat.size} elements, but shape {list(shape)} needs {expected}")
