@@ -22,8 +22,8 @@ import sys
 import tempfile
 import time
 import urllib.error
-import uuid
 import urllib.request
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
