@@ -31,6 +31,9 @@ class EndpointSummary:
     latency_uncorrected_us: dict[str, float] | None = None
     late: int | None = None
     dropped: int | None = None
+    # Request bodies on the wire per second (None in older run directories): what the load
+    # generator's network egress must carry.
+    bytes_sent_per_s: float | None = None
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -49,6 +52,7 @@ class EndpointSummary:
             latency_uncorrected_us=_floats(entry.get("latency_uncorrected_us")),
             late=_int_or_none(entry.get("late")),
             dropped=_int_or_none(entry.get("dropped")),
+            bytes_sent_per_s=entry.get("bytes_sent_per_s"),
         )
 
 

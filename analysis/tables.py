@@ -163,6 +163,7 @@ ENDPOINT_HEADERS = [
     "inferences",
     "req/s",
     "infer/s",
+    "sent MB/s",
     *LATENCY_HEADERS,
 ]
 
@@ -177,6 +178,7 @@ def endpoint_rows(data: Dataset) -> list[list[str]]:
             count(endpoint.inferences),
             rate(endpoint.throughput_rps),
             rate(endpoint.throughput_infer_per_s),
+            "" if endpoint.bytes_sent_per_s is None else f"{endpoint.bytes_sent_per_s / 1e6:,.2f}",
             *(ms(endpoint.latency_us.get(key)) for key in PERCENTILE_KEYS),
         ]
         for endpoint in data.endpoints

@@ -204,9 +204,10 @@ def prepare_endpoint(kind: str, client: TritonClient, model_name: str, settings:
                 endpoint=name,
                 model=model.name,
                 batch_size=size,
-                wire=client.prepare(model, inputs, name, size),
+                wire=(wire := client.prepare(model, inputs, name, size)),
                 seq_len=_seq_len(kind, inputs),
                 expected=expected,
+                request_bytes=client.wire_bytes(wire),
             )
             for inputs, expected in samples
         )

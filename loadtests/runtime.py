@@ -505,7 +505,9 @@ def install(events) -> None:
             gevent.spawn(finish_when_workers_reported)
 
     @events.request.add_listener
-    def _on_request(request_type, name, response_time, exception=None, context=None, **_kwargs) -> None:
+    def _on_request(
+        request_type, name, response_time, response_length=0, exception=None, context=None, **_kwargs
+    ) -> None:
         endpoint = (context or {}).get("endpoint")
         runtime = bound.get("runtime")
         if endpoint is None or runtime is None:
@@ -519,6 +521,8 @@ def install(events) -> None:
             str(exception) if exception is not None else None,
             context.get("uncorrected_us"),
             context.get("late", False),
+            context.get("request_bytes", 0),
+            response_length or 0,
         )
 
     @events.report_to_master.add_listener

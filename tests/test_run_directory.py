@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
@@ -219,3 +220,22 @@ def test_a_used_run_dir_is_followed_by_numbered_siblings(tmp_path):
     assert free_run_dir(run_dir) == tmp_path / "run-2"
     (tmp_path / "run-2" / "hdr").mkdir(parents=True)
     assert free_run_dir(run_dir) == tmp_path / "run-3"
+
+
+def test_bytes_sent_and_received_per_endpoint(triton, tmp_path):
+    # identity: FP32 [16] in and out, batch 2 -> 2 x 16 x 4 = 128 payload bytes each way; the
+    # gRPC request adds its protobuf framing (names, shapes), the response too.
+    run_dir = tmp_path / "run"
+    result = run_locust(
+        ["TritonGrpcUser"],
+        [*triton_options(triton), "--model", "identity", "--batch-size", "2", "--run-dir", str(run_dir)],
+        users=1,
+        run_time="2s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    (endpoint,) = json.loads((run_dir / "summary.json").read_text())["endpoints"]
+    per_request = endpoint["bytes_sent"] / endpoint["requests"]
+    assert 128 < per_request < 128 + 200, endpoint
+    assert endpoint["bytes_sent"] % endpoint["requests"] == 0  # one prepared body, sent every time
+    assert 128 < endpoint["bytes_received"] / endpoint["requests"] < 128 + 200
+    assert endpoint["bytes_sent_per_s"] == pytest.approx(endpoint["bytes_sent"] / endpoint["duration_s"], rel=1e-3)

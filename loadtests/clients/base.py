@@ -62,6 +62,8 @@ class PreparedRequest:
     `seq_len` is the token count of a BERT request (for validating per-token outputs).
     `expected` is what an --input-data file's `validation_data` says the outputs must be:
     per output, one flat array per sample in batch order.
+    `request_bytes` is the request's body on the wire (HTTP body, or the gRPC message), for
+    the bytes-per-second a worker sends (what a machine's network egress must carry).
     """
 
     endpoint: str
@@ -70,6 +72,7 @@ class PreparedRequest:
     wire: Any
     seq_len: int | None = None
     expected: dict[str, tuple[np.ndarray, ...]] | None = None
+    request_bytes: int = 0
 
 
 Validator = Callable[[dict[str, np.ndarray], dict[str, str], PreparedRequest], None]
@@ -125,6 +128,10 @@ class TritonClient(ABC):
     @abstractmethod
     def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> Any:
         """Build the wire object for these inputs once (serialisation is the main client cost)."""
+
+    @abstractmethod
+    def wire_bytes(self, wire: Any) -> int:
+        """The size of a prepared request's body on the wire."""
 
     @abstractmethod
     def _send(self, wire: Any) -> Any:
@@ -192,7 +199,11 @@ class TritonClient(ABC):
     ) -> None:
         if exception is not None:
             _failure_log.note(exception, request.endpoint)
-        context = {"batch_size": request.batch_size, "endpoint": request.endpoint}
+        context = {
+            "batch_size": request.batch_size,
+            "endpoint": request.endpoint,
+            "request_bytes": request.request_bytes,
+        }
         elapsed_ns = end_ns - start_ns
         if intended_ns is not None:
             context["uncorrected_us"] = elapsed_ns / 1e3

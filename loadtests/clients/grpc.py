@@ -124,6 +124,9 @@ class GrpcClient(TritonClient):
             request.outputs.add().name = output.name
         return request.SerializeToString()
 
+    def wire_bytes(self, wire: bytes) -> int:
+        return len(wire)
+
     def _send(self, wire: bytes) -> bytes:
         try:
             return self._model_infer(wire, timeout=self.timeout_s)

@@ -101,6 +101,9 @@ class HttpClient(TritonClient):
             return False
         return True
 
+    def wire_bytes(self, wire: HttpWire) -> int:
+        return len(wire.body)
+
     def _send(self, wire: HttpWire):
         try:
             response = self._http.post(wire.path, body=wire.body, headers=wire.headers)

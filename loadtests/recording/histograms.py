@@ -47,6 +47,9 @@ class EndpointStats:
     uncorrected: HdrHistogram | None = None
     late: int = 0
     dropped: int = 0
+    # Request and response bodies on the wire (HTTP bodies, gRPC messages), every request.
+    bytes_sent: int = 0
+    bytes_received: int = 0
 
     def record(
         self,
@@ -55,8 +58,12 @@ class EndpointStats:
         failure: str | None,
         uncorrected_us: float | None = None,
         late: bool = False,
+        sent_bytes: int = 0,
+        received_bytes: int = 0,
     ) -> None:
         self.requests += 1
+        self.bytes_sent += sent_bytes
+        self.bytes_received += received_bytes
         if late:
             self.late += 1
         if failure is None:
@@ -84,6 +91,8 @@ class EndpointStats:
         self.histogram.add(other.histogram)
         self.late += other.late
         self.dropped += other.dropped
+        self.bytes_sent += other.bytes_sent
+        self.bytes_received += other.bytes_received
         if other.uncorrected is not None:
             if self.uncorrected is None:
                 self.uncorrected = new_histogram()
@@ -102,6 +111,8 @@ class EndpointStats:
             "uncorrected": self.uncorrected.encode().decode("ascii") if self.uncorrected is not None else None,
             "late": self.late,
             "dropped": self.dropped,
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
         }
 
     @classmethod
@@ -118,6 +129,8 @@ class EndpointStats:
             uncorrected=_decode(uncorrected) if uncorrected else None,
             late=int(message.get("late", 0)),
             dropped=int(message.get("dropped", 0)),
+            bytes_sent=int(message.get("bytes_sent", 0)),
+            bytes_received=int(message.get("bytes_received", 0)),
         )
 
     def latency_summary_us(self) -> dict[str, float]:

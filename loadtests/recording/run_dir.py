@@ -155,6 +155,10 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         "throughput_rps": round(stats.requests / duration_s, 3),
         "throughput_infer_per_s": round(stats.inferences / duration_s, 3),
         "latency_us": stats.latency_summary_us(),
+        "bytes_sent": stats.bytes_sent,
+        "bytes_received": stats.bytes_received,
+        "bytes_sent_per_s": round(stats.bytes_sent / duration_s, 1),
+        "bytes_received_per_s": round(stats.bytes_received / duration_s, 1),
     }
     if open_loop:
         summary["latency_uncorrected_us"] = stats.uncorrected_summary_us() or zero_summary()

@@ -52,8 +52,12 @@ class WindowRecorder:
         failure: str | None,
         uncorrected_us: float | None = None,
         late: bool = False,
+        sent_bytes: int = 0,
+        received_bytes: int = 0,
     ) -> None:
-        self._stats(name, model, protocol).record(latency_us, batch_size, failure, uncorrected_us, late)
+        self._stats(name, model, protocol).record(
+            latency_us, batch_size, failure, uncorrected_us, late, sent_bytes, received_bytes
+        )
 
     def record_dropped(self, name: str, model: str, protocol: str) -> None:
         """An open-loop request that was due but not sent (--drop-when-saturated)."""
