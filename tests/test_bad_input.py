@@ -74,7 +74,11 @@ def locust_init(argv: list[str], user_classes: tuple[str, ...] = ("ResNetHttpUse
     install(events)
     classes = [getattr(users, name) for name in user_classes]
     environment = Environment(user_classes=classes, parsed_options=options, events=events)
-    events.init.fire(environment=environment, runner=None, web_ui=None)
+    runner = environment.create_local_runner()  # load shapes read their --shape-args through it
+    try:
+        events.init.fire(environment=environment, runner=runner, web_ui=None)
+    finally:
+        runner.quit()
 
 
 INIT_CASES: list[tuple[str, list[str], str]] = [
@@ -121,8 +125,8 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("shape-args-unknown-key", ["--load-shape", "ramp", "--shape-args", "slope=3"], "--shape-args"),
     ("shape-args-no-equals", ["--load-shape", "spike", "--shape-args", "peak"], "--shape-args"),
     ("shape-trace-missing-file", ["--load-shape", "trace", "--shape-args", "file=/nonexistent/t.csv"], "t.csv"),
-    ("shape-rate-kind-closed-loop", ["--load-shape", "steps", "--shape-args", "kind=rate"], "kind=rate"),
-    ("shape-users-kind-open-loop", ["--traffic", "constant", "--load-shape", "steps"], "kind=rate"),
+    ("shape-rate-kind-closed-loop", ["--load-shape", "steps", "--shape-args", "targets=1;2,kind=rate"], "kind=rate"),
+    ("shape-users-kind-open-loop", ["--traffic", "constant", "--load-shape", "steps", "--shape-args", "targets=1;2"], "kind=rate"),
     # --slo grammar and fit
     ("slo-no-unit", ["--slo", "p99<50"], "--slo"),
     ("slo-unknown-metric", ["--slo", "p98<5ms"], "--slo"),
@@ -172,7 +176,7 @@ SWEEP_CASES: list[tuple[str, list[str], str]] = [
     ("range-reversed", ["--model", "identity", "--concurrency", "8:1:1"], "END"),
     ("range-zero-step", ["--model", "identity", "--concurrency", "1:8:0"], "STEP"),
     ("range-words", ["--model", "identity", "--concurrency", "a:b:c"], "--concurrency"),
-    ("range-two-parts", ["--model", "identity", "--concurrency", "1:8"], "START:END:STEP"),
+    ("range-four-parts", ["--model", "identity", "--concurrency", "1:8:2:4"], "START:END:STEP"),
     ("range-fractional-users", ["--model", "identity", "--concurrency", "1.5:4:1"], "--concurrency"),
     ("rate-range-zero-start", ["--model", "identity", "--request-rate", "0:10:5"], "START"),
     ("rate-range-infinite", ["--model", "identity", "--request-rate", "1:inf:1"], "finite"),
