@@ -31,6 +31,7 @@ from loadtests import options as suite_options
 from loadtests.clients import open_client
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import SpecError, StartupError
+from loadtests.outputs import check_outputs
 from loadtests.recording.console import behind_schedule_warnings, print_exact_summary
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
 from loadtests.recording.run_dir import RunDirectory
@@ -383,6 +384,7 @@ def install(events) -> None:
                 # Plus a margin: an open-loop user waits for its in-flight requests, each up to the timeout.
                 environment.stop_timeout = runtime.settings.request_timeout_s + STOP_MARGIN_S
             slo_gate.validate(runtime)  # a malformed --slo or unknown model: exit 2 before any load
+            check_outputs(runtime.settings, str(getattr(options, "junit", "") or ""))  # before, not after, the load
             if options.headless or getattr(options, "autostart", False):
                 runtime.preflight()
         except StartupError as error:
@@ -407,6 +409,7 @@ def install(events) -> None:
             slo_gate.validate(runtime)  # the web UI may have changed --slo
             if not isinstance(environment.runner, WorkerRunner):
                 runtime.check_traffic()  # ... or --traffic and --rate
+                check_outputs(runtime.settings, str(getattr(environment.parsed_options, "junit", "") or ""))
         except StartupError as error:
             runtime.fail_startup(error)
             return
