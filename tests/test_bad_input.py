@@ -228,6 +228,40 @@ def test_serve_option_is_refused(argv, fragment, capsys):
     assert_one_error(code, capsys.readouterr().err, fragment)
 
 
+# serve's checks before Triton starts, on the launcher itself (the CLI path that prints them is
+# proven by the serve cases in CLI_CASES); a regression would start Triton, so it is stopped.
+# Ports: "h", "g", "m" stand for three free ports, numbers for themselves.
+LAUNCHER_CASES: list[tuple[str, tuple[int | str, ...], str, str]] = [
+    ("serve-same-grpc-and-metrics-port", ("h", "g", "g"), "", "--grpc-port and --metrics-port are both"),
+    ("serve-same-http-and-metrics-port", ("h", "g", "h"), "", "--http-port and --metrics-port are both"),
+    ("serve-port-out-of-range", ("h", "g", 70000), "", "--metrics-port 70000 is not a port number"),
+    ("serve-port-zero", (0, "g", "m"), "", "--http-port 0 is not a port number"),
+    ("serve-port-negative", (-5, "g", "m"), "", "--http-port -5 is not a port number"),
+    ("serve-repository-is-a-file", ("h", "g", "m"), "file", "does not exist"),
+    ("serve-log-file-is-a-directory", ("h", "g", "m"), "log:emptydir", "is a directory"),
+]
+
+
+@pytest.mark.parametrize(
+    ("ports", "where", "fragment"), [c[1:] for c in LAUNCHER_CASES], ids=[c[0] for c in LAUNCHER_CASES]
+)
+def test_serve_setup_is_refused_before_triton_starts(ports, where, fragment, cli_files, tmp_path):
+    from loadtests.errors import ServerError
+    from loadtests.server import TEST_REPOSITORY, LocalTriton
+
+    free = TritonPorts.free()
+    chosen = [{"h": free.http, "g": free.grpc, "m": free.metrics}.get(p, p) for p in ports]
+    repository = cli_files / where if where and not where.startswith("log:") else TEST_REPOSITORY
+    log_file = cli_files / where.removeprefix("log:") if where.startswith("log:") else tmp_path / "triton.log"
+    triton = LocalTriton([repository], ports=TritonPorts(*chosen), log_file=log_file)
+    try:
+        with pytest.raises(ServerError) as error:
+            triton.start()
+    finally:
+        triton.stop()
+    assert fragment in str(error.value) and "\n" not in str(error.value), str(error.value)
+
+
 @pytest.fixture(scope="module")
 def broken_inputs(tmp_path_factory) -> Path:
     """Files an analysis command cannot use: empty, corrupt, half-written run directories, bad CSVs."""
@@ -390,9 +424,6 @@ CLI_CASES: list[CliCase] = [
     # serve: refused before Triton starts
     CliCase("serve-same-http-and-grpc-port", "serve", ("--http-port", "{free}", "--grpc-port", "{free}"), "{free}"),
     CliCase(
-        "serve-same-grpc-and-metrics-port", "serve", ("--grpc-port", "{free}", "--metrics-port", "{free}"), "{free}"
-    ),
-    CliCase(
         "serve-port-in-use",
         "serve",
         (
@@ -401,10 +432,7 @@ CLI_CASES: list[CliCase] = [
         ),
         "{busy}",
     ),
-    CliCase("serve-port-out-of-range", "serve", ("--metrics-port", "70000"), "70000"),
-    CliCase("serve-port-zero", "serve", ("--http-port", "0"), "--http-port"),
     CliCase("serve-missing-repository", "serve", ("--model-repository", "{tmp}/nowhere"), "nowhere"),
-    CliCase("serve-repository-is-a-file", "serve", ("--model-repository", "{tmp}/file"), "file"),
     CliCase("serve-log-file-unwritable", "serve", ("--log-file", "/proc/badinput/triton.log"), "--log-file"),
     # analysis on a finished run, with an output it cannot write
     CliCase(
@@ -546,5 +574,6 @@ def test_cli_refuses_bad_input_before_any_load(case, cli_outcomes):
 
 def test_the_table_covers_the_drill():
     """The issue's drill had 83 kinds of bad input; the table keeps at least that many."""
-    total = len(INIT_CASES) + len(SWEEP_CASES) + len(SERVE_ARGPARSE_CASES) + len(ANALYSIS_CASES) + len(CLI_CASES)
+    total = len(INIT_CASES) + len(SWEEP_CASES) + len(SERVE_ARGPARSE_CASES) + len(LAUNCHER_CASES)
+    total += len(ANALYSIS_CASES) + len(CLI_CASES)
     assert total >= 83, total
