@@ -20,7 +20,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -465,7 +464,6 @@ class CliOutcome:
     result: subprocess.CompletedProcess
     before: dict | None = None
     after: dict | None = None
-    seconds: float = 0.0
     values: dict[str, str] = field(default_factory=dict)
 
 
@@ -541,11 +539,9 @@ def cli_outcomes(triton, cli_files, finished_run) -> dict[str, CliOutcome]:
             case_values |= {"free_grpc": str(free.grpc), "free_metrics": str(free.metrics)}
             command = _command(case, case_values, list(triton.options))
             before = model_stats(triton.http_address, case.model) if case.model else None
-            started = time.monotonic()
             result = _run(command)
-            seconds = time.monotonic() - started
             after = model_stats(triton.http_address, case.model) if case.model else None
-            out[case.id] = CliOutcome(result, before, after, seconds, case_values)
+            out[case.id] = CliOutcome(result, before, after, case_values)
         return out
 
     try:
@@ -555,8 +551,6 @@ def cli_outcomes(triton, cli_files, finished_run) -> dict[str, CliOutcome]:
                 outcomes.update(lane)
     finally:
         busy.close()
-    if os.environ.get("BADINPUT_TIMES"):
-        Path(os.environ["BADINPUT_TIMES"]).write_text(json.dumps({k: round(v.seconds, 2) for k, v in outcomes.items()}))
     return outcomes
 
 
