@@ -112,7 +112,7 @@ def _figures(series: Series) -> list[tuple[str, float, str]]:
         if endpoint.late is not None:
             out += [("late", endpoint.late, "count"), ("dropped", endpoint.dropped or 0, "count")]
     elif series.levels is not None and len(series.levels):
-        # A perf_analyzer CSV: its highest level stands for it.
+        # A perf_analyzer or Model Analyzer CSV: its highest level stands for it.
         top = series.levels.iloc[-1]
         out += [("level", top["level"], "x"), ("infer/s", top["infer_per_s"], "rate")]
         out += [(f"{key} (ms)", top[f"{key}_us"], "ms") for key in ("p50", "p90", "p95", "p99")]
@@ -278,11 +278,11 @@ def _run_rows(datasets: list[Dataset], labels: list[str]) -> list[list[str]]:
             [
                 label,
                 str(data.path),
-                tables.traffic_text(data) if data.run else f"perf_analyzer, {data.level_kind.replace('_', ' ')}",
+                tables.traffic_text(data) if data.run else f"{data.source_format}, {data.level_kind.replace('_', ' ')}",
                 ", ".join(sorted({e.model for e in data.endpoints})) or tables.NOT_MEASURED,
                 str(options.get("batch_size") or tables.NOT_MEASURED),
                 f"{duration:.1f} s" if not math.isnan(duration) else tables.NOT_MEASURED,
-                tables.LEVEL_NAMES[data.level_kind] if data.level_kind != "run" else "whole run",
+                tables.LEVEL_NAMES.get(data.level_kind, data.level_kind) if data.level_kind != "run" else "whole run",
             ]
         )
     return rows

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import levels, perf_analyzer
+from analysis import levels, model_analyzer, perf_analyzer
 from analysis.hdr import UNCORRECTED, HlogError, read_logs
 from analysis.run import Run, RunDirectoryError, load_run
 
@@ -36,8 +36,11 @@ class SourceError(Exception):
 
 @dataclass
 class Dataset:
-    """One report source. `kind` is "run" or "perf_analyzer"; `level_kind` says what a
-    level is: "concurrency", "request_rate" (sweeps, perf_analyzer), "step" or "run"."""
+    """One report source. `kind` is "run", "perf_analyzer" or "model_analyzer"; `level_kind`
+    says what a level is: "concurrency", "request_rate" (sweeps, CSVs), "step", "run", or
+    "none" (a file with no levels, e.g. Model Analyzer's GPU table alone). `notes` are
+    sentences the report must show (what a file holds that it cannot show as meant);
+    `tables` are (title, headers, rows) a CSV brought that fit no level table."""
 
     path: Path
     kind: str
@@ -52,6 +55,14 @@ class Dataset:
     resources: pd.DataFrame | None = None
     start_epoch: float = 0.0
     window_s: float = 1.0
+    notes: list[str] = field(default_factory=list)
+    tables: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
+
+    @property
+    def source_format(self) -> str:
+        return {"perf_analyzer": "perf_analyzer -f CSV", "model_analyzer": "Model Analyzer result CSV"}.get(
+            self.kind, "run directory"
+        )
 
     @property
     def name(self) -> str:
@@ -69,7 +80,7 @@ class Dataset:
 
     @property
     def sweep_mode(self) -> str | None:
-        if self.kind == "perf_analyzer":
+        if self.kind != "run":
             return self.level_kind
         return self.sweep.get("mode", "concurrency") if self.sweep else None
 
@@ -79,14 +90,14 @@ class Dataset:
 
 
 def load(path: str | Path) -> Dataset:
-    """A run directory, or a perf_analyzer -f CSV file (sweep.csv included)."""
+    """A run directory, a perf_analyzer -f CSV file (sweep.csv included), or one of Model
+    Analyzer's result CSVs."""
     path = Path(path)
     if path.is_file():
         try:
-            mode, frame = perf_analyzer.read_csv(path)
+            return _load_csv(path)
         except perf_analyzer.PerfAnalyzerCsvError as error:
             raise SourceError(str(error)) from None
-        return Dataset(path=path, kind="perf_analyzer", level_kind=mode, levels={"perf_analyzer": frame})
     if not path.exists():
         raise SourceError(f"{path} does not exist")
     try:
@@ -95,6 +106,23 @@ def load(path: str | Path) -> Dataset:
         raise SourceError(str(error)) from None
     except (KeyError, TypeError, ValueError) as error:
         raise SourceError(f"{path}: malformed run file ({type(error).__name__}: {error})") from None
+
+
+def _load_csv(path: Path) -> Dataset:
+    header, _ = perf_analyzer.read_rows(path, "a perf_analyzer -f CSV or a Model Analyzer result CSV")
+    if model_analyzer.is_model_analyzer(header):
+        ma = model_analyzer.read_file(path)
+        return Dataset(
+            path=path,
+            kind="model_analyzer",
+            level_kind=ma.mode or "none",
+            levels=ma.levels,
+            notes=ma.notes,
+            tables=ma.tables,
+        )
+    pa = perf_analyzer.read_file(path)
+    levels = {"perf_analyzer": pa.levels}
+    return Dataset(path=path, kind="perf_analyzer", level_kind=pa.mode, levels=levels, notes=pa.notes)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -157,6 +185,8 @@ def _read_timeseries(path: Path) -> pd.DataFrame | None:
     for column in OPTIONAL_TIMESERIES:
         if column not in frame:
             frame[column] = float("nan")
+    # Older runs have no users_by_class; an empty cell is "not recorded".
+    frame["users_by_class"] = frame["users_by_class"].fillna("").astype(str) if "users_by_class" in frame else ""
     missing = {"time_s", "endpoint", "requests", "failures", "inferences"} - set(frame.columns)
     if missing:
         raise RunDirectoryError(f"{path}: missing columns {', '.join(sorted(missing))}")

@@ -19,7 +19,9 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2e
        padding: 0 1em; color: #222; line-height: 1.45; }
 h1 { border-bottom: 2px solid #76b900; padding-bottom: .2em; }
 h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: .8em 0; font-size: 0.9em; }
+/* Wide tables (a level table has up to 20 columns) scroll inside their own box, never the page. */
+div.table-wrap { overflow-x: auto; max-width: 100%; margin: .8em 0; }
+table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; }
 th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -64,7 +66,7 @@ class Document:
         self._md.append("|" + "|".join(" ---: " if _numeric(rows, i) else " --- " for i in range(len(headers))) + "|")
         self._md += ["| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in rows]
         self._md.append("")
-        out = ["<table>"]
+        out = ['<div class="table-wrap"><table>']
         if header:
             out.append("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in headers) + "</tr>")
         for row in rows:
@@ -72,7 +74,7 @@ class Document:
                 f'<td class="num">{html.escape(c)}</td>' if _is_number(c) else f"<td>{html.escape(c)}</td>" for c in row
             )
             out.append(f"<tr>{cells}</tr>")
-        out.append("</table>")
+        out.append("</table></div>")
         self._html.append("\n".join(out))
 
     def image(self, filename: str, png: bytes, alt: str) -> None:

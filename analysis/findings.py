@@ -35,6 +35,7 @@ def _at(record: dict, level_kind: str) -> str:
 
 def findings(data: Dataset) -> list[str]:
     out: list[str] = []
+    out += _faults(data)
     out += _failures(data)
     out += _open_loop(data)
     out += _tails(data)
@@ -44,6 +45,36 @@ def findings(data: Dataset) -> list[str]:
         out += [prefix + line for line in _saturation(frame, data.level_kind)]
     out += _batching(data)
     out += _load_generator(data)
+    return out
+
+
+def _faults(data: Dataset) -> list[str]:
+    """Outages first: every other number of the run is read in their light."""
+    faults = data.run.faults if data.run is not None else {}
+    out = []
+    for lost in faults.get("workers_lost", []):
+        respawned = "started again on the other workers" if lost.get("users_respawned") else "not started again"
+        out.append(
+            f"Worker {lost['worker']} (index {lost['index']}, {lost['users']} users) was lost at "
+            f"{lost['lost_at_s']:.1f} s (its last report at {lost['last_report_s']} s); its users were {respawned}."
+        )
+    bound = "at least" if faults.get("estimate_is_lower_bound") else "about"
+    for model, count in faults.get("unreported_requests_estimate", {}).items():
+        out.append(
+            f"{model}: {bound} {count:,} requests that Triton counted were never reported by the lost worker "
+            "(Triton's count minus the client's): client-side counts and rates are that much low."
+        )
+    for restart in faults.get("server_restarts", []):
+        out.append(
+            f"Triton restarted between {restart['after_s']:.1f} s and {restart['before_s']:.1f} s "
+            f"({', '.join(restart['models'])}): the server-side numbers are summed over both server lifetimes, "
+            "without what the old server did after its last statistics snapshot."
+        )
+    for span in faults.get("server_unreachable", []):
+        out.append(
+            f"Triton's statistics could not be read from {span['from_s']:.1f} s to {span['to_s']:.1f} s "
+            f"({span['failed_snapshots']} failed snapshots)."
+        )
     return out
 
 
@@ -114,7 +145,8 @@ def _composition(frame: pd.DataFrame, level_kind: str) -> list[str]:
             f"({_ms(worst['queue_us'])} of {_ms(worst['mean_us'])})."
         )
     last = rows[-1]
-    compute = last["compute_input_us"] + last["compute_infer_us"] + last["compute_output_us"]
+    parts = ("compute_input_us", "compute_infer_us", "compute_output_us", "compute_total_us")
+    compute = sum(last[key] for key in parts if not math.isnan(last.get(key, math.nan)))
     out.append(
         f"Compute (input + infer + output) is {compute / last['mean_us']:.0%} of the mean latency "
         f"{_at(last, level_kind)} ({_ms(compute)} of {_ms(last['mean_us'])})."

@@ -35,8 +35,21 @@ LEVEL_COLUMNS = [
     "client_wait_us",
     "p99_uncorrected_us",
     *SERVER_PARTS,
+    # Only some sources have these: a legacy perf_client CSV's unsplit compute, the response
+    # cache's time, a decoupled model's responses/s, perf_analyzer's --collect-metrics GPU columns.
+    "compute_total_us",
+    "cache_us",
+    "responses_per_s",
+    "gpu_utilization_pct",
+    "gpu_power_w",
+    "gpu_memory_used_bytes",
+    "gpu_memory_total_bytes",
     "avg_batch",
     "stable",
+    "satisfies_constraints",
+    # Load-shape steps: the users of each class ("BertQAHttpUser 4, ResNetHttpUser 4"); the
+    # step's target is their total.
+    "users_by_class",
 ]
 
 
@@ -135,6 +148,25 @@ def from_sweep(sweep: dict, series: str, model: str | None) -> dict[str, pd.Data
     return {series: frame(rows)}
 
 
+def users_by_class_text(cell: str) -> str:
+    """timeseries.csv's "A=2;B=4" -> "A 2, B 4" ("" when not recorded)."""
+    pairs = [part.partition("=") for part in str(cell).split(";") if part]
+    return ", ".join(f"{name} {count}" for name, _, count in pairs)
+
+
+def step_users_by_class(windows: pd.DataFrame) -> str:
+    """The users per class a step held: the split most of its windows noted (the first window
+    may still show the step before, while users start)."""
+    if "users_by_class" not in windows or not len(windows):
+        return ""
+    noted = windows["users_by_class"].fillna("").astype(str)
+    noted = noted[noted != ""]
+    if not len(noted):
+        return ""
+    counts = noted.value_counts()
+    return users_by_class_text([cell for cell in noted if counts[cell] == counts.max()][-1])  # ties: the latest
+
+
 def step_label(step: dict, kind: str) -> str:
     target = float(step["target"])
     unit = "req/s" if kind == "rate" else ("user" if target == 1 else "users")
@@ -189,7 +221,9 @@ def from_steps(
             latency = summarise_us(histogram) if histogram is not None else None
             sent = summarise_us(uncorrected) if uncorrected is not None else None
             label, target = step_label(step, kind), float(step["target"])
-            rows.append(make_row(label, target, counts, latency, server, uncorrected=sent))
+            row = make_row(label, target, counts, latency, server, uncorrected=sent)
+            row["users_by_class"] = step_users_by_class(windows) if kind != "rate" else ""
+            rows.append(row)
         out[endpoint.name] = frame(rows)
     return out
 

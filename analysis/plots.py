@@ -4,12 +4,21 @@ matplotlib's object API with the Agg canvas, never pyplot: no global figure stat
 backend, nothing to close. Latencies are drawn in ms, times in seconds from the run start.
 
     png = components([("identity [grpc]", frame)], "concurrency")
+    figure = components_figure([("identity [grpc]", frame)], "concurrency")   # to inspect (tests)
+
+One meaning per colour across the report: latency percentiles are shades of blue (darker is
+higher), the parts of a request are greens, reds, yellow and greys, endpoints and models
+take their colour from ENDPOINT_COLOURS (by name, the same in every chart), and the load
+(users, target rate, inferences/s of a level chart) is black. Every over-time chart shares one
+x-range (the run's, TimeAxis) and draws the step boundaries.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import zlib
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -20,14 +29,26 @@ from matplotlib.figure import Figure
 # perf_analyzer's order, bottom to top, and one colour per part in every chart.
 COMPONENTS = [
     ("client_network_us", "client send/recv + network", "#9e9e9e"),
-    ("client_wait_us", "client wait (open loop: due, not yet sent)", "#b279a2"),
-    ("queue_us", "server queue", "#e45756"),
+    ("client_wait_us", "client wait (open loop: due, not yet sent)", "#5f5f5f"),
+    ("queue_us", "server queue", "#d62728"),
     ("compute_input_us", "compute input", "#f2b447"),
-    ("compute_infer_us", "compute infer", "#4c78a8"),
-    ("compute_output_us", "compute output", "#72b7b2"),
+    ("compute_infer_us", "compute infer", "#54a24b"),
+    ("compute_output_us", "compute output", "#b5cf6b"),
+    # Legacy perf_client CSVs: one compute column (input + infer + output).
+    ("compute_total_us", "compute (not split)", "#2e6b2a"),
+    ("cache_us", "response cache (hit + miss)", "#8c6d31"),
 ]
 PERCENTILES = [("p50_us", "p50"), ("p90_us", "p90"), ("p95_us", "p95"), ("p99_us", "p99")]
-PERCENTILE_COLOURS = {"p50": "#4c78a8", "p90": "#f58518", "p95": "#54a24b", "p99": "#e45756"}
+# One hue, darker for higher percentiles: a percentile never looks like a part or an endpoint.
+PERCENTILE_COLOURS = {"p50": "#9ecae1", "p90": "#4292c6", "p95": "#2171b5", "p99": "#08306b"}
+# Endpoints and models (over-time charts): none of them a blue, green, red or grey used above.
+ENDPOINT_COLOURS = ("#f58518", "#b279a2", "#8c564b", "#e377c2", "#c51b7d", "#7f3c8d")
+# Devices of the resources chart (CPU, each GPU): teals.
+DEVICE_COLOURS = ("#01665e", "#35978f", "#80cdc1", "#003c30")
+LOAD_COLOUR = "black"
+STEP_COLOUR = "#777777"
+# Outages on the timeline (restarts, lost workers): a dark crimson no other group uses.
+FAULT_COLOUR = "#67001f"
 LEVEL_AXIS = {
     "concurrency": "concurrency (requests in flight)",
     "request_rate": "request rate (req/s)",
@@ -40,6 +61,53 @@ DPI = 100
 # Beyond this many windows per line (an hour of 1-s windows is 3,600), windows are binned:
 # a chart is a few hundred pixels wide, and raw per-second lines become a solid band.
 MAX_POINTS = 400
+
+
+def endpoint_colour(name: str) -> str:
+    """The same colour for an endpoint (or a model: its endpoints' name starts with it) in
+    every chart of every report: chosen by the model name, not by plotting order."""
+    model = name.split(" [")[0]
+    return ENDPOINT_COLOURS[zlib.crc32(model.encode()) % len(ENDPOINT_COLOURS)]
+
+
+def endpoint_linestyle(name: str) -> str:
+    """Two endpoints of one model share its colour: gRPC's line is dash-dotted, HTTP's solid."""
+    return "-." if name.endswith("[grpc]") else "-"
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """What every over-time chart shares: the x-range (seconds from the run start) and the
+    steps to mark (steps.json: start_s, end_s, target)."""
+
+    start_s: float
+    end_s: float
+    steps: tuple[dict, ...] = ()
+    steps_kind: str = "users"
+    # summary.json's "faults": Triton restarts and unreachable spans shaded, lost workers marked.
+    faults: dict | None = None
+
+    @classmethod
+    def of_run(
+        cls,
+        timeseries: pd.DataFrame | None,
+        steps: list[dict],
+        steps_kind: str,
+        window_s: float,
+        faults: dict | None = None,
+    ) -> TimeAxis:
+        """The run's time range: from its start (or its first window, which may begin before
+        it) to the end of its last window."""
+        if timeseries is None or not len(timeseries):
+            ends = [float(step["end_s"]) for step in steps] or [1.0]
+            return cls(0.0, max(ends), tuple(steps), steps_kind, faults)
+        start = min(0.0, float(timeseries["time_s"].min()))
+        return cls(start, float(timeseries["time_s"].max()) + window_s, tuple(steps), steps_kind, faults)
+
+    def apply(self, axes: Axes, label: bool) -> None:
+        axes.set_xlim(self.start_s, self.end_s)
+        _mark_steps(axes, list(self.steps), self.steps_kind, label)
+        _mark_faults(axes, self.faults or {}, label)
 
 
 def target_text(target: float, kind: str) -> str:
@@ -78,6 +146,20 @@ def _legend_outside(axes: Axes, handles=None, labels=None) -> None:
     axes.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
 
 
+def users_staircase(timeseries: pd.DataFrame, steps: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """(x, users) to draw with `where="post"`. With steps, from steps.json: each change at its
+    step's start, on the step lines. timeseries.csv's windows cannot place it: they begin on
+    whole Unix seconds (window_key), not on the run's clock, so a change noted in a window was
+    drawn at that window's start, up to a window before or after the step line (the 0.3 s seen).
+    Without steps the users come from the windows, each held over its window."""
+    if steps:
+        x = [float(step["start_s"]) for step in steps] + [float(steps[-1]["end_s"])]
+        y = [float(step["target"]) for step in steps] + [float(steps[-1]["target"])]
+        return np.array(x), np.array(y)
+    load = timeseries.drop_duplicates("time_s")
+    return load["time_s"].to_numpy(dtype=float), load["users"].to_numpy(dtype=float)
+
+
 def _png(figure: Figure) -> bytes:
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
@@ -87,7 +169,7 @@ def _png(figure: Figure) -> bytes:
 
 def _mark_steps(axes: Axes, steps: list[dict], kind: str, label: bool) -> None:
     for step in steps:
-        axes.axvline(float(step["start_s"]), color="#777777", linestyle=":", linewidth=1, label="_step")
+        axes.axvline(float(step["start_s"]), color=STEP_COLOUR, linestyle=":", linewidth=1, label="_step")
         if label and len(steps) <= MAX_STEP_LABELS:
             axes.annotate(
                 target_text(float(step["target"]), kind),
@@ -100,9 +182,38 @@ def _mark_steps(axes: Axes, steps: list[dict], kind: str, label: bool) -> None:
             )
 
 
+def _mark_faults(axes: Axes, faults: dict, label: bool) -> None:
+    """Outages on the timeline: a Triton restart between its two snapshots, spans in which
+    Triton's statistics could not be read, and the moment a worker was found lost."""
+    for restart in faults.get("server_restarts", []):
+        axes.axvspan(restart["after_s"], restart["before_s"], color=FAULT_COLOUR, alpha=0.15, label="_fault")
+        if label:
+            _fault_text(axes, restart["after_s"], "Triton restart")
+    for span in faults.get("server_unreachable", []):
+        axes.axvspan(span["from_s"], max(span["to_s"], span["from_s"] + 0.5), color="#999999", alpha=0.12, label="_f")
+    for lost in faults.get("workers_lost", []):
+        axes.axvline(lost["lost_at_s"], color=FAULT_COLOUR, linestyle="--", linewidth=1, label="_fault")
+        if label:
+            _fault_text(axes, lost["lost_at_s"], f"worker {lost['index']} lost")
+
+
+def _fault_text(axes: Axes, x: float, text: str) -> None:
+    axes.annotate(
+        text, xy=(x, 0.0), xycoords=("data", "axes fraction"), xytext=(3, 4), textcoords="offset points",
+        fontsize=8, color=FAULT_COLOUR,
+    )  # fmt: skip
+
+
 # -- over time ------------------------------------------------------------------------------------------
-def latency_over_time(timeseries: pd.DataFrame, steps: list[dict], steps_kind: str, window_s: float = 1.0) -> bytes:
+def latency_over_time(
+    timeseries: pd.DataFrame, steps: list[dict], steps_kind: str, window_s: float = 1.0, faults: dict | None = None
+) -> bytes:
     """One panel per endpoint: p50/p90/p99 per window (and the uncorrected p99 of open-loop runs)."""
+    time_axis = TimeAxis.of_run(timeseries, steps, steps_kind, window_s, faults)
+    return _png(latency_over_time_figure(timeseries, time_axis, window_s))
+
+
+def latency_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, window_s: float = 1.0) -> Figure:
     names = sorted(timeseries["endpoint"].unique())
     figure = Figure(figsize=(11, 2.2 + 2.6 * len(names)), layout="constrained")
     panels = figure.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
@@ -122,8 +233,8 @@ def latency_over_time(timeseries: pd.DataFrame, steps: list[dict], steps_kind: s
                 linestyle="--",
                 linewidth=1,
             )
-        _mark_steps(axes, steps, steps_kind, label=True)
-        axes.set_title(name, fontsize=10)
+        time_axis.apply(axes, label=True)
+        axes.set_title(name, fontsize=10, color=endpoint_colour(name))
         axes.set_ylabel("latency (ms)")
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
@@ -133,41 +244,63 @@ def latency_over_time(timeseries: pd.DataFrame, steps: list[dict], steps_kind: s
         figure.suptitle(f"Latency percentiles per {window_s:g}-s window")
     else:
         figure.suptitle(f"Latency percentiles: mean of the {window_s:g}-s windows' values per {bin_s:g} s")
-    return _png(figure)
+    return figure
 
 
-def throughput_over_time(timeseries: pd.DataFrame, steps: list[dict], steps_kind: str, window_s: float = 1.0) -> bytes:
+def throughput_over_time(
+    timeseries: pd.DataFrame, steps: list[dict], steps_kind: str, window_s: float = 1.0, faults: dict | None = None
+) -> bytes:
     """Inferences/s per endpoint per window; users (or the open-loop target rate) on the right."""
+    time_axis = TimeAxis.of_run(timeseries, steps, steps_kind, window_s, faults)
+    return _png(throughput_over_time_figure(timeseries, time_axis, window_s))
+
+
+def throughput_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, window_s: float = 1.0) -> Figure:
     figure = Figure(figsize=(11, 4.5), layout="constrained")
     axes = figure.subplots()
     bin_s = window_s
     for name in sorted(timeseries["endpoint"].unique()):
         rows, bin_s = _binned(timeseries[timeseries["endpoint"] == name], window_s)
-        axes.plot(_middle(rows, bin_s), rows["throughput_infer_per_s"], label=f"{name} infer/s", linewidth=1.3)
+        axes.plot(
+            _middle(rows, bin_s),
+            rows["throughput_infer_per_s"],
+            label=f"{name} infer/s",
+            linewidth=1.3,
+            color=endpoint_colour(name),
+            linestyle=endpoint_linestyle(name),
+        )
     axes.set_xlabel("time since start (s)")
     axes.set_ylabel("inferences/s")
     axes.set_ylim(bottom=0)
     axes.grid(alpha=0.3)
     load = timeseries.drop_duplicates("time_s")
     right = axes.twinx()
+    steps = list(time_axis.steps)
     if load["target_rate"].notna().any():
-        right.step(
-            load["time_s"], load["target_rate"], where="post", color="black", linestyle="--", label="target rate"
+        x, y = (
+            users_staircase(timeseries, steps) if steps else (load["time_s"].to_numpy(), load["target_rate"].to_numpy())
         )
+        right.step(x, y, where="post", color=LOAD_COLOUR, linestyle="--", label="target rate")
         right.set_ylabel("target rate (req/s)")
     else:
-        right.step(load["time_s"], load["users"], where="post", color="black", linestyle="--", label="users")
-        right.set_ylabel("users")
+        x, y = users_staircase(timeseries, steps)
+        right.step(x, y, where="post", color=LOAD_COLOUR, linestyle="--", label="users (all classes)")
+        right.set_ylabel("users (all classes)")
     right.set_ylim(bottom=0, top=max(1.0, float(np.nanmax(right.get_lines()[0].get_ydata()))) * 1.15)
     lines = axes.get_lines() + right.get_lines()
     _legend_outside(right, lines, [line.get_label() for line in lines])
-    _mark_steps(axes, steps, steps_kind, label=True)
+    time_axis.apply(axes, label=True)
     axes.set_title(f"Throughput per {bin_s:g} s")
-    return _png(figure)
+    return figure
 
 
-def server_over_time(intervals: list[dict]) -> bytes | None:
+def server_over_time(intervals: list[dict], time_axis: TimeAxis | None = None) -> bytes | None:
     """Triton's average executed batch size and queue time per stats interval, per model."""
+    figure = server_over_time_figure(intervals, time_axis)
+    return _png(figure) if figure is not None else None
+
+
+def server_over_time_figure(intervals: list[dict], time_axis: TimeAxis | None = None) -> Figure | None:
     records = [
         {"time_s": (i["start_s"] + i["end_s"]) / 2, "model": model, **entry}
         for i in intervals
@@ -195,14 +328,16 @@ def server_over_time(intervals: list[dict]) -> bytes | None:
     batch_axes, queue_axes = figure.subplots(2, 1, sharex=True)
     for model, rows in frame.groupby("model"):
         marker = "." if len(rows) <= 60 else None  # dots mark intervals while they can be told apart
-        batch_axes.plot(rows["time_s"], rows["avg_batch"], marker=marker, label=model)
-        queue_axes.plot(rows["time_s"], rows["queue_us"] / 1000, marker=marker, label=f"{model} queue")
+        colour = endpoint_colour(str(model))
+        batch_axes.plot(rows["time_s"], rows["avg_batch"], marker=marker, label=model, color=colour)
+        queue_axes.plot(rows["time_s"], rows["queue_us"] / 1000, marker=marker, label=f"{model} queue", color=colour)
         queue_axes.plot(
             rows["time_s"],
             rows["compute_infer_us"] / 1000,
             marker=marker,
             linestyle="--",
             label=f"{model} compute infer",
+            color=colour,
         )
     batch_axes.set_ylabel("avg executed batch\n(inferences/execution)")
     batch_axes.set_ylim(bottom=0)
@@ -211,9 +346,11 @@ def server_over_time(intervals: list[dict]) -> bytes | None:
     queue_axes.set_xlabel("time since start (s)")
     for axes in (batch_axes, queue_axes):
         axes.grid(alpha=0.3)
+        if time_axis is not None:
+            time_axis.apply(axes, label=axes is batch_axes)
         _legend_outside(axes)
-    figure.suptitle("Triton server side per statistics interval")
-    return _png(figure)
+    figure.suptitle("Triton server side per statistics interval (colour: model; dashed: compute infer)")
+    return figure
 
 
 RESOURCE_PANELS = [
@@ -224,8 +361,13 @@ RESOURCE_PANELS = [
 ]
 
 
-def resources_over_time(resources: pd.DataFrame) -> bytes | None:
+def resources_over_time(resources: pd.DataFrame, time_axis: TimeAxis | None = None) -> bytes | None:
     """GPU utilisation, memory and power (per GPU) and CPU utilisation, as Triton reports them."""
+    figure = resources_over_time_figure(resources, time_axis)
+    return _png(figure) if figure is not None else None
+
+
+def resources_over_time_figure(resources: pd.DataFrame, time_axis: TimeAxis | None = None) -> Figure | None:
     panels = [panel for panel in RESOURCE_PANELS if (resources["metric"] == panel[0]).any()]
     if not panels:
         return None
@@ -237,21 +379,31 @@ def resources_over_time(resources: pd.DataFrame) -> bytes | None:
         resources = resources.assign(time_s=(resources["time_s"] // span) * span)
         resources = resources.groupby(["metric", "device", "time_s"], as_index=False)["value"].mean()
     for axes, (metric, label, scale) in zip(axes_list, panels, strict=True):
+        devices = sorted(resources["device"].unique())
         for device, rows in resources[resources["metric"] == metric].groupby("device"):
-            axes.plot(rows["time_s"], rows["value"] * scale, label=device, linewidth=1.2)
+            colour = DEVICE_COLOURS[devices.index(device) % len(DEVICE_COLOURS)]
+            axes.plot(rows["time_s"], rows["value"] * scale, label=device, linewidth=1.2, color=colour)
         axes.set_ylabel(label)
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
+        if time_axis is not None:
+            time_axis.apply(axes, label=axes is axes_list[0])
         _legend_outside(axes)
     axes_list[-1].set_xlabel("time since start (s)")
     figure.suptitle("Server resources (Triton /metrics)")
-    return _png(figure)
+    return figure
 
 
 # -- per level ----------------------------------------------------------------------------------------------
 def components(series: list[tuple[str, pd.DataFrame]], level_kind: str, title: str = "Components of Latency") -> bytes:
     """Stacked mean latency per level, side by side per series (same latency scale), with
     inferences/s as a line on the right axis."""
+    return _png(components_figure(series, level_kind, title))
+
+
+def components_figure(
+    series: list[tuple[str, pd.DataFrame]], level_kind: str, title: str = "Components of Latency"
+) -> Figure:
     width = min(18.0, 3.0 + sum(max(2.2, 0.9 * len(frame)) for _, frame in series))
     figure = Figure(figsize=(max(8.0, width), 5.0), layout="constrained")
     panels = figure.subplots(1, len(series), sharey=True, squeeze=False)[0]
@@ -276,24 +428,27 @@ def components(series: list[tuple[str, pd.DataFrame]], level_kind: str, title: s
         axes.set_title(name, fontsize=10)
         axes.grid(axis="y", alpha=0.3)
         right = axes.twinx()
-        right.plot(x, frame["infer_per_s"], color="black", marker="o", label="inferences/s")
+        right.plot(x, frame["infer_per_s"], color=LOAD_COLOUR, marker="o", label="inferences/s")
+        # Every panel's throughput axis is labelled: a reader looks at one panel at a time.
+        right.set_ylabel("throughput (inferences/s)")
         rights.append(right)
     panels[0].set_ylabel("mean latency (ms)")
     top = max((np.nanmax(r.get_lines()[0].get_ydata()) for r in rights), default=1.0)
     for right in rights:
         right.set_ylim(0, (top if top > 0 and not math.isnan(top) else 1.0) * 1.2)
-    for right in rights[:-1]:
-        right.tick_params(labelright=False)  # one shared scale, labelled once on the far right
-    rights[-1].set_ylabel("inferences/s")
     handles, labels = panels[0].get_legend_handles_labels()
     line = rights[0].get_lines()[0]
     figure.legend(handles[::-1] + [line], labels[::-1] + ["inferences/s"], loc="outside right upper", fontsize=8)
     figure.suptitle(title)
-    return _png(figure)
+    return figure
 
 
 def latency_vs_throughput(series: list[tuple[str, pd.DataFrame]], level_kind: str) -> bytes:
     """p50/p90/p95/p99 against inferences/s, one panel per series, each point labelled with its level."""
+    return _png(latency_vs_throughput_figure(series, level_kind))
+
+
+def latency_vs_throughput_figure(series: list[tuple[str, pd.DataFrame]], level_kind: str) -> Figure:
     figure = Figure(figsize=(max(7.0, 5.5 * len(series)), 4.8), layout="constrained")
     panels = figure.subplots(1, len(series), squeeze=False)[0]
     for axes, (name, frame) in zip(panels, series, strict=True):
@@ -303,8 +458,10 @@ def latency_vs_throughput(series: list[tuple[str, pd.DataFrame]], level_kind: st
             )
         if len(frame) <= MAX_STEP_LABELS:
             for record in frame.to_dict("records"):
+                by_class = record.get("users_by_class")
+                several = isinstance(by_class, str) and "," in by_class  # users from more than one class
                 axes.annotate(
-                    record["label"],
+                    f"{record['label']}\n({by_class})" if several else record["label"],
                     (record["infer_per_s"], record["p99_us"] / 1000),
                     xytext=(4, 4),
                     textcoords="offset points",
@@ -319,7 +476,7 @@ def latency_vs_throughput(series: list[tuple[str, pd.DataFrame]], level_kind: st
         axes.set_title(name, fontsize=10)
     what = LEVEL_AXIS[level_kind] or "level"
     figure.suptitle(f"Latency vs Throughput (points labelled by {what})")
-    return _png(figure)
+    return figure
 
 
 # -- comparisons ---------------------------------------------------------------------------------------------

@@ -16,6 +16,11 @@ from analysis.dataset import Dataset, load
 from analysis.document import Document
 from analysis.findings import findings
 
+TITLES = {
+    "run": "Load test report",
+    "perf_analyzer": "perf_analyzer results",
+    "model_analyzer": "Model Analyzer results",
+}
 LEVEL_SECTION = {
     "concurrency": "Per concurrency level",
     "request_rate": "Per request rate",
@@ -28,7 +33,7 @@ def write_report(source: str | Path, out_dir: str | Path | None = None) -> Path:
     """Build the report of a run directory or perf_analyzer CSV; returns report.html's path.
     Raises analysis.dataset.SourceError for input it cannot read."""
     data = load(source)
-    if data.kind == "perf_analyzer":
+    if data.kind != "run":
         target = Path(out_dir) if out_dir else data.path.parent
         stem, prefix = f"{data.path.stem}.report", f"{data.path.stem}."
     else:
@@ -38,9 +43,10 @@ def write_report(source: str | Path, out_dir: str | Path | None = None) -> Path:
 
 
 def build(data: Dataset, prefix: str = "") -> Document:
-    title = f"Load test report: {data.name}" if data.kind == "run" else f"perf_analyzer results: {data.name}"
-    doc = Document(title)
+    doc = Document(f"{TITLES[data.kind]}: {data.name}")
     doc.definitions(tables.header_pairs(data))
+    for note in data.notes:
+        doc.paragraph(f"Note: {note}")
     headers, rows = tables.model_rows(data)
     if rows:
         doc.heading("Model configuration", 3)
@@ -67,21 +73,27 @@ def build(data: Dataset, prefix: str = "") -> Document:
             doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
 
     _levels_section(doc, data, prefix)
+    for title, headers, rows in data.tables:
+        doc.heading(title, 3)
+        doc.table(headers, rows)
 
+    # One x-range, the same step lines and the same outages on every over-time chart.
+    faults = data.run.faults if data.run is not None else None
+    time_axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s, faults)
     if data.timeseries is not None and len(data.timeseries):
         doc.heading("Over time")
         doc.image(
             f"{prefix}latency_over_time.png",
-            plots.latency_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s),
+            plots.latency_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s, faults),
             "Latency percentiles over time",
         )
         doc.image(
             f"{prefix}throughput_over_time.png",
-            plots.throughput_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s),
+            plots.throughput_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s, faults),
             "Throughput over time",
         )
-    server_png = plots.server_over_time(data.server_intervals) if data.server_intervals else None
-    resources_png = plots.resources_over_time(data.resources) if data.resources is not None else None
+    server_png = plots.server_over_time(data.server_intervals, time_axis) if data.server_intervals else None
+    resources_png = plots.resources_over_time(data.resources, time_axis) if data.resources is not None else None
     if server_png or resources_png:
         doc.heading("Server side over time")
         if server_png:
@@ -98,6 +110,10 @@ def _levels_section(doc: Document, data: Dataset, prefix: str) -> None:
     if not series:
         return
     doc.heading(LEVEL_SECTION[data.level_kind])
+    if data.kind == "model_analyzer":
+        doc.paragraph(
+            "One table per model configuration (and batch size), latencies as Model Analyzer rounds them.", True
+        )
     if data.level_kind == "step":
         doc.paragraph(
             "Steps from steps.json; percentiles merged exactly from the HDR interval logs, server times from "

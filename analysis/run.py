@@ -72,6 +72,9 @@ class Run:
     # ("traffic": mode/rate/...; absent in runs older than open-loop traffic).
     server: dict = field(default_factory=dict)
     traffic: dict = field(default_factory=dict)
+    # What went wrong around the measurement (summary.json "faults"): lost workers, Triton
+    # restarts, unreachable statistics; empty in runs that predate it.
+    faults: dict = field(default_factory=dict)
 
     @property
     def traffic_mode(self) -> str:
@@ -103,4 +106,5 @@ def load_run(path: str | Path) -> Run:
         load_generator=summary.get("load_generator", {}),
         server=summary.get("server") or {},
         traffic=summary.get("traffic") or {},
+        faults=summary.get("faults") or {},
     )

@@ -52,8 +52,8 @@ def failures_by_class(by_class: dict[str, int]) -> str:
 # -- the header: what was run, against what ----------------------------------------------------
 def header_pairs(data: Dataset) -> list[tuple[str, str]]:
     if data.run is None:
-        mode = LEVEL_NAMES[data.level_kind]
-        return [("source", str(data.path)), ("format", f"perf_analyzer -f CSV ({mode} mode)")]
+        mode = f" ({LEVEL_NAMES[data.level_kind]} mode)" if data.level_kind in LEVEL_NAMES else ""
+        return [("source", str(data.path)), ("format", f"{data.source_format}{mode}")]
     config, options = data.run.config, data.run.config.get("options", {})
     endpoints = data.endpoints
     protocols = sorted({endpoint.protocol for endpoint in endpoints})
@@ -235,14 +235,20 @@ def server_rows(server: dict) -> list[list[str]]:
 
 
 # -- per level ---------------------------------------------------------------------------------------
+def _yes_no(value) -> str:
+    return NOT_MEASURED if _missing(value) else ("yes" if value else "no")
+
+
 def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[list[str]]]:
     """One row per level; columns a source did not measure are left out entirely."""
     columns = [
         (LEVEL_NAMES[level_kind], "label", str),
+        ("users by class", "users_by_class", str),
         ("requests", "requests", count),
         ("failures", "failures", count),
         ("req/s", "rps", lambda v: rate(v, 1)),
         ("infer/s", "infer_per_s", lambda v: rate(v, 1)),
+        ("responses/s", "responses_per_s", lambda v: rate(v, 1)),
         *((f"{key} (ms)", f"{key}_us", ms) for key in PERCENTILE_KEYS),
         ("p99 uncorrected (ms)", "p99_uncorrected_us", ms),
         ("avg batch", "avg_batch", lambda v: number(v, 2)),
@@ -254,8 +260,18 @@ def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[l
         ("compute input (ms)", "compute_input_us", ms),
         ("compute infer (ms)", "compute_infer_us", ms),
         ("compute output (ms)", "compute_output_us", ms),
-        ("stable", "stable", lambda v: NOT_MEASURED if _missing(v) else ("yes" if v else "no")),
+        ("compute (not split) (ms)", "compute_total_us", ms),
+        ("cache hit + miss (ms)", "cache_us", ms),
+        ("GPU util (%)", "gpu_utilization_pct", lambda v: number(v, 1)),
+        ("GPU power (W)", "gpu_power_w", lambda v: number(v, 1)),
+        ("GPU memory (GB)", "gpu_memory_used_bytes", lambda v: number(v / 1e9, 3)),
+        ("stable", "stable", _yes_no),
+        ("satisfies constraints", "satisfies_constraints", lambda v: _yes_no(v).capitalize()),
     ]
-    present = [(title, column, fmt) for title, column, fmt in columns if frame[column].notna().any()]
+    present = [
+        (title, column, fmt)
+        for title, column, fmt in columns
+        if frame[column].notna().any() and not (frame[column].astype(str) == "").all()
+    ]
     rows = [[fmt(record[column]) for _, column, fmt in present] for record in frame.to_dict("records")]
     return [title for title, _, _ in present], rows

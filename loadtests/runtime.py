@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import gevent
 from gevent.lock import Semaphore
 from locust.env import Environment
-from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
+from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from loadtests import exporter, slo_gate, webui
 from loadtests import options as suite_options
@@ -32,8 +32,10 @@ from loadtests.clients import open_client
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import SpecError, StartupError
 from loadtests.outputs import check_outputs
-from loadtests.recording.console import behind_schedule_warnings, print_exact_summary
+from loadtests.recording.console import behind_schedule_warnings, print_exact_summary, print_faults
+from loadtests.recording.faults import FaultLog
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
+from loadtests.recording.locust_csv import write_final_csv
 from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
@@ -44,9 +46,14 @@ from loadtests.traffic.open_loop import RATE_MESSAGE, ClientPool, OpenLoop, Rate
 
 logger = logging.getLogger(__name__)
 REPORT_KEY = "triton_loadtest"
-# After the master's test_stop, workers' last windows arrive with their next report (every 3 s).
-MASTER_FINAL_REPORT_WAIT_S = 4.0
-STOP_MARGIN_S = 5.0
+# A stopping user lets its in-flight request finish for up to this long (Locust's stop
+# timeout, unless --stop-timeout is given); a request still in flight then is cut and counted
+# as "interrupted". A run so ends within a few seconds of -t whatever the server does (a frozen
+# Triton included), and every request that went out is still in the counts.
+STOP_GRACE_S = 2.0
+# The master waits for every worker's final report (sent when its users have stopped) at
+# most this long past the stop grace; a worker that sends nothing by then is named lost.
+FINAL_REPORT_MARGIN_S = 1.0
 # A single process drains its own recorder just before it closes windows, so a window can
 # close soon after it ends (a master keeps the aggregator's grace for workers' reports).
 LOCAL_GRACE_S = 1.0
@@ -62,6 +69,7 @@ class Run:
     directory: RunDirectory
     aggregator: RunAggregator
     server: ServerWatch
+    faults: FaultLog
     loop: gevent.Greenlet | None = None
     cpu_s: float = 0.0
     shape: traffic_shapes.TrafficShape | None = None
@@ -258,7 +266,9 @@ class Runtime:
         server = ServerWatch(settings.triton_http, settings.triton_metrics, models, poll_s, self.wait_for_quiet)
         server.start()
         grace = {"grace_s": LOCAL_GRACE_S} if self.is_local else {}
-        self.run = Run(directory, RunAggregator(window_s=settings.window_s, sink=directory, **grace), server)
+        aggregator = RunAggregator(window_s=settings.window_s, sink=directory, started_s=directory.started_at, **grace)
+        faults = FaultLog(directory.started_at, settings.window_s, outage_gap_s=2 * poll_s)
+        self.run = Run(directory, aggregator, server, faults)
         self.run.loop = gevent.spawn(self._run_loop, self.run)
         shape = self.environment.shape_class
         if isinstance(shape, traffic_shapes.TrafficShape):
@@ -293,7 +303,10 @@ class Runtime:
             self._collect_local(run)
             runner = self.environment.runner
             rate = self.total_rate if self.settings.open_loop else None
-            run.aggregator.note_users(runner.user_count if runner is not None else 0, rate)
+            run.aggregator.note_users(runner.user_count if runner is not None else 0, rate, users_by_class(runner))
+            run.faults.check_workers(
+                runner, running=runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING)
+            )
             run.aggregator.close_windows()
             if self.settings.open_loop and not run.warned_behind:
                 warnings = behind_schedule_warnings(run.aggregator.last_window, " (last window)")
@@ -324,6 +337,13 @@ class Runtime:
         server = compute_delta(snapshots[-2], snapshots[-1]) if len(snapshots) >= 2 else {}
         return LiveSnapshot(endpoints=endpoints, server=server, users=users, workers=workers)
 
+    def wait_for_final_reports(self, run: Run) -> None:
+        """On the master: until every worker that reported has sent its final report (its users
+        stopped), or the stop grace and a margin have passed."""
+        deadline = time.monotonic() + (self.environment.stop_timeout or STOP_GRACE_S) + FINAL_REPORT_MARGIN_S
+        while not run.faults.workers_done() and time.monotonic() < deadline:
+            gevent.sleep(0.05)
+
     def finish_run(self) -> None:
         """Close every window, stop the pollers, write the summary. Idempotent."""
         run, self.run = self.run, None
@@ -333,16 +353,31 @@ class Runtime:
             if greenlet is not None:
                 greenlet.kill(block=False)
         self._collect_local(run)
-        run.aggregator.close_windows(final=True)
+        run.aggregator.close_windows(final=True, end_s=run.directory.stopped_at or time.time())
         server = run.server.stop(run.directory)
-        extra = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else None
+        extra: dict = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else {}
+        extra["faults"] = faults = run.faults.to_json(
+            run.server.stats.restarts(),
+            run.server.stats.errors,
+            {model: delta["requests"] for model, delta in server.items()},
+            requests_by_model(run.aggregator.totals),
+        )
         path = run.directory.write_summary(
             run.aggregator.totals, run.cpu_s, server=server, extra=extra, traffic=self.traffic_json(run)
         )
         run.directory.close()
         print(f"Run directory: {path}", flush=True)
         print_exact_summary(run.aggregator.totals, open_loop=self.settings.open_loop)
+        print_faults(faults)
         slo_gate.finish(self.environment, path, run.aggregator.totals)  # --slo verdicts, --junit, exit code 3
+
+
+def requests_by_model(totals: dict) -> dict[str, int]:
+    """The client's request count per model, over its endpoints (protocols)."""
+    out: dict[str, int] = {}
+    for stats in totals.values():
+        out[stats.model] = out.get(stats.model, 0) + stats.requests
+    return out
 
 
 _runtimes: weakref.WeakKeyDictionary[Environment, Runtime] = weakref.WeakKeyDictionary()
@@ -381,8 +416,7 @@ def install(events) -> None:
             # Let a stopping user finish its in-flight request (at most one request timeout):
             # a request Triton counted but the user never reported would break exact counts.
             if not environment.stop_timeout:
-                # Plus a margin: an open-loop user waits for its in-flight requests, each up to the timeout.
-                environment.stop_timeout = runtime.settings.request_timeout_s + STOP_MARGIN_S
+                environment.stop_timeout = STOP_GRACE_S
             slo_gate.validate(runtime)  # a malformed --slo or unknown model: exit 2 before any load
             check_outputs(runtime.settings, str(getattr(options, "junit", "") or ""))  # before, not after, the load
             if options.headless or getattr(options, "autostart", False):
@@ -435,8 +469,14 @@ def install(events) -> None:
             runtime.finish_run()
         elif isinstance(environment.runner, MasterRunner) and runtime.run is not None:
             run = runtime.run
-            # Workers send their last windows with their next report; quitting may come first.
-            gevent.spawn_later(MASTER_FINAL_REPORT_WAIT_S, lambda: runtime.run is run and runtime.finish_run())
+
+            def finish_when_workers_reported() -> None:
+                runtime.wait_for_final_reports(run)
+                if runtime.run is run:
+                    runtime.finish_run()
+
+            # Workers send their last windows once their users have stopped; quitting may come first.
+            gevent.spawn(finish_when_workers_reported)
 
     @events.request.add_listener
     def _on_request(request_type, name, response_time, exception=None, context=None, **_kwargs) -> None:
@@ -459,7 +499,9 @@ def install(events) -> None:
     def _on_report_to_master(client_id, data, **_kwargs) -> None:
         runtime = bound.get("runtime")
         if runtime is not None:
-            data[REPORT_KEY] = {"windows": runtime.recorder.drain(), "cpu_s": runtime.take_cpu()}
+            runner = runtime.environment.runner
+            final = runner is not None and runner.state == STATE_STOPPED  # users stopped: nothing more to come
+            data[REPORT_KEY] = {"windows": runtime.recorder.drain(), "cpu_s": runtime.take_cpu(), "final": final}
 
     @events.worker_report.add_listener
     def _on_worker_report(client_id, data, **_kwargs) -> None:
@@ -468,6 +510,9 @@ def install(events) -> None:
         if runtime is None or report is None or runtime.run is None:
             return
         runtime.run.aggregator.merge(report["windows"])
+        runtime.run.faults.worker_reported(
+            client_id, report["windows"], data.get("user_count"), final=report.get("final", False)
+        )
         runtime.run.cpu_s += report["cpu_s"]
 
     @events.quitting.add_listener
@@ -479,4 +524,22 @@ def install(events) -> None:
             # finish their in-flight requests, workers send their final reports), so nothing
             # measured is left out of the run directory.
             runner.quit()
+        if runtime.run is not None and isinstance(runner, MasterRunner):
+            runtime.wait_for_final_reports(runtime.run)
         runtime.finish_run()
+
+    @events.quit.add_listener
+    def _on_quit(**_kwargs) -> None:
+        runtime = bound.get("runtime")
+        if runtime is not None:
+            write_final_csv(runtime.environment)  # Locust's --csv holds every request too
+
+
+def users_by_class(runner) -> dict[str, int] | None:
+    """Running users per user class: the master counts its workers' reports (its own
+    user_classes_count counts local greenlets, none there); a local runner its greenlets."""
+    if runner is None:
+        return None
+    if hasattr(runner, "reported_user_classes_count"):
+        return dict(runner.reported_user_classes_count)
+    return dict(runner.user_classes_count)

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import gevent
 import numpy as np
 from gevent.pool import Group
 from locust import User, constant, task
 from locust.user.task import LOCUST_STATE_STOPPING
 
 from loadtests.clients import TritonClient, open_client
+from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.runtime import Runtime, runtime_for
@@ -77,8 +79,12 @@ class TritonUser(User):
         if traffic is not None:
             self._open_loop(traffic)
             return
+        backoff = ConnectionBackoff()
         while not self._stopping():
-            self.client.infer(self.endpoint.pick(self.rng), self.endpoint.validator)
+            failure = self.client.infer(self.endpoint.pick(self.rng), self.endpoint.validator)
+            pause = backoff.after(failure)
+            if pause:
+                gevent.sleep(pause)  # the server refuses connections: count the outage, do not spin
 
     def _stopping(self) -> bool:
         return self._state == LOCUST_STATE_STOPPING
@@ -98,8 +104,12 @@ class TritonUser(User):
                     traffic.release_slot()
                     break
                 sends.spawn(self._send_open_loop, traffic, request, due_ns)
-        finally:
             sends.join()  # a stopping user lets its requests in flight finish
+        except BaseException:
+            # Killed at the end of the stop grace (or Ctrl-C): requests still in flight are cut
+            # now and reported as "interrupted", not left to report after the run has ended.
+            sends.kill()
+            raise
 
     def _send_open_loop(self, traffic: OpenLoop, request, due_ns: int) -> None:
         try:

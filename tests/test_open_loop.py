@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import subprocess
+import sys
 from argparse import Namespace
 
 import numpy as np
@@ -21,7 +23,7 @@ from loadtests.options import Settings
 from loadtests.recording.histograms import EndpointStats
 from loadtests.server import TritonPorts
 from loadtests.traffic.open_loop import ArrivalSchedule, RatePlan
-from tests.helpers import model_stats, read_summary, run_locust, triton_options
+from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust, triton_options
 
 
 class FakeClock:
@@ -231,14 +233,21 @@ def test_late_and_dropped_beyond_what_the_machine_can_send(triton, tmp_path):
 
 
 def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path):
+    # What the host alone causes, measured beside the run: a shared machine can preempt any
+    # process for over 1 ms, which really does send a request late. The suite may not add to it
+    # beyond noise; a scheduler that lagged (a busy loop, a coarse timer) would be late for most.
+    probe = subprocess.Popen(
+        [sys.executable, "-m", "tests.timer_probe", "50", "6"], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
+    )
     _result, summary, served, _ = run_open_loop(
         triton, tmp_path, "TritonHttpUser", "identity", 4, "5s", "--traffic", "poisson", "--rate", "50"
     )
+    baseline = json.loads(probe.communicate(timeout=60)[0])
     (endpoint,) = summary["endpoints"]
     assert endpoint["dropped"] == 0
-    # Zero on a quiet machine; a busy shared host can preempt the process for over 1 ms,
-    # which really does send a request late, so allow one in a hundred.
-    assert endpoint["late"] <= endpoint["requests"] // 100, endpoint
+    host_late_share = baseline["late"] / baseline["wakeups"]
+    allowed = int(endpoint["requests"] * min(1.0, 3 * host_late_share + 0.02))
+    assert endpoint["late"] <= allowed, (endpoint, baseline)
     assert served == endpoint["requests"] > 150
 
 

@@ -97,9 +97,11 @@ def test_split_across_recorders_and_merged_is_identical_to_one_recorder():
 class ListSink:
     def __init__(self) -> None:
         self.rows: list[tuple[float, dict, int]] = []
+        self.by_class: list[dict[str, int] | None] = []
 
-    def write_window(self, start_s, window_s, endpoints, users, target_rate=None) -> None:
+    def write_window(self, start_s, window_s, endpoints, users, target_rate=None, users_by_class=None) -> None:
         self.rows.append((start_s, {n: s.requests for n, s in endpoints.items()}, users))
+        self.by_class.append(users_by_class)
 
 
 def test_windows_close_in_order_after_the_grace_period_and_late_data_is_not_lost():
@@ -186,3 +188,65 @@ def test_a_window_before_the_first_user_count_takes_the_next_one():
     aggregator.merge(recorder.drain())
     aggregator.close_windows(final=True)
     assert [(row[0], row[2]) for row in sink.rows] == [(1000.0, 3)]
+
+
+def test_windows_in_which_nothing_completed_are_written_as_zero_rows():
+    # A frozen server: requests complete at 1000 and 1004 only; 1001-1003 and the end are an outage.
+    clock = FakeClock(1000.2)
+    sink = ListSink()
+    aggregator = RunAggregator(window_s=1.0, grace_s=0.0, sink=sink, clock=clock, started_s=999.7)
+    recorder = WindowRecorder(window_s=1.0, clock=clock)
+    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    clock.now = 1004.5
+    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    aggregator.merge(recorder.drain())
+    clock.now = 1005.1
+    aggregator.close_windows()
+    assert [(row[0], row[1]) for row in sink.rows] == [
+        (999.0, {"m [http]": 0}),
+        (1000.0, {"m [http]": 1}),
+        (1001.0, {"m [http]": 0}),
+        (1002.0, {"m [http]": 0}),
+        (1003.0, {"m [http]": 0}),
+        (1004.0, {"m [http]": 1}),
+    ]
+    clock.now = 1009.0  # the server stays frozen until the run stops at 1007.5
+    aggregator.close_windows(final=True, end_s=1007.5)
+    assert [row[0] for row in sink.rows][6:] == [1005.0, 1006.0, 1007.0]
+    assert all(row[1] == {"m [http]": 0} for row in sink.rows[6:])
+
+
+def test_a_window_with_no_success_has_no_latency_in_timeseries(tmp_path):
+    directory = RunDirectory(tmp_path, started_at=1000.0)
+    failed = EndpointStats("m [http]", "m", "http")
+    failed.record(100.0, 1, "connection refused")
+    directory.write_window(1000.0, 1.0, {failed.name: failed}, users=1)
+    directory.write_window(1001.0, 1.0, {failed.name: EndpointStats("m [http]", "m", "http")}, users=1)
+    directory.close()
+    with (tmp_path / "timeseries.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert [(r["requests"], r["failures"], r["throughput_rps"]) for r in rows] == [("1", "1", "1.0"), ("0", "0", "0.0")]
+    assert all(r["p50_us"] == r["p99_us"] == r["max_us"] == "" for r in rows)  # not 0 µs: nothing was measured
+
+
+def test_users_by_class_are_noted_beside_the_total_and_written_per_window(tmp_path):
+    """`users` is the total over the user classes: each class's count goes beside it."""
+    clock = FakeClock(1000.5)
+    sink = ListSink()
+    aggregator = RunAggregator(window_s=1.0, grace_s=0.0, sink=sink, clock=clock)
+    recorder = WindowRecorder(window_s=1.0, clock=clock)
+    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    aggregator.note_users(8, by_class={"ResNetHttpUser": 4, "BertQAHttpUser": 4})
+    aggregator.merge(recorder.drain())
+    aggregator.close_windows(final=True)
+    assert sink.rows[0][2] == 8 and sink.by_class == [{"ResNetHttpUser": 4, "BertQAHttpUser": 4}]
+
+    directory = RunDirectory(tmp_path, started_at=1000.0)
+    stats = EndpointStats("m [http]", "m", "http")
+    stats.record(100.0, 1, None)
+    directory.write_window(1000.0, 1.0, {stats.name: stats}, users=8, users_by_class=sink.by_class[0])
+    directory.write_window(1001.0, 1.0, {stats.name: stats}, users=3)  # a sink without the split
+    directory.close()
+    with (tmp_path / "timeseries.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert [row["users_by_class"] for row in rows] == ["BertQAHttpUser=4;ResNetHttpUser=4", ""]

@@ -19,6 +19,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
+from analysis import plots
 from analysis.__main__ import main as analysis_main
 from analysis.dataset import load
 from analysis.hdr import LATENCY_KEYS, UNCORRECTED, read_logs, summarise_us
@@ -100,6 +101,30 @@ def sweep_run(triton, tmp_path_factory) -> Path:
         timeout=150,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def two_class_run(triton, tmp_path_factory) -> Path:
+    """A real stepped run of two user classes on `identity`: 2 then 4 users in all (1 then 2 each)."""
+    run_dir = tmp_path_factory.mktemp("report") / "two_classes"
+    result = run_locust(
+        ["TritonHttpUser", "TritonGrpcUser"],
+        [
+            *triton_options(triton, server_stats_interval=1),
+            "--model",
+            "identity",
+            "--run-dir",
+            str(run_dir),
+            "--load-shape",
+            "steps",
+            "--shape-args",
+            "targets=2;4,step_s=3",
+        ],
+        users=4,
+        run_time="8s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
     return run_dir
 
 
@@ -436,3 +461,104 @@ def test_cli_runs_without_locust_or_gevent(tmp_path):
     result = run_cli(["-m", "analysis", "report", str(PA_DATA / "request_rate.csv"), "--out", str(tmp_path)])
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(tmp_path / "request_rate.report.html")
+
+
+# -- users per class (the step's target is their total) ---------------------------------------------------
+def test_users_by_class_beside_the_total_in_timeseries_and_report(two_class_run, tmp_path):
+    timeseries = pd.read_csv(two_class_run / "timeseries.csv", keep_default_na=False)
+    noted = timeseries[timeseries["users_by_class"] != ""]
+    assert len(noted) >= len(timeseries) - 2  # at most the first windows, before users ran
+    for row in noted.to_dict("records"):
+        counts = dict(part.split("=") for part in row["users_by_class"].split(";"))
+        assert set(counts) == {"TritonHttpUser", "TritonGrpcUser"}
+        assert sum(int(count) for count in counts.values()) == int(row["users"])
+    write_report(two_class_run, tmp_path)
+    for endpoint in ("identity [grpc]", "identity [http]"):
+        report = (tmp_path / "report.md").read_text()
+        section = report.split(f"### {endpoint}", 1)[1]
+        headers, rows = markdown_table(section, "step")
+        cells = [dict(zip(headers, row, strict=True)) for row in rows]
+        assert [c["step"] for c in cells] == ["step 1: 2 users", "step 2: 4 users"]
+        assert [c["users by class"] for c in cells] == [
+            "TritonGrpcUser 1, TritonHttpUser 1",
+            "TritonGrpcUser 2, TritonHttpUser 2",
+        ]
+
+
+# -- readability: what the charts show, read from matplotlib's objects -------------------------------------
+def test_every_components_panel_labels_its_throughput_axis(two_class_run):
+    data = load(two_class_run)
+    series = [(name, frame) for name, frame in data.levels.items()]
+    assert len(series) == 2
+    figure = plots.components_figure(series, data.level_kind)
+    twins = [axes for axes in figure.axes if axes.yaxis.get_label_position() == "right"]
+    assert len(twins) == 2
+    for axes in twins:
+        assert "inferences/s" in axes.get_ylabel()
+        assert any(label.get_text() for label in axes.get_yticklabels())  # its scale is readable too
+
+
+def test_users_staircase_changes_on_the_step_lines(run_copy):
+    data = load(run_copy)
+    axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s)
+    figure = plots.throughput_over_time_figure(data.timeseries, axis, data.window_s)
+    main, right = figure.axes
+    (users,) = [line for line in right.get_lines() if line.get_label().startswith("users")]
+    x, y = users.get_xdata(), users.get_ydata()
+    changes = [x[i] for i in range(1, len(y)) if y[i] != y[i - 1]]
+    step_starts = [float(step["start_s"]) for step in data.steps]
+    assert changes == step_starts[1:]  # each change of users is drawn at its step's start
+    assert x[0] == step_starts[0]
+    step_lines = sorted(line.get_xdata()[0] for line in main.get_lines() if line.get_label() == "_step")
+    assert step_lines == step_starts
+
+
+def test_over_time_charts_share_one_x_range_and_the_step_lines(run_copy):
+    data = load(run_copy)
+    axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s)
+    figures = [
+        plots.latency_over_time_figure(data.timeseries, axis, data.window_s),
+        plots.throughput_over_time_figure(data.timeseries, axis, data.window_s),
+        plots.server_over_time_figure(data.server_intervals, axis),
+    ]
+    if data.resources is not None:
+        figures.append(plots.resources_over_time_figure(data.resources, axis))
+    expected_x = (min(0.0, data.timeseries["time_s"].min()), data.timeseries["time_s"].max() + data.window_s)
+    step_starts = sorted(float(step["start_s"]) for step in data.steps)
+    for figure in figures:
+        for axes in figure.axes:
+            assert axes.get_xlim() == pytest.approx(expected_x), figure.texts or axes.get_title()
+            if axes.yaxis.get_label_position() == "left":
+                marks = sorted(line.get_xdata()[0] for line in axes.get_lines() if line.get_label() == "_step")
+                assert marks == step_starts
+
+
+def test_one_meaning_per_colour():
+    """Percentiles, the parts of a request, endpoints and the load never share a colour."""
+    percentiles = set(plots.PERCENTILE_COLOURS.values())
+    parts = {colour for _, _, colour in plots.COMPONENTS}
+    endpoints, devices = set(plots.ENDPOINT_COLOURS), set(plots.DEVICE_COLOURS)
+    assert len(parts) == len(plots.COMPONENTS) and len(percentiles) == len(plots.PERCENTILE_COLOURS)
+    families = [percentiles, parts, endpoints, devices, {plots.LOAD_COLOUR}]
+    for i, one in enumerate(families):
+        for other in families[i + 1 :]:
+            assert not one & other, (one, other)
+    # The same endpoint has the same colour in every chart: chosen by its model's name.
+    assert plots.endpoint_colour("bert_qa [http]") == plots.endpoint_colour("bert_qa")
+
+
+def test_wide_tables_scroll_in_their_own_box(run_copy):
+    html = write_report(run_copy).read_text()
+    tables = html.count("<table>")
+    assert tables > 1 and html.count('<div class="table-wrap"><table>') == tables
+    assert re.search(r"div\.table-wrap \{[^}]*overflow-x: auto", html)
+
+
+def test_endpoints_of_one_model_are_told_apart(two_class_run):
+    data = load(two_class_run)
+    axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s)
+    main = plots.throughput_over_time_figure(data.timeseries, axis, data.window_s).axes[0]
+    lines = {line.get_label(): line for line in main.get_lines() if line.get_label().endswith("infer/s")}
+    grpc, http = lines["identity [grpc] infer/s"], lines["identity [http] infer/s"]
+    assert grpc.get_color() == http.get_color() == plots.endpoint_colour("identity")  # one model, one colour
+    assert grpc.get_linestyle() != http.get_linestyle()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -64,6 +65,10 @@ def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path
             "1,2",
             "--run-dir",
             str(run_dir),
+            "--csv",
+            str(tmp_path / "locust"),
+            "--html",
+            str(tmp_path / "locust.html"),
         ],
         users=2,
         run_time="4s",
@@ -73,6 +78,17 @@ def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path
     summary = assert_complete(run_dir, "identity")
     (endpoint,) = summary["endpoints"]
     assert endpoint["requests"] == after["requests"] - before["requests"]
+    # Locust's own --csv files (what a Locust user reads first) hold every request too,
+    # including those that completed after the run time ran out (locust#1806).
+    aggregated = next(r for r in read_rows(tmp_path / "locust_stats.csv") if r["Name"] == "Aggregated")
+    assert int(aggregated["Request Count"]) == endpoint["requests"]
+    history = read_rows(tmp_path / "locust_stats_history.csv")
+    assert int(history[-1]["Total Request Count"]) == endpoint["requests"]
+    html = (tmp_path / "locust.html").read_text()  # Locust's --html report embeds its stats as JSON
+    (html_count,) = re.findall(r'"name": "Aggregated", "num_failures": \d+, "num_requests": (\d+)', html)
+    assert int(html_count) == endpoint["requests"]
+    console = re.search(r"^\s+Aggregated\s+(\d+)\s", result.stdout + result.stderr, re.MULTILINE)
+    assert console is not None and int(console.group(1)) == endpoint["requests"]  # the final console table
     latency = endpoint["latency_us"]
     assert 0 < latency["p50"] < latency["p99"] < 100_000  # microseconds, not collapsed to 0 or 1 ms
     server = summary["server"]["identity"]
@@ -96,10 +112,17 @@ def test_sigint_mid_run_leaves_a_complete_run_directory(triton, tmp_path):
         "--run-dir",
         str(run_dir),
     ]
-    with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
-        time.sleep(5)
+    # SIGINT as a terminal delivers it, even when the test runner inherited it ignored (CI in the background).
+    restore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    with subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=restore_sigint
+    ) as process:
+        deadline = time.monotonic() + 60
+        while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)  # the run has started (a busy machine can take seconds to get there)
+        time.sleep(3)
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)
+        process.wait(timeout=30)
     summary = assert_complete(run_dir, "identity")
     (endpoint,) = summary["endpoints"]
     after = model_stats(triton.http_address, "identity")
@@ -162,3 +185,7 @@ def test_master_and_two_workers_merge_exactly(triton, tmp_path):
     assert endpoint["inferences"] > endpoint["requests"]  # the batch SPEC reached the workers
     assert summary["load_generator"]["cpu_s"] > 0
     assert load_run(run_dir).endpoints["identity [grpc]"].requests == endpoint["requests"]
+    # The master counts users per class from its workers' reports (its own greenlets are none).
+    by_class = [(r["users"], r["users_by_class"]) for r in read_rows(run_dir / "timeseries.csv") if r["users_by_class"]]
+    assert by_class and all(cell == f"TritonGrpcUser={users}" for users, cell in by_class), by_class
+    assert ("4", "TritonGrpcUser=4") in by_class

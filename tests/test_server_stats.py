@@ -197,6 +197,32 @@ def test_a_counter_reset_counts_from_zero():
     assert delta.requests == 7
 
 
+def test_a_restart_mid_run_is_summed_over_both_server_lifetimes():
+    # 40 requests before the restart (read at t=2), then 25 on the new server (from zero).
+    poller = ServerStatsPoller("127.0.0.1:1", ["m"])
+    poller.snapshots = [
+        snapshot(0, v1=entry("1", 100, ns_each=1000)),
+        snapshot(2, v1=entry("1", 140, ns_each=1000)),
+        snapshot(9, v1=entry("1", 10, ns_each=3000)),
+        snapshot(11, v1=entry("1", 25, ns_each=3000)),
+    ]
+    total = poller.total_delta()["m"]
+    assert (total.requests, total.inferences) == (40 + 25, 40 + 25)
+    # Per-request times are weighted over both lifetimes: (40 x 1 + 25 x 3) / 65 µs of queue.
+    assert total.queue_us == pytest.approx((40 * 1 + 25 * 3) / 65)
+    assert poller.restarts() == [{"after_s": 2, "before_s": 9, "models": ["m"]}]
+    document = poller.to_json()
+    assert document["restarts"] == poller.restarts()
+    assert document["deltas"]["total"]["m"]["requests"] == 65
+
+
+def test_no_restart_without_a_counter_going_down():
+    poller = ServerStatsPoller("127.0.0.1:1", ["m"])
+    poller.snapshots = [snapshot(0, v1=entry("1", 1)), snapshot(1, v1=entry("1", 1)), snapshot(2, v1=entry("1", 3))]
+    assert poller.restarts() == []
+    assert poller.total_delta()["m"].requests == 2
+
+
 def test_a_model_missing_from_the_later_snapshot_is_left_out():
     assert compute_delta(snapshot(0, v1=entry("1", 1)), StatsSnapshot(1, {})) == {}
 

@@ -139,8 +139,9 @@ class TritonClient(ABC):
 
     def infer(
         self, request: PreparedRequest, validate: Validator | None = None, intended_ns: int | None = None
-    ) -> None:
-        """Send one request, time it alone, and report it through Locust's request event.
+    ) -> RequestFailure | None:
+        """Send one request, time it alone, and report it through Locust's request event;
+        returns the failure it was reported with (None for a success).
 
         Open-loop traffic passes `intended_ns`, the request's scheduled send time on the
         perf_counter_ns clock: the reported latency then runs from that time (corrected for
@@ -175,6 +176,7 @@ class TritonClient(ABC):
                 except RequestFailure as failure:
                     exception = failure
         self._report(request, start, end, intended_ns, length, exception)
+        return exception
 
     def _report(
         self,

@@ -59,11 +59,19 @@ TIMESERIES_COLUMNS = (
     "p99_uncorrected_us",
     # The seconds of the window inside the run (less than the window at its two ends): rates are per these.
     "covered_s",
+    # `users` per user class, "BertQAHttpUser=4;ResNetHttpUser=4" (users is their total).
+    "users_by_class",
 )
 # Open-loop runs also log the latency from the actual send, in hdr/<endpoint>.uncorrected.hlog.
 UNCORRECTED = "uncorrected"
+_LATENCY_KEYS = ("p50", "p90", "p95", "p99", "max", "mean")
 # HDR log "Interval_Max" column unit: values are µs, the column shows ms.
 HDR_MAX_VALUE_UNIT_RATIO = 1000.0
+
+
+def users_by_class_text(by_class: dict[str, int] | None) -> str:
+    """timeseries.csv's users_by_class cell: {"B": 4, "A": 2} -> "A=2;B=4" ("" if not known)."""
+    return ";".join(f"{name}={count}" for name, count in sorted((by_class or {}).items()))
 
 
 def default_run_dir(environment: Environment, now: datetime | None = None) -> Path:
@@ -167,6 +175,7 @@ class RunDirectory:
         endpoints: dict[str, EndpointStats],
         users: int,
         target_rate: float | None = None,
+        users_by_class: dict[str, int] | None = None,
     ) -> None:
         timestamp = datetime.fromtimestamp(start_s, UTC).isoformat()
         # The first window begins before the run and the last one may end after it: rates are
@@ -177,7 +186,10 @@ class RunDirectory:
             self._hdr_base = min(self.started_at, start_s)
         for name in sorted(endpoints):
             stats = endpoints[name]
-            latency = stats.latency_summary_us()
+            # No success in the window (an outage): no latency was measured, so none is written
+            # (an empty cell, not 0 µs, which a chart would draw as the fastest window of the run).
+            measured = stats.histogram.get_total_count() > 0
+            latency = stats.latency_summary_us() if measured else dict.fromkeys(_LATENCY_KEYS, "")
             self._timeseries.writerow(
                 [
                     round(start_s - self.started_at, 3),
@@ -200,8 +212,9 @@ class RunDirectory:
                     stats.late,
                     stats.dropped,
                     "" if target_rate is None else round(target_rate, 3),
-                    "" if stats.uncorrected is None else stats.uncorrected_summary_us()["p99"],
+                    "" if stats.uncorrected is None or not measured else stats.uncorrected_summary_us()["p99"],
                     round(covered_s, 3),
+                    users_by_class_text(users_by_class),
                 ]
             )
             if stats.histogram.get_total_count():

@@ -194,21 +194,30 @@ def _counters(entry: dict) -> dict[str, int]:
 def _version_delta(before: dict | None, after: dict) -> dict[str, int]:
     end = _counters(after)
     start = _counters(before) if before is not None else dict.fromkeys(end, 0)
-    if any(end[key] < start[key] for key in end):
+    if _went_down(start, end):
         return end  # counters reset (restart or reload): everything counted since
     return {key: end[key] - start[key] for key in end}
+
+
+def _went_down(start: dict[str, int], end: dict[str, int]) -> bool:
+    return any(end[key] < start.get(key, 0) for key in end)
 
 
 def _per_request_us(total_ns: int, count: int) -> float:
     return total_ns / count / 1000 if count else 0.0
 
 
-def model_delta(before: dict | None, after: dict) -> ModelDelta:
-    """The delta of one model's raw stats ({version: entry}); `before` None means no stats yet."""
+def counter_delta(before: dict | None, after: dict) -> dict[str, int]:
+    """The summed counters of one model's raw stats ({version: entry}) between two snapshots."""
     totals: dict[str, int] = {}
     for version, entry in after.items():
         for key, value in _version_delta((before or {}).get(version), entry).items():
             totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+def delta_of_counters(totals: dict[str, int]) -> ModelDelta:
+    """Counters (from counter_delta, possibly added up over intervals) as per-request averages."""
     if not totals:
         return ModelDelta()
     return ModelDelta(
@@ -222,6 +231,20 @@ def model_delta(before: dict | None, after: dict) -> ModelDelta:
         compute_infer_us=_per_request_us(totals["compute_infer_ns"], totals["compute_infer_count"]),
         compute_output_us=_per_request_us(totals["compute_output_ns"], totals["compute_output_count"]),
         request_us=_per_request_us(totals["success_ns"], totals["success_count"]),
+    )
+
+
+def model_delta(before: dict | None, after: dict) -> ModelDelta:
+    """The delta of one model's raw stats ({version: entry}); `before` None means no stats yet."""
+    return delta_of_counters(counter_delta(before, after))
+
+
+def model_restarted(before: dict | None, after: dict) -> bool:
+    """True when a version's counters went down between two snapshots (Triton restarted or reloaded it)."""
+    return any(
+        _went_down(_counters(before[version]), _counters(entry))
+        for version, entry in after.items()
+        if before and version in before
     )
 
 
@@ -394,10 +417,31 @@ class ServerStatsPoller:
         return compute_delta(before, after)
 
     def total_delta(self) -> dict[str, ModelDelta]:
-        """First snapshot to last: the whole run. {} before any snapshot."""
+        """First snapshot to last: the whole run. {} before any snapshot.
+
+        Summed interval by interval, so a Triton restart mid-run (counters back near zero)
+        adds the new server's counts to the old one's instead of replacing them. What the old
+        server did between its last snapshot and its end is not known (see restarts()).
+        """
         if not self.snapshots:
             return {}
-        return compute_delta(self.snapshots[0], self.snapshots[-1])
+        totals: dict[str, dict[str, int]] = {model: {} for model in self.snapshots[0].models}
+        for before, after in zip(self.snapshots, self.snapshots[1:], strict=False):
+            for model, raw in after.models.items():
+                model_totals = totals.setdefault(model, {})
+                for key, value in counter_delta(before.models.get(model), raw).items():
+                    model_totals[key] = model_totals.get(key, 0) + value
+        return {model: delta_of_counters(counters) for model, counters in totals.items()}
+
+    def restarts(self) -> list[dict[str, Any]]:
+        """Where the counters went down between two snapshots: Triton (or a model) restarted in
+        between. [{"after_s": last snapshot before, "before_s": first snapshot after, "models": [...]}]"""
+        found = []
+        for before, after in zip(self.snapshots, self.snapshots[1:], strict=False):
+            models = sorted(m for m, raw in after.models.items() if model_restarted(before.models.get(m), raw))
+            if models:
+                found.append({"after_s": before.time_s, "before_s": after.time_s, "models": models})
+        return found
 
     def interval_deltas(self) -> list[tuple[float, float, dict[str, ModelDelta]]]:
         """(start_s, end_s, deltas) between each pair of consecutive snapshots."""
@@ -418,6 +462,7 @@ class ServerStatsPoller:
                     for start, end, deltas in self.interval_deltas()
                 ],
             },
+            "restarts": self.restarts(),
             "errors": self.errors,
             "errors_dropped": self._sampler.errors_dropped,
         }

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import gevent
+
 from loadtests.recording.metrics import MetricsPoller
 from loadtests.recording.server_stats import ServerStatsPoller
+
+# The last snapshot and scrape at the end of a run wait at most this long each: a frozen or
+# dead Triton must not hold up the end of the run (the failure is recorded in the errors).
+END_SCRAPE_TIMEOUT_S = 1.0
 
 
 class ServerWatch:
@@ -37,8 +43,10 @@ class ServerWatch:
 
     def stop(self, directory) -> dict:
         """Final snapshots, server_stats.json and server_metrics.csv; returns summary.json's `server`."""
-        self.stats.stop()
-        self.metrics.stop()
+        self.stats.timeout_s = min(self.stats.timeout_s, END_SCRAPE_TIMEOUT_S)
+        self.metrics.timeout_s = min(self.metrics.timeout_s, END_SCRAPE_TIMEOUT_S)
+        # Both last scrapes at once: against a frozen server, the end waits one deadline, not two.
+        gevent.joinall([gevent.spawn(self.stats.stop), gevent.spawn(self.metrics.stop)], raise_error=True)
         directory.write_json("server_stats.json", self.stats.to_json())
         self.metrics.write_csv(directory.path / "server_metrics.csv")
         return {model: delta.to_json() for model, delta in sorted(self.stats.total_delta().items())}

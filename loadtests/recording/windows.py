@@ -86,8 +86,10 @@ class WindowSink(Protocol):
         endpoints: dict[str, EndpointStats],
         users: int,
         target_rate: float | None = None,
+        users_by_class: dict[str, int] | None = None,
     ) -> None:
-        """Called once per closed window, in time order (target_rate: open-loop traffic only)."""
+        """Called once per closed window, in time order (target_rate: open-loop traffic only;
+        users is the total over the user classes, users_by_class each class's count)."""
 
 
 class RunAggregator:
@@ -99,15 +101,19 @@ class RunAggregator:
         grace_s: float = DEFAULT_GRACE_S,
         sink: WindowSink | None = None,
         clock: Callable[[], float] = time.time,
+        started_s: float | None = None,
     ) -> None:
         self.window_s = window_s
         self.grace_s = grace_s
+        # The run's start (Unix s): windows from here on are written even when nothing completed.
+        self.started_s = started_s
         self.sink = sink
         self.clock = clock
         self.totals: dict[str, EndpointStats] = {}
         self.open: dict[int, dict[str, EndpointStats]] = {}
         self.users: dict[int, int] = {}
         self.rates: dict[int, float | None] = {}
+        self.users_by_class: dict[int, dict[str, int] | None] = {}
         self.last_closed: int | None = None
         self.last_window: dict[str, EndpointStats] = {}
         self.late_messages = 0
@@ -115,11 +121,13 @@ class RunAggregator:
         # sweep shape (loadtests/traffic/sweep.py) decides its levels from closed windows.
         self.observers: list[Callable[[float, float, dict[str, EndpointStats]], None]] = []
 
-    def note_users(self, count: int, target_rate: float | None = None) -> None:
-        """The user count (and open-loop target rate) now, for the window that holds now."""
+    def note_users(self, count: int, target_rate: float | None = None, by_class: dict[str, int] | None = None) -> None:
+        """The user count (the total over the classes, and each class's count) and the
+        open-loop target rate now, for the window that holds now."""
         key = window_key(self.clock(), self.window_s)
         self.users[key] = count
         self.rates[key] = target_rate
+        self.users_by_class[key] = dict(by_class) if by_class is not None else None
 
     def merge(self, messages: list[dict]) -> None:
         for message in messages:
@@ -140,11 +148,25 @@ class RunAggregator:
             else:
                 window[incoming.name] = incoming
 
-    def close_windows(self, final: bool = False) -> None:
-        """Write out every window older than the grace period (all of them when final)."""
+    def close_windows(self, final: bool = False, end_s: float | None = None) -> None:
+        """Write out every window older than the grace period (all of them when final).
+
+        A window in which nothing completed (a frozen or dead server) is written too, with
+        zero requests for every endpoint seen so far, so an outage shows as one in
+        timeseries.csv instead of a straight line between the windows around it. At the
+        final close, `end_s` (the run's stop) is the last window to write.
+        """
         limit = math.inf if final else window_key(self.clock() - self.grace_s, self.window_s)
-        for key in sorted(k for k in self.open if k < limit):
-            endpoints = self.open.pop(key)
+        keys = set(k for k in self.open if k < limit)
+        if self.totals:
+            first = self.last_closed + 1 if self.last_closed is not None else min(keys | {self._first_key()})
+            last = window_key(end_s, self.window_s) if final and end_s is not None else limit - 1
+            if math.isfinite(last):
+                keys.update(range(first, int(last) + 1))
+            elif keys:
+                keys.update(range(first, max(keys)))
+        for key in sorted(keys):
+            endpoints = self.open.pop(key, None) or self._empty_window()
             self.last_window = endpoints
             if self.sink is not None:
                 self.sink.write_window(
@@ -153,6 +175,7 @@ class RunAggregator:
                     endpoints,
                     _noted_at(self.users, key, 0),
                     target_rate=_noted_at(self.rates, key, None),
+                    users_by_class=_noted_at(self.users_by_class, key, None),
                 )
             self.last_closed = key
             for observer in self.observers:
@@ -163,6 +186,16 @@ class RunAggregator:
         for key in [k for k in self.users if self.last_closed is not None and k < self.last_closed - 1]:
             del self.users[key]
             self.rates.pop(key, None)
+            self.users_by_class.pop(key, None)
+
+    def _first_key(self) -> int:
+        """The run's first window: where the run started, or else the first window that has data."""
+        if self.started_s is not None:
+            return window_key(self.started_s, self.window_s)
+        return min(self.open) if self.open else window_key(self.clock(), self.window_s)
+
+    def _empty_window(self) -> dict[str, EndpointStats]:
+        return {name: EndpointStats(name, total.model, total.protocol) for name, total in self.totals.items()}
 
 
 def _noted_at(noted: dict, key: int, default):

@@ -1,0 +1,46 @@
+"""Locust's own `--csv` files, completed with the requests that ended after the run time.
+
+Locust's CSV writer rewrites its files once a second from a greenlet and closes them at
+shutdown without a last write (locust#1806, locust#2299). Requests that complete after
+its last tick (users finishing their in-flight request after `-t` ran out, the last
+second of the run) are in the console table and in `summary.json`, but not in the CSV:
+measured here, 606 of 720 requests in an 8-s run. Locust keeps no reference to the writer
+on the Environment, so at `quit` (after the runner stopped, before Locust closes the
+files) we find the writer of this environment and write its files once more, through
+Locust's own row writers: the same columns, now final.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+
+from locust.env import Environment
+from locust.stats import StatsCSVFileWriter
+
+logger = logging.getLogger(__name__)
+
+
+def _writers(environment: Environment) -> list[StatsCSVFileWriter]:
+    # Found once, at exit: a walk of the heap takes tens of milliseconds.
+    return [o for o in gc.get_objects() if isinstance(o, StatsCSVFileWriter) and o.environment is environment]
+
+
+def write_final_csv(environment: Environment) -> None:
+    """Rewrite Locust's --csv files with the final stats (a no-op without --csv)."""
+    if not getattr(environment.parsed_options, "csv_prefix", None):
+        return
+    for writer in _writers(environment):
+        try:
+            for name in ("requests", "failures", "exceptions"):
+                handle = getattr(writer, f"{name}_csv_filehandle")
+                handle.seek(0)
+                handle.truncate()
+                getattr(writer, f"{name}_csv")(getattr(writer, f"{name}_csv_writer"))
+                handle.flush()
+            # The history file is appended to: one last row with the final totals.
+            writer._stats_history_data_rows(writer.stats_history_csv_writer, time.time())
+            writer.stats_history_csv_filehandle.flush()
+        except (OSError, ValueError) as error:  # a closed or unwritable file: Locust's own output
+            logger.warning("could not complete Locust's --csv files: %s", error)

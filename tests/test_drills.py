@@ -1,0 +1,428 @@
+"""Fault drills: Triton killed, restarted and frozen mid-run, a worker killed, the master interrupted.
+
+Each drill runs the suite as a user would (a `locust` process against a Triton of its own,
+started here on free ports so it can be killed and frozen), and asserts what a load test
+must keep when things break: the run ends within 5 s of its `-t`, the run directory is
+complete, the counts reconcile with Triton's, and the outage is on the record
+(`summary.json`'s "faults", zero-throughput windows in `timeseries.csv`, the report).
+
+Run them apart with `pytest -m drill`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
+from loadtests.server.launcher import _signal_group
+from tests.helpers import REPO_ROOT, model_stats, run_cli
+
+pytestmark = pytest.mark.drill
+
+# The promise under test: a run ends within this long after its -t, whatever the server does.
+END_WITHIN_S = 5.0
+USERS = 2
+
+
+@pytest.fixture
+def drill_repository(tmp_path_factory) -> Path:
+    """Just the identity model: a Triton that starts (and restarts) in a few seconds."""
+    repository = tmp_path_factory.mktemp("drill_repository")
+    shutil.copytree(TEST_REPOSITORY / "identity", repository / "identity")
+    return repository
+
+
+@pytest.fixture
+def drill_triton(drill_repository, tmp_path):
+    server = LocalTriton([drill_repository], log_file=tmp_path / "triton.log")
+    with server:
+        yield server
+    _signal_group_safely(server, signal.SIGCONT)
+
+
+def _signal_group_safely(server: LocalTriton, sig: signal.Signals) -> None:
+    if server.process is not None and server.process.poll() is None:
+        _signal_group(server.process.pid, sig)
+
+
+def restart(server: LocalTriton) -> LocalTriton:
+    """A new Triton on the same ports and repository (as a pod restart or a systemd restart would)."""
+    fresh = LocalTriton(server.model_repositories, ports=server.ports, log_file=server.log_file.with_suffix(".2.log"))
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            fresh.start()
+            return fresh
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)  # the old listening sockets may take a moment to go
+
+
+def locust_command(server: LocalTriton, run_dir: Path, run_time_s: int, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        "locustfile.py",
+        "--headless",
+        "-u",
+        str(USERS),
+        "-r",
+        "20",
+        "-t",
+        f"{run_time_s}s",
+        *server.options,
+        "--server-stats-interval",
+        "1",
+        "--model",
+        "identity",
+        "--run-dir",
+        str(run_dir),
+        *extra,
+    ]
+
+
+def interruptible() -> None:
+    """In the child: SIGINT as a terminal's Ctrl-C delivers it. A test runner started in the
+    background of a non-interactive shell (as CI may be) inherits SIGINT ignored, and Python
+    then never raises KeyboardInterrupt: the signal would test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def wait_for_run_start(run_dir: Path, process: subprocess.Popen, timeout_s: float = 60) -> float:
+    """The run's start (Unix s), once its config.json exists."""
+    deadline = time.monotonic() + timeout_s
+    while not (run_dir / "config.json").exists():
+        assert process.poll() is None, "locust exited before the run started"
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.05)
+    time.sleep(0.1)  # written in one go, but be sure it is complete
+    return datetime.fromisoformat(json.loads((run_dir / "config.json").read_text())["started_at"]).timestamp()
+
+
+def sleep_until(start: float, at_s: float) -> None:
+    time.sleep(max(0.0, start + at_s - time.time()))
+
+
+def finish(process: subprocess.Popen, timeout_s: float = 120) -> tuple[float, str]:
+    output, _ = process.communicate(timeout=timeout_s)
+    return time.time(), output
+
+
+def read_rows(path: Path) -> list[dict]:
+    with path.open() as file:
+        return list(csv.DictReader(file))
+
+
+def run_drill(
+    server: LocalTriton,
+    run_dir: Path,
+    run_time_s: int,
+    actions: list[tuple[float, Callable[[], None]]],
+    *extra: str,
+    user_class: str = "TritonHttpUser",
+) -> tuple[float, float, str]:
+    """Start a run, do each action at its time (s from the run start); returns (start, end, output)."""
+    command = locust_command(server, run_dir, run_time_s, *extra)
+    command.insert(command.index("--headless"), user_class)
+    process = subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL
+    )
+    try:
+        start = wait_for_run_start(run_dir, process)
+        for at_s, action in actions:
+            sleep_until(start, at_s)
+            action()
+        end, output = finish(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return start, end, output
+
+
+def assert_complete(run_dir: Path) -> dict:
+    for name in ("config.json", "summary.json", "timeseries.csv", "server_stats.json", "server_metrics.csv"):
+        assert (run_dir / name).exists(), name
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def log_drill(name: str, **numbers) -> None:
+    """One line per drill (shown with `pytest -m drill -rP`): the figures of the drill table."""
+    print(f"DRILL {name} " + json.dumps(numbers))
+
+
+def assert_report_shows(run_dir: Path, *phrases: str) -> None:
+    result = run_cli(["-m", "analysis", "report", str(run_dir)])
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = (run_dir / "report.md").read_text()
+    for phrase in phrases:
+        assert phrase in text, phrase
+
+
+@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
+def test_triton_killed_and_restarted_mid_run(drill_triton, tmp_path, user_class):
+    run_dir = tmp_path / "run"
+    before = model_stats(drill_triton.http_address, "identity")
+    seen: dict = {}
+
+    def kill() -> None:
+        seen["before_kill"] = model_stats(drill_triton.http_address, "identity")
+        seen["read_at"] = time.perf_counter()
+        _signal_group(drill_triton.process.pid, signal.SIGKILL)
+        seen["kill_read_gap_s"] = time.perf_counter() - seen["read_at"]
+        seen["killed_at"] = time.time()
+        drill_triton.process.wait()
+
+    def bring_back() -> None:
+        seen["server"] = restart(drill_triton)
+        seen["ready_at"] = time.time()
+
+    run_time_s = 16
+    try:
+        start, end, output = run_drill(
+            drill_triton, run_dir, run_time_s, [(4, kill), (7, bring_back)], user_class=user_class
+        )
+        after = model_stats(drill_triton.http_address, "identity")
+    finally:
+        if "server" in seen:
+            seen["server"].stop()
+    assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
+    summary = assert_complete(run_dir)
+    (endpoint,) = summary["endpoints"]
+    # Triton over both lifetimes: the old server up to the kill, the new one from zero.
+    triton_total = seen["before_kill"]["requests"] - before["requests"] + after["requests"]
+    successes = endpoint["requests"] - endpoint["failures"]
+    cut = endpoint["failures_by_class"].get("connection reset", 0) + endpoint["failures_by_class"].get(
+        "connection refused", 0
+    )
+    # Exact but for the instant between reading the old server's count and killing it (requests
+    # completing then are the client's, not in triton_total), and the requests in flight at the
+    # kill (Triton may have counted them; the client saw a reset).
+    rate = successes / run_time_s
+    race = int(rate * seen["kill_read_gap_s"] * 3) + USERS
+    assert successes - race <= triton_total <= successes + USERS, (endpoint, triton_total, race)
+    assert set(endpoint["failures_by_class"]) <= {"connection refused", "connection reset", "connection error"}
+    # While Triton was down, users backed off: at most about 10 failures/s per user, not thousands.
+    outage_s = seen["ready_at"] - seen["killed_at"]
+    assert 0 < cut <= USERS * outage_s * 15 + 50, (cut, outage_s)
+    # The restart is on the record, and the server section covers both lifetimes.
+    (restart_fault,) = summary["faults"]["server_restarts"]
+    assert restart_fault["after_s"] <= seen["killed_at"] - start + 1.5
+    server = summary["server"]["identity"]
+    assert after["requests"] < server["requests"] <= triton_total
+    # The outage is in the time series: windows with failures and no success between kill and return.
+    rows = read_rows(run_dir / "timeseries.csv")
+    killed_s, ready_s = seen["killed_at"] - start, seen["ready_at"] - start
+    outage = [r for r in rows if killed_s + 1 <= float(r["time_s"]) and float(r["time_s"]) + 1 <= ready_s]
+    assert outage and all(float(r["throughput_infer_per_s"]) == 0 for r in outage), rows
+    # ... and the clients came back within about a second of Triton (gRPC's reconnect backoff is capped).
+    back = [r for r in rows if float(r["time_s"]) >= killed_s and int(r["inferences"]) > 0]
+    assert back and float(back[0]["time_s"]) <= ready_s + 1.5, (ready_s, back[:2])
+    log_drill(
+        f"restart-{user_class}", ended_after_t_s=round(end - start - run_time_s, 2),
+        client_requests=endpoint["requests"], client_successes=successes, triton_both_lifetimes=triton_total,
+        summary_server=server["requests"], failures=endpoint["failures_by_class"], outage_s=round(outage_s, 1),
+    )  # fmt: skip
+    assert_report_shows(run_dir, "Triton restarted")
+
+
+def test_triton_frozen_mid_run(drill_triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(drill_triton.http_address, "identity")
+
+    def freeze() -> None:
+        _signal_group(drill_triton.process.pid, signal.SIGSTOP)
+
+    def thaw() -> None:
+        _signal_group(drill_triton.process.pid, signal.SIGCONT)
+
+    run_time_s = 18
+    start, end, output = run_drill(drill_triton, run_dir, run_time_s, [(3, freeze), (13, thaw)])
+    after = model_stats(drill_triton.http_address, "identity")
+    assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
+    summary = assert_complete(run_dir)
+    (endpoint,) = summary["endpoints"]
+    # Nothing failed (the default request timeout outlasts the freeze): every request counted once.
+    assert endpoint["failures"] == 0
+    assert endpoint["requests"] == after["requests"] - before["requests"] == summary["server"]["identity"]["requests"]
+    rows = read_rows(run_dir / "timeseries.csv")
+    frozen = [r for r in rows if 4.5 <= float(r["time_s"]) <= 11.5]
+    assert len(frozen) >= 6 and all(int(r["requests"]) == 0 for r in frozen), rows
+    assert all(r["p50_us"] == "" for r in frozen)  # no latency measured, not a latency of 0
+    log_drill(
+        "frozen-mid-run", ended_after_t_s=round(end - start - run_time_s, 2), client_requests=endpoint["requests"],
+        triton=after["requests"] - before["requests"], zero_windows=len(frozen),
+    )  # fmt: skip
+
+
+def test_triton_frozen_across_the_end_of_the_run(drill_triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(drill_triton.http_address, "identity")
+
+    def freeze() -> None:
+        _signal_group(drill_triton.process.pid, signal.SIGSTOP)
+
+    run_time_s = 10
+    try:
+        start, end, output = run_drill(drill_triton, run_dir, run_time_s, [(5, freeze)], "--request-timeout", "60")
+    finally:
+        _signal_group_safely(drill_triton, signal.SIGCONT)
+    assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
+    summary = assert_complete(run_dir)
+    (endpoint,) = summary["endpoints"]
+    # The requests in flight when the run ended were cut at the stop grace and counted.
+    assert endpoint["failures_by_class"] == {"interrupted": USERS}, endpoint
+    assert summary["faults"]["server_unreachable"], summary["faults"]
+    time.sleep(1.0)  # thawed: Triton finishes what it had received
+    after = model_stats(drill_triton.http_address, "identity")
+    completed = endpoint["requests"] - USERS
+    assert completed <= after["requests"] - before["requests"] <= endpoint["requests"]
+    log_drill(
+        "frozen-across-end", ended_after_t_s=round(end - start - run_time_s, 2), client_requests=endpoint["requests"],
+        interrupted=USERS, triton=after["requests"] - before["requests"],
+    )  # fmt: skip
+
+
+def start_distributed(server: LocalTriton, run_dir: Path, run_time_s: int, users: int = 4):
+    """A master and two workers on loopback, as the Kubernetes manifests run them."""
+    port = TritonPorts.free().http
+    master_command = locust_command(server, run_dir, run_time_s, "--batch-size", "1,2")
+    master_command[master_command.index("-u") + 1] = str(users)
+    master_command.insert(master_command.index("--headless"), "TritonHttpUser")
+    master_command += ["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port)]
+    master_command += ["--expect-workers", "2"]
+    master = subprocess.Popen(
+        master_command,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=interruptible,
+    )
+    worker_command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--worker", "--master-host", "127.0.0.1"]
+    worker_command += ["--master-port", str(port), "TritonHttpUser"]
+    workers = [
+        subprocess.Popen(worker_command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(2)
+    ]
+    return master, workers
+
+
+def test_a_worker_killed_mid_run(drill_triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(drill_triton.http_address, "identity")
+    master, workers = start_distributed(drill_triton, run_dir, 16)
+    try:
+        start = wait_for_run_start(run_dir, master)
+        sleep_until(start, 6)
+        workers[0].kill()
+        killed_s = time.time() - start
+        end, output = finish(master)
+        workers[1].wait(timeout=60)
+    finally:
+        for process in [master, *workers]:
+            if process.poll() is None:
+                process.kill()
+    assert master.returncode == 0, output[-3000:]
+    assert end - start <= 16 + END_WITHIN_S, output[-3000:]
+    summary = assert_complete(run_dir)
+    (endpoint,) = summary["endpoints"]
+    after = model_stats(drill_triton.http_address, "identity")
+    faults = summary["faults"]
+    (lost,) = faults["workers_lost"]
+    assert killed_s < lost["lost_at_s"] <= killed_s + 6
+    assert lost["last_report_s"] <= killed_s and lost["users"] == 2 and lost["users_respawned"]
+    # The client count misses what the lost worker never reported; the estimate fills the gap,
+    # bounded by what its 2 users can send between its last report and its death.
+    estimate = faults["unreported_requests_estimate"]["identity"]
+    triton_delta = after["requests"] - before["requests"]
+    assert summary["server"]["identity"]["requests"] == triton_delta
+    assert endpoint["requests"] + estimate == triton_delta
+    assert 0 <= estimate < endpoint["requests"] / 16 * 5  # at most about 5 s of the run's rate
+    # Its users were started again on the other worker: 4 users after the loss, as before.
+    rows = read_rows(run_dir / "timeseries.csv")
+    assert [int(r["users"]) for r in rows if float(r["time_s"]) >= lost["lost_at_s"] + 2][:3] == [4, 4, 4], rows
+    assert "lost" in output
+    log_drill(
+        "worker-killed", ended_after_t_s=round(end - start - 16, 2), client_requests=endpoint["requests"],
+        lost_estimate=estimate, triton=triton_delta, lost_at_s=lost["lost_at_s"], killed_at_s=round(killed_s, 2),
+    )  # fmt: skip
+    assert_report_shows(run_dir, "lost")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_master_interrupted(drill_triton, tmp_path, sig):
+    run_dir = tmp_path / "run"
+    before = model_stats(drill_triton.http_address, "identity")
+    master, workers = start_distributed(drill_triton, run_dir, 60)
+    try:
+        start = wait_for_run_start(run_dir, master)
+        sleep_until(start, 5)
+        sent_at = time.time()
+        master.send_signal(sig)
+        end, output = finish(master)
+        for worker in workers:
+            worker.wait(timeout=30)
+    finally:
+        for process in [master, *workers]:
+            if process.poll() is None:
+                process.kill()
+    assert end - sent_at <= END_WITHIN_S, output[-3000:]
+    summary = assert_complete(run_dir)
+    (endpoint,) = summary["endpoints"]
+    assert summary["faults"]["workers_lost"] == []
+    after = model_stats(drill_triton.http_address, "identity")
+    interrupted = endpoint["failures_by_class"].get("interrupted", 0)
+    assert set(endpoint["failures_by_class"]) <= {"interrupted"}
+    assert endpoint["requests"] - interrupted <= after["requests"] - before["requests"] <= endpoint["requests"]
+    log_drill(
+        f"master-{sig.name}", ended_after_signal_s=round(end - sent_at, 2), client_requests=endpoint["requests"],
+        interrupted=interrupted, triton=after["requests"] - before["requests"],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_single_process_interrupted(drill_triton, tmp_path, sig):
+    run_dir = tmp_path / "run"
+    before = model_stats(drill_triton.http_address, "identity")
+    process = subprocess.Popen(
+        [*locust_command(drill_triton, run_dir, 60), "TritonGrpcUser"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=interruptible,
+    )
+    try:
+        start = wait_for_run_start(run_dir, process)
+        sleep_until(start, 4)
+        sent_at = time.time()
+        process.send_signal(sig)
+        end, output = finish(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert end - sent_at <= END_WITHIN_S, output[-3000:]
+    summary = assert_complete(run_dir)
+    (endpoint,) = summary["endpoints"]
+    after = model_stats(drill_triton.http_address, "identity")
+    interrupted = endpoint["failures_by_class"].get("interrupted", 0)
+    assert set(endpoint["failures_by_class"]) <= {"interrupted"}
+    assert endpoint["requests"] - interrupted <= after["requests"] - before["requests"] <= endpoint["requests"]
+    log_drill(
+        f"single-{sig.name}", ended_after_signal_s=round(end - sent_at, 2), client_requests=endpoint["requests"],
+        interrupted=interrupted, triton=after["requests"] - before["requests"],
+    )  # fmt: skip
