@@ -6,7 +6,8 @@
     python -m analysis check runs/a --slo "p99<50ms" --junit slo.xml
 
 Prints the HTML path. Input it cannot use (missing, not a run directory, malformed file,
-runs that are not comparable) is one line on stderr and exit code 2.
+runs that are not comparable, an --out or --junit that cannot be written) is one line on
+stderr and exit code 2; a write that fails anyway (disk full, say) is one line and exit code 4.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis.output_paths import EXIT_OUTPUT_FAILED, directory_problem
 from analysis.slo import check_run
 
 EXIT_BAD_INPUT = 2
@@ -48,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.report import write_report
 
     try:
+        problem = directory_problem(args.out) if args.out else None
+        if problem:
+            raise SourceError(f"--out {args.out}: {problem}")
         if args.command == "report":
             path = write_report(args.source, args.out)
         else:
@@ -59,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     except (SourceError, NotComparableError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as error:  # checked above, yet the write failed (disk full, a read-only run directory)
+        print(f"error: {args.command}: {error.filename}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_OUTPUT_FAILED
     print(path)
     return 0
 

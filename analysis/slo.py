@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.output_paths import EXIT_OUTPUT_FAILED, file_problem
+
 EXIT_SLO_FAILED = 3
 OVERALL = "overall"
 JUNIT_CLASSNAME = "triton-loadtest.slo"
@@ -373,7 +375,8 @@ def check_summary(clauses: list[Clause], summary: dict) -> list[Result]:
 def check_run(run_dir: str | Path, slo: str | None = None, junit: str | Path | None = None) -> int:
     """`python -m analysis check`: evaluate a finished run directory; returns the exit code.
 
-    0 every clause passed, 3 one failed, 2 the run directory or the clauses are unusable.
+    0 every clause passed, 3 one failed, 2 the run directory, the clauses or --junit are unusable,
+    4 the JUnit file could not be written after all.
     Without `slo`, the run's own --slo (config.json) is checked again.
     """
     run_dir = Path(run_dir)
@@ -381,7 +384,10 @@ def check_run(run_dir: str | Path, slo: str | None = None, junit: str | Path | N
         summary_path = run_dir / "summary.json"
         if not summary_path.is_file():
             raise SloError(f"{summary_path} is missing: is {run_dir} a finished run directory?")
-        summary = json.loads(summary_path.read_text())
+        try:
+            summary = json.loads(summary_path.read_text())
+        except json.JSONDecodeError as error:
+            raise SloError(f"{summary_path} is not valid JSON ({error.msg} at line {error.lineno})") from None
         if slo is None:
             config_path = run_dir / "config.json"
             options = json.loads(config_path.read_text()).get("options", {}) if config_path.is_file() else {}
@@ -395,10 +401,17 @@ def check_run(run_dir: str | Path, slo: str | None = None, junit: str | Path | N
             results = check_summary(clauses, summary)
         except SloError as error:
             raise SloError(f"--slo '{slo.strip()}': {error}") from None
+        problem = file_problem(junit) if junit else None
+        if problem:
+            raise SloError(f"--junit {junit}: {problem}")
     except (SloError, json.JSONDecodeError) as error:
         print(f"error: {error}", file=sys.stderr, flush=True)
         return 2
     print(format_table(results), flush=True)
     if junit:
-        print(f"JUnit: {write_junit(junit, results)}", flush=True)
+        try:
+            print(f"JUnit: {write_junit(junit, results)}", flush=True)
+        except OSError as error:
+            print(f"error: --junit {junit}: {error.strerror or error}", file=sys.stderr, flush=True)
+            return EXIT_OUTPUT_FAILED
     return EXIT_SLO_FAILED if failed(results) else 0

@@ -21,10 +21,6 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from analysis.compare import write_comparison
-from analysis.dataset import SourceError
-from analysis.report import write_report
-from analysis.run import RunDirectoryError, load_run
 from loadtests.server import launcher
 from loadtests.server.launcher import DEMO_REPOSITORY, REPO_ROOT, LocalTriton
 from loadtests.server.serve import demo_environment
@@ -66,6 +62,8 @@ def locust_command(triton: LocalTriton, args: argparse.Namespace, bert_model: st
 
 
 def print_results(run_dir: Path) -> None:
+    from analysis.run import load_run
+
     for endpoint in load_run(run_dir).endpoints.values():
         latency = endpoint.latency_us
         print(
@@ -77,6 +75,13 @@ def print_results(run_dir: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: every `python -m loadtests` command builds this module's parser, and
+    # pandas and matplotlib would double the time `serve` takes to refuse a bad option.
+    from analysis.compare import write_comparison
+    from analysis.dataset import SourceError
+    from analysis.report import write_report
+    from analysis.run import RunDirectoryError
+
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     root = (args.run_dir or Path("runs") / f"{stamp}-demo").resolve()
     run_dirs = [root / model for model in DEMO_BERT_MODELS]

@@ -8,6 +8,9 @@ LoadTestError
 │   └── ServerError         Triton cannot be started or reached, or a model is not ready
 └── (request failures are not exceptions of ours: clients report them to Locust
      with a stable, low-cardinality name; see loadtests/clients/)
+
+Exit codes: 2 a StartupError (nothing was sent); 3 an --slo clause failed (loadtests/slo_gate.py);
+4 the run happened but an output could not be written (analysis/output_paths.py, docs/ci.md).
 """
 
 EXIT_STARTUP_ERROR = 2

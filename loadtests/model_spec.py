@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Config parameter (string_value) of a sequence model: the longest sequence it accepts.
+MAX_SEQUENCE_LENGTH = "max_sequence_length"
 # Triton datatype name -> numpy dtype. BYTES tensors are numpy object arrays of bytes.
 TRITON_TO_NUMPY: dict[str, np.dtype] = {
     "BOOL": np.dtype(bool),
@@ -59,6 +61,8 @@ class ModelSpec:
 
     `max_batch_size == 0` means the model does not batch: its tensors' shapes are
     the full request shapes, and a client may not add a batch dimension.
+    `max_sequence_length`: the longest token sequence a sequence model takes, when its config
+    declares one (`parameters { key: "max_sequence_length" ... }`), as the demo BERT models do.
 
     Example: ModelSpec.from_triton(metadata_json, config_json)
     """
@@ -69,6 +73,7 @@ class ModelSpec:
     max_batch_size: int
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    max_sequence_length: int | None = None
 
     @property
     def batches(self) -> bool:
@@ -103,4 +108,11 @@ class ModelSpec:
             max_batch_size=max_batch,
             inputs=tensors(metadata.get("inputs", [])),
             outputs=tensors(metadata.get("outputs", [])),
+            max_sequence_length=_int_parameter(config, MAX_SEQUENCE_LENGTH),
         )
+
+
+def _int_parameter(config: dict, key: str) -> int | None:
+    """A positive integer from the config's `parameters` map, or None (absent or not a number)."""
+    value = ((config.get("parameters") or {}).get(key) or {}).get("string_value", "")
+    return int(value) if str(value).strip().isdigit() and int(value) > 0 else None

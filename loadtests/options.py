@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loadtests.addresses import check_address
 from loadtests.errors import SpecError
 from loadtests.traffic import shapes as traffic_shapes
 from loadtests.workloads import BatchSizeSpec, parse_batch_size, parse_input_map, parse_shape_overrides
@@ -208,6 +209,11 @@ def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Pa
     return (), modes[0]
 
 
+def _given(options: argparse.Namespace, name: str, default: str) -> str:
+    """The option as given; `default` only when it is absent (`--batch-size ""` is an error, not 1)."""
+    return _text(options, name) if getattr(options, name, None) is not None else default
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a run needs from the options, validated once.
@@ -248,7 +254,7 @@ class Settings:
     @classmethod
     def from_options(cls, options: argparse.Namespace) -> Settings:
         """Parse and check every option; raises SpecError naming the bad one."""
-        seq_len_text = _text(options, "seq_len") or DEFAULT_SEQ_LEN
+        seq_len_text = _given(options, "seq_len", DEFAULT_SEQ_LEN)
         if seq_len_text == "variable":
             seq_len = None
         elif seq_len_text.isdigit() and int(seq_len_text) > 0:
@@ -256,11 +262,11 @@ class Settings:
         else:
             raise SpecError(f"--seq-len '{seq_len_text}' is not a positive integer or 'variable'")
         timeout = float(getattr(options, "request_timeout", DEFAULT_REQUEST_TIMEOUT_S))
-        if timeout <= 0:
+        if not (math.isfinite(timeout) and timeout > 0):
             raise SpecError(f"--request-timeout must be positive, got {timeout}")
         window_s = float(getattr(options, "window", DEFAULT_WINDOW_S))
         server_poll_s = float(getattr(options, "server_stats_interval", DEFAULT_SERVER_POLL_S))
-        if window_s <= 0 or server_poll_s <= 0:
+        if not all(math.isfinite(s) and s > 0 for s in (window_s, server_poll_s)):
             raise SpecError("--window and --server-stats-interval must be positive")
         data_mode = _text(options, "data_mode") or "random"
         if data_mode not in DATA_MODES:
@@ -284,13 +290,15 @@ class Settings:
             return Path(text) if text else None
 
         return cls(
-            triton_http=_text(options, "triton_http") or DEFAULT_TRITON_HTTP,
-            triton_grpc=_text(options, "triton_grpc") or DEFAULT_TRITON_GRPC,
-            triton_metrics=_text(options, "triton_metrics") or DEFAULT_TRITON_METRICS,
+            triton_http=check_address("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
+            triton_grpc=check_address("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
+            triton_metrics=check_address(
+                "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS
+            ),
             model=_text(options, "model"),
             bert_model=_text(options, "bert_model"),
             resnet_model=_text(options, "resnet_model"),
-            batch_size=parse_batch_size(_text(options, "batch_size") or "1"),
+            batch_size=parse_batch_size(_given(options, "batch_size", "1")),
             seq_len=seq_len,
             doc_stride=int(getattr(options, "doc_stride", DEFAULT_DOC_STRIDE)),
             vocab=path("vocab"),

@@ -31,6 +31,7 @@ from loadtests import options as suite_options
 from loadtests.clients import open_client
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import SpecError, StartupError
+from loadtests.outputs import check_outputs
 from loadtests.recording.console import behind_schedule_warnings, print_exact_summary, print_faults
 from loadtests.recording.faults import FaultLog
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
@@ -442,6 +443,7 @@ def install(events) -> None:
             if not environment.stop_timeout:
                 environment.stop_timeout = STOP_GRACE_S
             slo_gate.validate(runtime)  # a malformed --slo or unknown model: exit 2 before any load
+            check_outputs(runtime.settings, str(getattr(options, "junit", "") or ""))  # before, not after, the load
             if options.headless or getattr(options, "autostart", False):
                 # (Tests started from the web UI get a new directory each instead.)
                 used = used_run_dir_error(runtime.settings.run_dir)
@@ -470,6 +472,7 @@ def install(events) -> None:
             slo_gate.validate(runtime)  # the web UI may have changed --slo
             if not isinstance(environment.runner, WorkerRunner):
                 runtime.check_traffic()  # ... or --traffic and --rate
+                check_outputs(runtime.settings, str(getattr(environment.parsed_options, "junit", "") or ""))
         except StartupError as error:
             runtime.fail_startup(error)
             return

@@ -9,7 +9,7 @@ The clause grammar and the evaluation are analysis/slo.py's (shared with
 - `finish(environment, run_dir, totals)` after summary.json is written: adds the merged
   `overall` (and `model_totals`) entries, evaluates every clause on those exact numbers,
   prints the table, writes `slo` into summary.json and the JUnit file, and sets the
-  process exit code to 3 if a clause failed.
+  process exit code to 3 if a clause failed (4 if the JUnit file could not be written).
 
     locust -f locustfile.py --headless -u 4 -t 1m TritonHttpUser --model identity \\
         --slo "p99<50ms,fail_ratio<0.01,infer_per_s>100" --junit slo.xml
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analysis.output_paths import EXIT_OUTPUT_FAILED
 from analysis.slo import (
     EXIT_SLO_FAILED,
     OVERALL,
@@ -133,10 +135,18 @@ def finish(environment: Environment, run_dir: Path, totals: dict[str, EndpointSt
     if junit:
         try:
             print(f"JUnit: {write_junit(junit, results)}", flush=True)
-        except OSError as error:
-            print(f"error: --junit {junit}: {error.strerror}", flush=True)
-    # 3 outranks 1 (request failures with --exit-code-on-error), which Locust picks only when
-    # process_exit_code is unset; a startup error's 2 (set earlier) stays.
-    if failed(results) and environment.process_exit_code in (None, 0, 1):
+        except OSError as error:  # checked in pre-flight, yet the write failed (disk full, removed directory)
+            print(f"error: --junit {junit}: {error.strerror or error}", file=sys.stderr, flush=True)
+            note_output_failed(environment)
+    # 3 outranks 1 (request failures with --exit-code-on-error) and 4 (an output not written),
+    # which Locust picks only when process_exit_code is unset; a startup error's 2 (set earlier) stays.
+    if failed(results) and environment.process_exit_code in (None, 0, 1, EXIT_OUTPUT_FAILED):
         environment.process_exit_code = EXIT_SLO_FAILED
     return results
+
+
+def note_output_failed(environment: Environment) -> None:
+    """An output of a run that did happen could not be written: exit code 4 (docs/ci.md), so a CI job
+    gating on the exit code does not pass without its JUnit file or summary. 2 and 3 stay."""
+    if environment.process_exit_code in (None, 0, 1):
+        environment.process_exit_code = EXIT_OUTPUT_FAILED

@@ -217,3 +217,14 @@ def test_cli_rejects_unknown_preset(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("model", ["bert_qa", "bert_qa_dynbatch"])
+def test_bert_configs_declare_the_position_table_as_max_sequence_length(model):
+    """Their dims say [-1]; pre-flight reads this parameter to refuse a --seq-len the network cannot take."""
+    import re
+
+    config = (REPO_ROOT / "models" / "repository" / model / "config.pbtxt").read_text()
+    declared = re.search(r'key: "max_sequence_length" value: \{ string_value: "(\d+)" \}', config)
+    assert declared is not None, config
+    assert {preset.bert.max_positions for preset in PRESETS.values()} == {int(declared.group(1))}

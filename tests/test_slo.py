@@ -209,6 +209,20 @@ def test_a_failed_clause_sets_exit_code_3_over_1_but_not_over_2(tmp_path, two_en
     assert ET.parse(tmp_path / "out" / "slo.xml").getroot().tag == "testsuites"
 
 
+@pytest.mark.parametrize(("slo", "before", "after"), [("rps>1", None, 4), ("rps>1", 1, 4), ("p99<1ms", None, 3)])
+def test_a_junit_file_that_cannot_be_written_is_exit_code_4(tmp_path, two_endpoints, capsys, slo, before, after):
+    """The run happened, its JUnit file did not: a CI job gating on the exit code must not pass
+    (4: an output was not written; a failed clause's 3 still wins)."""
+    (tmp_path / "summary.json").write_text(json.dumps({"endpoints": _summary(two_endpoints)["endpoints"]}))
+    environment = SimpleNamespace(
+        parsed_options=SimpleNamespace(slo=slo, junit="/proc/no-junit-here.xml"), process_exit_code=before
+    )
+    slo_gate.finish(environment, tmp_path, two_endpoints)
+    assert environment.process_exit_code == after
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: --junit")]
+    assert len(errors) == 1, errors
+
+
 def test_passing_clauses_leave_the_exit_code_to_locust(tmp_path, two_endpoints):
     (tmp_path / "summary.json").write_text(json.dumps({"endpoints": _summary(two_endpoints)["endpoints"]}))
     environment = SimpleNamespace(parsed_options=SimpleNamespace(slo="rps>1", junit=""), process_exit_code=None)

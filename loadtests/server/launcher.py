@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import psutil
 
+from analysis.output_paths import file_problem
 from loadtests.errors import ServerError
 from loadtests.server.install import TritonInstallation
 
@@ -70,6 +72,8 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # Triton's own log lines start with a severity letter and a date: "E1122 01:21:07.80 ...".
 _ERROR_LINE = re.compile(r"^E\d{4} |failed to load|UNAVAILABLE|error:|Error", re.IGNORECASE)
 
+MAX_PORT = 65535
+
 
 @dataclass(frozen=True)
 class TritonPorts:
@@ -82,6 +86,17 @@ class TritonPorts:
     @classmethod
     def free(cls, host: str = DEFAULT_HOST) -> TritonPorts:
         return cls(*(_free_port(host) for _ in range(3)))
+
+    def check(self) -> None:
+        """Three distinct port numbers; raises ServerError. Without this, tritonserver answers a
+        repeated or out-of-range port with pages of its usage text and no reason."""
+        flags = {"--http-port": self.http, "--grpc-port": self.grpc, "--metrics-port": self.metrics}
+        for flag, port in flags.items():
+            if not 1 <= port <= MAX_PORT:
+                raise ServerError(f"{flag} {port} is not a port number (1 to {MAX_PORT})")
+        for (flag, port), (other, other_port) in itertools.combinations(flags.items(), 2):
+            if port == other_port:
+                raise ServerError(f"{flag} and {other} are both {port}: Triton needs three different ports")
 
 
 def _free_port(host: str) -> int:
@@ -228,6 +243,10 @@ class LocalTriton:
         for repo in self.model_repositories:
             if not repo.is_dir():
                 raise ServerError(f"model repository {repo} does not exist")
+        self.ports.check()
+        problem = file_problem(self.log_file)
+        if problem:
+            raise ServerError(f"log file {self.log_file}: {problem} (choose another with --log-file)")
         for port, flag in (
             (self.ports.http, "--http-port"),
             (self.ports.grpc, "--grpc-port"),

@@ -204,7 +204,7 @@ class BertQAWorkload:
         self.doc_stride = int(doc_stride)
         self.roles = map_bert_inputs(model, input_map)
         self._layouts = self._check_model()
-        self.window = self.seq_len or VARIABLE_MAX_SEQ_LEN
+        self.window = self.seq_len or min(VARIABLE_MAX_SEQ_LEN, model.max_sequence_length or VARIABLE_MAX_SEQ_LEN)
         self.examples = load_qa_examples(payload_file)
         self._build(_load_tokenizer(vocab_file))
 
@@ -248,6 +248,13 @@ class BertQAWorkload:
                     f"of {fixed}, not {wanted}: use --seq-len {fixed}"
                 )
             layouts[name] = layout
+        longest = self.model.max_sequence_length
+        if longest is not None and self.seq_len is not None and self.seq_len > longest:
+            # Its dims say [-1], but every request would fail inside the model (HTTP 500).
+            raise ModelMismatchError(
+                f"--seq-len {self.seq_len} is longer than model {self.model.name!r} accepts: its config "
+                f"declares max_sequence_length {longest}; use --seq-len {longest} or less"
+            )
         return layouts
 
     def _build(self, tokenizer: BertWordPieceTokenizer) -> None:

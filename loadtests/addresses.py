@@ -1,0 +1,33 @@
+"""HOST:PORT addresses of Triton's endpoints, checked when the options are read.
+
+tritonclient takes "host:port" without a scheme: given "http://host:port", its HTTP client
+raises in its constructor (and its destructor then prints a traceback), and its gRPC client
+fails on a name lookup of "grpc://host". Refusing the form up front gives one clear line.
+
+    check_address("--triton-http", "127.0.0.1:8000") == "127.0.0.1:8000"
+"""
+
+from __future__ import annotations
+
+from loadtests.errors import SpecError
+
+MAX_PORT = 65535
+
+
+def split_address(option: str, text: str) -> tuple[str, int]:
+    """(host, port) of a HOST:PORT option value; raises SpecError naming the option."""
+    scheme, separator, rest = text.partition("://")
+    if separator:
+        raise SpecError(f"{option} '{text}': write HOST:PORT without '{scheme}://' (e.g. {rest or '127.0.0.1:8000'})")
+    host, _, port = text.rpartition(":")
+    if not host or not port:
+        raise SpecError(f"{option} '{text}' is not HOST:PORT (e.g. 127.0.0.1:8000)")
+    if not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
+        raise SpecError(f"{option} '{text}': port '{port}' is not a number from 1 to {MAX_PORT}")
+    return host, int(port)
+
+
+def check_address(option: str, text: str) -> str:
+    """The address itself, once split_address accepts it."""
+    split_address(option, text)
+    return text

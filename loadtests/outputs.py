@@ -1,0 +1,31 @@
+"""Pre-flight of the run's outputs: the run directory and the --junit file must be writable.
+
+Checked at init (headless) and again at test_start (the web UI may have changed them), before
+any load: otherwise a run measures for its whole -t and then loses everything it measured to
+a FileExistsError in finalisation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.output_paths import directory_problem, file_problem
+from loadtests.errors import SpecError
+from loadtests.options import Settings
+from loadtests.recording.run_dir import RUNS_ROOT
+
+
+def check_outputs(settings: Settings, junit: str = "") -> None:
+    """Raise SpecError naming the first output option that cannot be written."""
+    if settings.run_dir is not None:
+        problem = directory_problem(settings.run_dir)
+        where = f"--run-dir {settings.run_dir}"
+    else:  # runs/<UTC time>-<classes>, created at test start
+        problem = directory_problem(RUNS_ROOT)
+        where = f"{Path(RUNS_ROOT).resolve()} (where runs go without --run-dir)"
+    if problem:
+        raise SpecError(f"{where}: {problem}")
+    junit = junit.strip()
+    problem = file_problem(junit) if junit else None
+    if problem:
+        raise SpecError(f"--junit {junit}: {problem}")
