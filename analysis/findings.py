@@ -209,10 +209,20 @@ def _batching(data: Dataset) -> list[str]:
 
 
 def _load_generator(data: Dataset) -> list[str]:
-    per_request = data.run.load_generator.get("cpu_per_request_us") if data.run else None
-    if not per_request:
-        return []
-    return [
-        f"The load generator spent {per_request:,.1f} µs of CPU per request: one core drives about "
-        f"{1e6 / per_request:,.0f} requests/s."
-    ]
+    generator = data.run.load_generator if data.run else {}
+    out = []
+    throttled = generator.get("cpu_throttled_periods")
+    if throttled:
+        out.append(
+            f"The load generator was CPU-throttled by its container's limit in {throttled:,} of "
+            f"{generator.get('cpu_periods', 0):,} scheduling periods ({generator.get('cpu_throttled_s', 0):,.3f} s "
+            "in all): that wait is inside the measured latencies; raise the workers' CPU limit or add "
+            "workers (docs/gke.md)."
+        )
+    per_request = generator.get("cpu_per_request_us")
+    if per_request:
+        out.append(
+            f"The load generator spent {per_request:,.1f} µs of CPU per request: one core drives about "
+            f"{1e6 / per_request:,.0f} requests/s."
+        )
+    return out

@@ -39,6 +39,8 @@ from loadtests.recording.locust_csv import write_final_csv
 from loadtests.recording.run_dir import RunDirectory, used_run_dir_error
 from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
+from loadtests.recording.throttling import ThrottleMeter
+from loadtests.recording.throttling import add as add_throttle
 from loadtests.recording.triton_info import fetch_triton_info
 from loadtests.recording.windows import RunAggregator, WindowRecorder
 from loadtests.traffic import shapes as traffic_shapes
@@ -72,6 +74,7 @@ class Run:
     faults: FaultLog
     loop: gevent.Greenlet | None = None
     cpu_s: float = 0.0
+    throttle: dict[str, int] | None = None
     shape: traffic_shapes.TrafficShape | None = None
     rate_publisher: gevent.Greenlet | None = None
     warned_behind: bool = False
@@ -94,6 +97,7 @@ class Runtime:
     total_rate: float = 0.0
     rate_plan: RatePlan | None = None
     _cpu_mark: float = field(default_factory=time.process_time)
+    _throttle: ThrottleMeter = field(default_factory=ThrottleMeter)
     _locks: dict[tuple[str, str], Semaphore] = field(default_factory=dict)
     _user_seed: int = 0
 
@@ -182,6 +186,10 @@ class Runtime:
         now = time.process_time()
         spent, self._cpu_mark = now - self._cpu_mark, now
         return spent
+
+    def take_throttle(self) -> dict[str, int] | None:
+        """This container's CPU-throttling counters since the last call (None without a cgroup)."""
+        return self._throttle.take()
 
     # -- open-loop traffic ---------------------------------------------------------------
     def set_total_rate(self, rate: float) -> None:
@@ -332,6 +340,8 @@ class Runtime:
         if self.is_local:
             run.aggregator.merge(self.recorder.drain())
         run.cpu_s += self.take_cpu()
+        if self.is_local:
+            run.throttle = add_throttle(run.throttle, self.take_throttle())
 
     def live(self) -> LiveSnapshot:
         """The current merged numbers (what the web UI tab and the Prometheus endpoint show)."""
@@ -386,7 +396,12 @@ class Runtime:
             requests_by_model(run.aggregator.totals),
         )
         path = run.directory.write_summary(
-            run.aggregator.totals, run.cpu_s, server=server, extra=extra, traffic=self.traffic_json(run)
+            run.aggregator.totals,
+            run.cpu_s,
+            server=server,
+            extra=extra,
+            traffic=self.traffic_json(run),
+            throttle=run.throttle,
         )
         run.directory.close()
         self.finished = self._snapshot(run, 0, 0, final=True)
@@ -477,6 +492,7 @@ def install(events) -> None:
             runtime.fail_startup(error)
             return
         runtime.take_cpu()
+        runtime.take_throttle()
         if not isinstance(environment.runner, WorkerRunner):
             shape = environment.shape_class
             if not (isinstance(shape, traffic_shapes.TrafficShape) and shape.profile is not None):
@@ -534,7 +550,12 @@ def install(events) -> None:
         if runtime is not None:
             runner = runtime.environment.runner
             final = runner is not None and runner.state == STATE_STOPPED  # users stopped: nothing more to come
-            data[REPORT_KEY] = {"windows": runtime.recorder.drain(), "cpu_s": runtime.take_cpu(), "final": final}
+            data[REPORT_KEY] = {
+                "windows": runtime.recorder.drain(),
+                "cpu_s": runtime.take_cpu(),
+                "throttle": runtime.take_throttle(),
+                "final": final,
+            }
 
     @events.worker_report.add_listener
     def _on_worker_report(client_id, data, **_kwargs) -> None:
@@ -547,6 +568,7 @@ def install(events) -> None:
             client_id, report["windows"], data.get("user_count"), final=report.get("final", False)
         )
         runtime.run.cpu_s += report["cpu_s"]
+        runtime.run.throttle = add_throttle(runtime.run.throttle, report.get("throttle"))
 
     @events.quitting.add_listener
     def _on_quitting(environment: Environment, **_kwargs) -> None:

@@ -307,6 +307,21 @@ def test_findings_are_computed_from_the_run(run_copy):
     ) in findings
 
 
+def test_a_throttled_load_generator_is_a_finding(run_copy):
+    summary = read_summary(run_copy)
+    # This machine sets no CPU limit: the real run carries null (or zeros) here.
+    assert summary["load_generator"]["cpu_throttled_periods"] in (None, 0)
+    write_report(run_copy)
+    assert "CPU-throttled" not in (run_copy / "report.md").read_text()
+    # As a worker under a Kubernetes CPU limit would report it (cgroup cpu.stat deltas).
+    summary["load_generator"].update(cpu_throttled_s=1.25, cpu_throttled_periods=40, cpu_periods=300)
+    (run_copy / "summary.json").write_text(json.dumps(summary))
+    write_report(run_copy)
+    assert (
+        "The load generator was CPU-throttled by its container's limit in 40 of 300 scheduling periods (1.250 s in all)"
+    ) in (run_copy / "report.md").read_text()
+
+
 def test_open_loop_run_shows_corrected_and_uncorrected(open_loop_run, tmp_path):
     run_dir = Path(shutil.copytree(open_loop_run, tmp_path / "run"))
     summary = read_summary(run_dir)

@@ -294,6 +294,7 @@ class RunDirectory:
         server: dict | None = None,
         extra: dict | None = None,
         traffic: dict | None = None,
+        throttle: dict | None = None,
     ) -> Path:
         """summary.json; `traffic` (mode, rate, ...) marks an open-loop run's endpoints."""
         # Up to the stop, not to now: the master writes this after waiting for the workers'
@@ -308,6 +309,10 @@ class RunDirectory:
             "load_generator": {
                 "cpu_s": round(load_generator_cpu_s, 3),
                 "cpu_per_request_us": round(load_generator_cpu_s * 1e6 / requests, 1) if requests else None,
+                # The CFS quota's waits (a container CPU limit): inside the measured latencies.
+                "cpu_throttled_s": round(throttle["throttled_us"] / 1e6, 3) if throttle else None,
+                "cpu_throttled_periods": throttle["throttled_periods"] if throttle else None,
+                "cpu_periods": throttle["periods"] if throttle else None,
             },
             **(extra or {}),
         }
