@@ -284,7 +284,14 @@ class Runtime:
         self.finished = None
         logger.info("run directory: %s", directory.path)
         poll_s = settings.server_poll_s
-        server = ServerWatch(settings.triton_http, settings.triton_metrics, models, poll_s, self.wait_for_quiet)
+        server = ServerWatch(
+            settings.triton_http,
+            settings.triton_metrics,
+            models,
+            poll_s,
+            self.wait_for_quiet,
+            metrics_csv=directory.path / "server_metrics.csv",
+        )
         server.start()
         grace = {"grace_s": LOCAL_GRACE_S} if self.is_local else {}
         aggregator = RunAggregator(window_s=settings.window_s, sink=directory, started_s=directory.started_at, **grace)

@@ -174,10 +174,11 @@ def scrape(
 class MetricsPoller:
     """Scrapes Triton's metrics every `interval_s` in a gevent greenlet; writes server_metrics.csv.
 
-    Memory: one row per series per scrape, kept until the run ends, about 200 bytes each
-    (label strings are shared between rows). The local Triton with its 7 models exports 94
-    kept series (13 per model, failures per reason); a one-hour run at 5 s is 720 scrapes,
-    about 68,000 rows, roughly 14 MB: fine for a load generator's master.
+    With `csv_path`, each scrape's rows go straight to server_metrics.csv and nothing is kept:
+    Triton exports about 13 kept series per loaded model, so a server with 40 models scraped
+    every 2 s for 30 minutes is 470,000 rows, which held in memory grew the master by 160 MB
+    (measured: bench/soak.py). Without it (tests, one-off use) rows are kept, about 200
+    bytes each, until write_csv().
 
     Example:
         poller = MetricsPoller("localhost:8002", interval_s=5.0)
@@ -195,17 +196,27 @@ class MetricsPoller:
         prefixes: tuple[str, ...] = KEPT_PREFIXES,
         clock: Callable[[], float] = time.time,
         before_tick: Callable[[], None] | None = None,
+        csv_path: str | Path | None = None,
     ) -> None:
         self.metrics_address = metrics_address
         self.timeout_s = timeout_s
         self.prefixes = prefixes
         self.rows: list[tuple[float, str, str, float]] = []
+        self.rows_written = 0
+        self.csv_path = Path(csv_path) if csv_path is not None else None
+        self._csv_file = None
+        self._csv = None
         self._label_strings: dict[str, str] = {}
         self._sampler = PeriodicSampler(self._scrape, interval_s, clock, before_tick)
 
     def _scrape(self) -> None:
         samples = scrape(self.metrics_address, self.timeout_s, self.prefixes)
         now = self._sampler.clock()
+        if self._csv is not None:
+            self._csv.writerows((f"{now:.3f}", s.name, s.labels_json, _format_value(s.value)) for s in samples)
+            self._csv_file.flush()
+            self.rows_written += len(samples)
+            return
         for sample in samples:
             labels = sample.labels_json
             labels = self._label_strings.setdefault(labels, labels)  # one string object per label set
@@ -225,7 +236,11 @@ class MetricsPoller:
         return self._sampler.running
 
     def start(self) -> None:
-        """Scrapes now and starts the periodic greenlet."""
+        """Scrapes now and starts the periodic greenlet (opening csv_path first, if given)."""
+        if self.csv_path is not None:
+            self._csv_file = open(self.csv_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+            self._csv = csv.writer(self._csv_file)
+            self._csv.writerow(CSV_HEADER)
         self._sampler.start()
 
     def stop(self) -> None:
@@ -233,8 +248,13 @@ class MetricsPoller:
         self._sampler.stop()
 
     def write_csv(self, path: str | Path) -> Path:
-        """server_metrics.csv: time_s,metric,labels,value, one row per series per scrape."""
+        """server_metrics.csv: time_s,metric,labels,value, one row per series per scrape.
+        A poller that streamed to this path only closes it."""
         path = Path(path)
+        if self._csv_file is not None and path == self.csv_path:
+            self._csv_file.close()
+            self._csv_file = self._csv = None
+            return path
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(CSV_HEADER)

@@ -7,6 +7,7 @@ run, whatever the worker count.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import gevent
 
@@ -33,9 +34,13 @@ class ServerWatch:
         models: list[str],
         interval_s: float,
         before_tick: Callable[[], None] | None = None,
+        metrics_csv: Path | None = None,
     ) -> None:
         self.stats = ServerStatsPoller(http_address, models, interval_s=interval_s, before_tick=before_tick)
-        self.metrics = MetricsPoller(metrics_address, interval_s=interval_s, before_tick=before_tick)
+        # Streamed to the run directory as scraped (server_metrics.csv), not held in memory.
+        self.metrics = MetricsPoller(
+            metrics_address, interval_s=interval_s, before_tick=before_tick, csv_path=metrics_csv
+        )
 
     def start(self) -> None:
         self.stats.start()
