@@ -55,7 +55,7 @@ REPORT_KEY = "triton_loadtest"
 STOP_GRACE_S = 2.0
 # The master waits for every worker's final report (sent when its users have stopped) at
 # most this long past the stop grace; a worker that sends nothing by then is named lost.
-FINAL_REPORT_MARGIN_S = 1.0
+FINAL_REPORT_MARGIN_S = 0.5
 # A single process drains its own recorder just before it closes windows, so a window can
 # close soon after it ends (a master keeps the aggregator's grace for workers' reports).
 LOCAL_GRACE_S = 1.0

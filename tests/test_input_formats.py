@@ -202,7 +202,7 @@ def identity_file(path: Path, expected_value: float) -> Path:
 
 
 def run_identity(triton, tmp_path, user_class: str, *options: str):
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"  # a used run directory is refused
     result = run_locust(
         [user_class],
         [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir), *options],
