@@ -39,9 +39,8 @@ def _binomial_cdf(n: int, p: float) -> tuple[int, np.ndarray]:
     mean, sd = n * p, math.sqrt(n * p * (1 - p))
     k0 = max(0, math.floor(mean - _TAIL_SDS * sd) - _TAIL_MARGIN)
     k1 = min(n, math.ceil(mean + _TAIL_SDS * sd) + _TAIL_MARGIN)
-    log_first = (
-        math.lgamma(n + 1) - math.lgamma(k0 + 1) - math.lgamma(n - k0 + 1) + k0 * math.log(p) + (n - k0) * math.log1p(-p)
-    )
+    log_choose = math.lgamma(n + 1) - math.lgamma(k0 + 1) - math.lgamma(n - k0 + 1)
+    log_first = log_choose + k0 * math.log(p) + (n - k0) * math.log1p(-p)
     k = np.arange(k0, k1, dtype=np.float64)  # ratio pmf(k + 1) / pmf(k) for k in [k0, k1)
     log_ratios = np.log(n - k) - np.log(k + 1) + math.log(p) - math.log1p(-p)
     log_pmf = log_first + np.concatenate(([0.0], np.cumsum(log_ratios)))

@@ -81,3 +81,140 @@ def test_bounds_hold_the_point_estimate_and_are_null_when_too_few():
         assert lower <= entry["latency_us"][key] <= upper
     assert ci["p99.9"][1] is None and ci["p99.9"][0] is not None
     assert endpoint_json(EndpointStats("e [http]", "e", "http"), 10.0)["latency_ci_us"] == {}
+
+
+# -- `@95%` SLO gates ------------------------------------------------------------------
+def _gate(latencies_us, text: str, confidence_stats: bool = True):
+    from analysis.slo import evaluate, parse_slo
+
+    stats = EndpointStats("m [http]", "m", "http")
+    for latency in latencies_us:
+        stats.record(float(latency), 1, None)
+    entry = endpoint_json(stats, 10.0)
+    histogram_for = (lambda target: stats.histogram) if confidence_stats else None
+    (result,) = evaluate(parse_slo(text), lambda target: entry, histogram_for)
+    return result, entry
+
+
+@pytest.fixture(scope="module")
+def five_thousand() -> np.ndarray:
+    return np.random.default_rng(11).exponential(MEAN_US, 5000)
+
+
+def test_a_confident_clause_passes_on_the_upper_bound(five_thousand):
+    result, entry = _gate(five_thousand, "p99<80ms@95%")
+    lower, upper = entry["latency_ci_us"]["p99"]
+    assert upper < 80_000
+    assert (result.verdict, result.passed) == ("pass", True)
+    assert result.bounds == pytest.approx((lower / 1000, upper / 1000))
+
+
+def test_a_confident_clause_fails_on_the_lower_bound(five_thousand):
+    result, entry = _gate(five_thousand, "p99<20ms@95%")
+    assert entry["latency_ci_us"]["p99"][0] >= 20_000
+    assert (result.verdict, result.passed) == ("fail", False)
+
+
+def test_a_limit_inside_the_interval_is_inconclusive(five_thousand):
+    lower, upper = _gate(five_thousand, "p99<1s@95%")[1]["latency_ci_us"]["p99"]
+    limit_ms = (lower + upper) / 2 / 1000
+    result, entry = _gate(five_thousand, f"p99<{limit_ms:.3f}ms@95%")
+    assert entry["latency_us"]["p99"] < upper
+    assert (result.verdict, result.passed) == ("inconclusive", False)
+    assert "INCONCLUSIVE" in _table(result)
+    # Without @, the same limit is judged on the point estimate alone, as before.
+    plain, _ = _gate(five_thousand, f"p99<{limit_ms:.3f}ms")
+    assert plain.verdict in ("pass", "fail") and plain.bounds is None
+
+
+def test_too_few_requests_say_so_instead_of_passing(five_thousand):
+    result, entry = _gate(five_thousand[:1000], "p99.9<10s@95%")
+    assert entry["latency_ci_us"]["p99.9"][1] is None
+    assert result.verdict == "inconclusive" and not result.passed
+    assert "not enough requests for p99.9 at 95 % (needs 3,688)" in result.message
+    # ... but an interval whose lower bound is already past the limit is a failure, known.
+    failed, _ = _gate(five_thousand[:1000], "p99.9<1ms@95%")
+    assert failed.verdict == "fail"
+
+
+def test_other_confidences_come_from_the_histogram_or_are_not_measured(five_thousand):
+    wide, entry = _gate(five_thousand, "p99<80ms@99.9%")
+    narrow, _ = _gate(five_thousand, "p99<80ms@90%")
+    assert wide.bounds[0] < narrow.bounds[0] and wide.bounds[1] > narrow.bounds[1]
+    # summary.json alone holds the 95 % interval: another confidence needs the histograms.
+    from_summary, _ = _gate(five_thousand, "p99<80ms@95%", confidence_stats=False)
+    assert from_summary.bounds == pytest.approx(tuple(v / 1000 for v in entry["latency_ci_us"]["p99"]))
+    missing, _ = _gate(five_thousand, "p99<80ms@99%", confidence_stats=False)
+    assert missing.verdict == "inconclusive" and "99 %" in missing.message
+
+
+def _table(result) -> str:
+    from analysis.slo import format_table
+
+    return format_table([result])
+
+
+@pytest.mark.parametrize(
+    ("text", "expanded"),
+    [
+        ("mlperf-resnet50", "p99<=15ms@98%"),
+        ("mlperf-bert", "p99<=130ms@98%"),
+        ("MLPerf-BERT, fail_ratio<1%", "p99<=130ms@98%"),
+    ],
+)
+def test_mlperf_presets_expand(text, expanded):
+    from analysis.slo import parse_slo
+
+    clause = parse_slo(text)[0]
+    assert (clause.metric, clause.op, clause.threshold, clause.unit, clause.confidence) == (
+        "p99",
+        "<=",
+        float(expanded.split("=")[1].split("ms")[0]),
+        "ms",
+        0.98,
+    )
+    assert clause.text == text.split(",")[0].strip()
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("p99<5ms@", "confidence"),
+        ("p99<5ms@100%", "between 0 and 100 %"),
+        ("p99<5ms@0%", "between 0 and 100 %"),
+        ("max<5ms@95%", "applies only to percentiles"),
+        ("fail_ratio<1%@95%", "applies only to percentiles"),
+        ("p99<5ms@95", "a percentage"),
+    ],
+)
+def test_bad_confidences_say_why(text, why):
+    from analysis.slo import SloError, parse_slo
+
+    with pytest.raises(SloError, match=why):
+        parse_slo(text)
+
+
+def test_confident_gates_end_to_end(triton, tmp_path):
+    """A short run against `sleep_batch` (20 ms per execution, so 2 users send at most ~100
+    requests/s): the median is bounded both ways, p99.9 cannot be bounded at all."""
+    from analysis.slo import EXIT_SLO_FAILED
+    from tests.helpers import read_summary, run_cli, run_locust, triton_options
+
+    run_dir = tmp_path / "run"
+    slo = "p50<10s@95%,p50<1ms@95%,p99.9<10s@95%"
+    options = [*triton_options(triton), "--model", "sleep_batch", "--shape", "INPUT0:16"]
+    options += ["--run-dir", str(run_dir), "--slo", slo]
+    result = run_locust(["TritonHttpUser"], options, users=2, run_time="3s")
+    assert result.returncode == EXIT_SLO_FAILED, result.stderr[-2000:]
+    summary = read_summary(run_dir)
+    (endpoint,) = summary["endpoints"]
+    assert endpoint["requests"] < 3688  # too few for p99.9 at 95 %, whatever the machine does
+    assert [entry["verdict"] for entry in summary["slo"]] == ["pass", "fail", "inconclusive"]
+    assert summary["slo"][2]["bounds"][1] is None
+    assert summary["overall"]["latency_ci_us"]["p50"] == endpoint["latency_ci_us"]["p50"]
+    assert "INCONCLUSIVE  p99.9<10s@95%" in result.stdout
+    assert "not enough requests for p99.9 at 95 % (needs 3,688)" in result.stdout
+    # A finished run checked at another confidence: computed from its hdr/ logs.
+    checked = run_cli(["-m", "analysis", "check", str(run_dir), "--slo", "p50<10s@99%"])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "(99 % interval" in checked.stdout
