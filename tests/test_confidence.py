@@ -218,3 +218,40 @@ def test_confident_gates_end_to_end(triton, tmp_path):
     checked = run_cli(["-m", "analysis", "check", str(run_dir), "--slo", "p50<10s@99%"])
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "(99 % interval" in checked.stdout
+    # The report's interval table: the same bounds, and p99.9 said to need more requests.
+    from analysis.report import write_report
+
+    write_report(run_dir)
+    markdown = (run_dir / "report.md").read_text()
+    assert "How sure the percentiles are" in markdown
+    lower, upper = endpoint["latency_ci_us"]["p50"]
+    assert f"{lower / 1000:.3f} to {upper / 1000:.3f}" in markdown
+    assert "not bounded (needs 3,688 requests)" in markdown
+
+
+def test_console_table_shows_the_p99_interval(capsys, five_thousand):
+    from loadtests.recording.console import print_exact_summary
+
+    many, few = EndpointStats("many [http]", "m", "http"), EndpointStats("few [grpc]", "m", "grpc")
+    for index, value in enumerate(five_thousand):
+        many.record(float(value), 1, None)
+        if index < 100:
+            few.record(float(value), 1, None)
+    print_exact_summary({"many [http]": many, "few [grpc]": few})
+    out = capsys.readouterr().out
+    lower, upper = many.latency_ci_us()["p99"]
+    assert f"{lower / 1000:.3f}-{upper / 1000:.3f}" in out.splitlines()[3]
+    assert out.splitlines()[2].rstrip().endswith("too few requests")  # 100 < 368 requests for p99 at 95 %
+    assert "p99 interval ms" in out and "95 % confidence" in out
+
+
+def test_web_ui_row_has_the_p99_interval(five_thousand):
+    from loadtests.recording.live import LiveEndpoint, LiveSnapshot
+
+    stats = EndpointStats("m [http]", "m", "http")
+    for value in five_thousand:
+        stats.record(float(value), 1, None)
+    (row,) = LiveSnapshot(endpoints=[LiveEndpoint.of(stats, None, 1.0)]).table_rows()
+    lower, upper = stats.latency_ci_us()["p99"]
+    assert row["p99_interval_ms"] == f"{lower / 1000:.3f}-{upper / 1000:.3f}"
+    assert lower / 1000 <= row["p99_ms"] <= upper / 1000
