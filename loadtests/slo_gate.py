@@ -90,7 +90,7 @@ def validate(runtime: Runtime) -> list[Clause]:
         for clause in open_loop_clauses(clauses):
             raise SpecError(
                 f"--slo '{text}': clause '{clause.text}': {clause.metric} is measured only with "
-                "open-loop traffic (--traffic constant|poisson)"
+                "open-loop traffic (--traffic constant|poisson|gamma)"
             )
     try:
         check_targets(clauses, run_endpoints(runtime))
