@@ -365,3 +365,33 @@ def test_traffic_errors_exit_2_before_any_load(triton, tmp_path, options, messag
     assert result.returncode == 2, result.stderr[-2000:]
     assert message in result.stderr
     assert model_stats(triton.http_address, "identity") == before
+
+
+def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
+    rate, cv = 100.0, 3.0
+    _result, summary, served, run_dir = run_open_loop(
+        triton, tmp_path, "TritonHttpUser", "identity", 4, "10s",
+        "--traffic", "gamma", "--burstiness", f"{cv:g}", "--rate", f"{rate:g}",
+    )  # fmt: skip
+    (endpoint,) = summary["endpoints"]
+    assert summary["traffic"]["mode"] == "gamma" and summary["traffic"]["burstiness"] == cv
+    assert served == endpoint["requests"] and endpoint["failures"] == 0 and endpoint["dropped"] == 0
+    with (run_dir / "timeseries.csv").open() as file:
+        rows = [row for row in csv.DictReader(file) if row["endpoint"] == endpoint["name"]]
+    steady = rows[1:-1]  # the first window holds the start-up, the last one the stop
+    requests = sum(int(row["requests"]) for row in steady)
+    seconds = sum(float(row["covered_s"]) for row in steady)
+    # Bursty arrivals make counts noisy: a renewal process's count over T seconds has a variance
+    # of about rate * T * CV^2, so the margin is 4 of those standard deviations (about 36 % here).
+    margin = 4 * math.sqrt(rate * seconds * cv**2) / seconds
+    assert requests / seconds == pytest.approx(rate, abs=margin), (requests, seconds)
+    # The schedule is seeded (seed 0 in a single process): what was sent is what it says is due
+    # in the run's duration, give or take the requests due within a second of its end.
+    schedule = ArrivalSchedule("gamma", seed=0, clock=FakeClock(0), burstiness=cv)
+    schedule.set_rate(rate)
+    due_s = np.array([schedule.take() for _ in range(int(rate * 30))]) / 1e9
+    duration_s = endpoint["duration_s"]
+    assert np.sum(due_s < duration_s - 1.0) <= served <= np.sum(due_s < duration_s + 1.0)
+    # Bursty: the steady windows' counts vary far more than Poisson's (index of dispersion about 1).
+    counts = np.array([int(row["requests"]) for row in steady])
+    assert counts.var() / counts.mean() > 2.0, counts
