@@ -126,7 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SLO gates checked at the end of the run, exit code 3 if one fails: comma-separated "
         "[MODEL_OR_ENDPOINT:]METRIC OP VALUE[UNIT], e.g. 'p99<50ms,bert_qa:p95<20ms,fail_ratio<0.01,"
         "infer_per_s>100'; metrics p50 p90 p95 p99 p99.9 max mean (us|ms|s), fail_ratio, failures, "
-        "rps, infer_per_s, late_ratio, dropped",
+        "rps, infer_per_s, late_ratio, dropped; 'p99<50ms@95%%' judges a percentile on its 95 %% "
+        "confidence interval (pass, fail or inconclusive); presets mlperf-resnet50, mlperf-bert",
     )
     option("--junit", default="", metavar="FILE", help="write --slo verdicts as JUnit XML (a testcase per clause)")
     option(
