@@ -59,15 +59,6 @@ def build(data: Dataset, prefix: str = "") -> Document:
         doc.heading("Endpoints")
         doc.paragraph("Whole run, from summary.json. Latencies of successful requests, ms with µs precision.", True)
         doc.table(tables.ENDPOINT_HEADERS, tables.endpoint_rows(data))
-        if (interval_headers := tables.interval_headers(data)) is not None:
-            doc.heading("How sure the percentiles are", 3)
-            doc.paragraph(
-                "Where each true percentile lies at the stated confidence: distribution-free bounds from order "
-                "statistics (binomial ranks, the count MLPerf's early stopping rests on), at HDR bucket edges. "
-                "A percentile too few requests can bound says how many it needs.",
-                True,
-            )
-            doc.table(interval_headers, tables.interval_rows(data))
         if data.open_loop:
             doc.heading("Corrected vs uncorrected latency", 3)
             doc.paragraph(
@@ -80,6 +71,15 @@ def build(data: Dataset, prefix: str = "") -> Document:
             doc.heading("Triton server side", 3)
             doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
             doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
+        if (interval_headers := tables.interval_headers(data)) is not None:
+            doc.heading("How sure the percentiles are", 3)
+            doc.paragraph(
+                "Where each true percentile lies at the stated confidence: distribution-free bounds from order "
+                "statistics (binomial ranks, the count MLPerf's early stopping rests on), at HDR bucket edges. "
+                "A percentile too few requests can bound says how many it needs.",
+                True,
+            )
+            doc.table(interval_headers, tables.interval_rows(data))
 
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:
