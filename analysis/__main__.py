@@ -36,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     # SLO gates on a finished run: analysis/slo.py (exit 0 pass, 3 a clause failed, 2 bad input).
     check = commands.add_parser("check", help="evaluate SLO clauses on a finished run directory")
     check.add_argument("run_dir", metavar="RUN_DIR")
-    check.add_argument("--slo", default=None, help="clauses, e.g. 'p99<50ms,fail_ratio<1%%' (default: the run's own)")
+    check.add_argument(
+        "--slo", default=None, help="clauses, e.g. 'p99<50ms@95%%,fail_ratio<1%%' (default: the run's own)"
+    )
     check.add_argument("--junit", default=None, metavar="FILE", help="also write the results as JUnit XML")
     return parser
 

@@ -71,6 +71,15 @@ def build(data: Dataset, prefix: str = "") -> Document:
             doc.heading("Triton server side", 3)
             doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
             doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
+        if (interval_headers := tables.interval_headers(data)) is not None:
+            doc.heading("How sure the percentiles are", 3)
+            doc.paragraph(
+                "Where each true percentile lies at the stated confidence: distribution-free bounds from order "
+                "statistics (binomial ranks, the count MLPerf's early stopping rests on), at HDR bucket edges. "
+                "A percentile too few requests can bound says how many it needs.",
+                True,
+            )
+            doc.table(interval_headers, tables.interval_rows(data))
 
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:

@@ -34,6 +34,10 @@ class EndpointSummary:
     # Request bodies on the wire per second (None in older run directories): what the load
     # generator's network egress must carry.
     bytes_sent_per_s: float | None = None
+    # [lower, upper] µs per percentile at `confidence` (None inside: too few requests for that
+    # bound); None in older run directories. See analysis/confidence.py.
+    latency_ci_us: dict[str, list[float | None]] | None = None
+    confidence: float | None = None
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -53,6 +57,8 @@ class EndpointSummary:
             late=_int_or_none(entry.get("late")),
             dropped=_int_or_none(entry.get("dropped")),
             bytes_sent_per_s=entry.get("bytes_sent_per_s"),
+            latency_ci_us=entry.get("latency_ci_us"),
+            confidence=entry.get("confidence"),
         )
 
 

@@ -11,10 +11,12 @@ import math
 
 import pandas as pd
 
+from analysis.confidence import confidence_label, min_requests
 from analysis.dataset import Dataset
 from analysis.levels import PERCENTILE_KEYS
 
 NOT_MEASURED = "n/a"
+INTERVAL_KEYS = ("p50", "p90", "p95", "p99", "p99.9")
 LATENCY_HEADERS = [f"{key} (ms)" for key in PERCENTILE_KEYS]
 LEVEL_NAMES = {
     "concurrency": "concurrency",
@@ -183,6 +185,35 @@ def endpoint_rows(data: Dataset) -> list[list[str]]:
         ]
         for endpoint in data.endpoints
     ]
+
+
+def interval_headers(data: Dataset) -> list[str] | None:
+    """The confidence-interval table's headers, or None when no endpoint has intervals (older runs)."""
+    levels = {endpoint.confidence for endpoint in data.endpoints if endpoint.latency_ci_us is not None}
+    if not levels:
+        return None
+    label = "/".join(confidence_label(level) for level in sorted(levels) if level is not None)
+    return ["endpoint", "confidence", *(f"{key} {label} interval (ms)" for key in INTERVAL_KEYS)]
+
+
+def interval_rows(data: Dataset) -> list[list[str]]:
+    """Per endpoint and percentile "lower to upper" ms, or why a bound is missing."""
+    rows = []
+    for endpoint in data.endpoints:
+        if endpoint.latency_ci_us is None or endpoint.confidence is None:
+            continue
+        cells = []
+        for key in INTERVAL_KEYS:
+            bounds = endpoint.latency_ci_us.get(key)
+            if not bounds:
+                cells.append(NOT_MEASURED)
+            elif bounds[0] is None or bounds[1] is None:
+                needed = min_requests(float(key[1:]) / 100, endpoint.confidence)
+                cells.append(f"not bounded (needs {needed:,} requests)")
+            else:
+                cells.append(f"{ms(bounds[0])} to {ms(bounds[1])}")
+        rows.append([endpoint.name, confidence_label(endpoint.confidence), *cells])
+    return rows
 
 
 OPEN_LOOP_HEADERS = ["endpoint", "latency", *LATENCY_HEADERS, "late", "dropped"]

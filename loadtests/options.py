@@ -32,7 +32,7 @@ DATA_MODES = ("random", "zero")
 DEFAULT_WINDOW_S = 1.0
 DEFAULT_SERVER_POLL_S = 5.0
 CLOSED_LOOP = "closed"
-TRAFFIC_MODES = (CLOSED_LOOP, "constant", "poisson")
+TRAFFIC_MODES = (CLOSED_LOOP, "constant", "poisson", "gamma")
 # Per worker: enough for a few hundred requests/s at tens of ms each, small enough
 # that a stalled server cannot make one worker open thousands of connections.
 DEFAULT_MAX_IN_FLIGHT = 64
@@ -126,7 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SLO gates checked at the end of the run, exit code 3 if one fails: comma-separated "
         "[MODEL_OR_ENDPOINT:]METRIC OP VALUE[UNIT], e.g. 'p99<50ms,bert_qa:p95<20ms,fail_ratio<0.01,"
         "infer_per_s>100'; metrics p50 p90 p95 p99 p99.9 max mean (us|ms|s), fail_ratio, failures, "
-        "rps, infer_per_s, late_ratio, dropped",
+        "rps, infer_per_s, late_ratio, dropped; 'p99<50ms@95%%' judges a percentile on its 95 %% "
+        "confidence interval (pass, fail or inconclusive); presets mlperf-resnet50, mlperf-bert",
     )
     option("--junit", default="", metavar="FILE", help="write --slo verdicts as JUnit XML (a testcase per clause)")
     option(
@@ -160,9 +161,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--traffic",
         default=CLOSED_LOOP,
         choices=TRAFFIC_MODES,
-        help="closed: each user sends its next request when the last one returns; constant|poisson: "
-        "open loop, requests sent on a schedule at --rate (fixed or exponential gaps), latency "
+        help="closed: each user sends its next request when the last one returns; constant|poisson|gamma: "
+        "open loop, requests sent on a schedule at --rate (fixed, exponential or gamma gaps), latency "
         "measured from each request's intended send time",
+    )
+    option(
+        "--burstiness",
+        type=float,
+        default=None,
+        metavar="CV",
+        help="--traffic gamma: coefficient of variation of the gaps between requests (1 = Poisson, "
+        "3 = bursts and lulls, 0.5 = more regular); the mean rate stays --rate",
     )
     option(
         "--rate",
@@ -246,6 +255,7 @@ class Settings:
     rate: float = 0.0
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     drop_when_saturated: bool = False
+    burstiness: float | None = None  # --traffic gamma only: the gaps' coefficient of variation
 
     @property
     def open_loop(self) -> bool:
@@ -284,6 +294,7 @@ class Settings:
             raise SpecError("--rate applies to open-loop traffic: add --traffic constant or --traffic poisson")
         if max_in_flight < 1:
             raise SpecError(f"--max-in-flight must be at least 1, got {max_in_flight}")
+        burstiness = _burstiness(options, traffic)
 
         def path(name: str) -> Path | None:
             text = _text(options, name)
@@ -317,4 +328,23 @@ class Settings:
             rate=rate,
             max_in_flight=max_in_flight,
             drop_when_saturated=bool(getattr(options, "drop_when_saturated", False)),
+            burstiness=burstiness,
         )
+
+
+def _burstiness(options: argparse.Namespace, traffic: str) -> float | None:
+    """--burstiness: required by --traffic gamma, refused with any other traffic."""
+    value = getattr(options, "burstiness", None)
+    if value is None or (isinstance(value, str) and not value.strip()):  # the web UI sends ""
+        if traffic == "gamma":
+            raise SpecError("--traffic gamma needs --burstiness CV (the gaps' coefficient of variation; 1 = Poisson)")
+        return None
+    if traffic != "gamma":
+        raise SpecError(f"--burstiness applies to --traffic gamma, not --traffic {traffic}")
+    try:
+        burstiness = float(value)
+    except ValueError:
+        raise SpecError(f"--burstiness '{value}' is not a number") from None
+    if not (math.isfinite(burstiness) and burstiness > 0):
+        raise SpecError(f"--burstiness must be a finite number > 0, got {value}")
+    return burstiness

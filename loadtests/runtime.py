@@ -234,7 +234,14 @@ class Runtime:
         request_event = self.environment.events.request
         clients = ClientPool(lambda protocol: open_client(protocol, settings, request_event))
         self.traffic = OpenLoop(
-            settings.traffic, settings.max_in_flight, settings.drop_when_saturated, clients, local_users, plan, seed
+            settings.traffic,
+            settings.max_in_flight,
+            settings.drop_when_saturated,
+            clients,
+            local_users,
+            plan,
+            seed,
+            burstiness=settings.burstiness or 1.0,
         )
 
     def wait_for_quiet(self) -> None:
@@ -259,6 +266,7 @@ class Runtime:
             "rate_shape": run.shape.name if rate_shape else None,
             "max_in_flight": settings.max_in_flight,
             "drop_when_saturated": settings.drop_when_saturated,
+            **({"burstiness": settings.burstiness} if settings.burstiness is not None else {}),
         }
 
     def _publish_rate_loop(self) -> None:

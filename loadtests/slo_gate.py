@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analysis.confidence import DEFAULT_CONFIDENCE
 from analysis.output_paths import EXIT_OUTPUT_FAILED
 from analysis.slo import (
     EXIT_SLO_FAILED,
@@ -45,6 +47,7 @@ from loadtests.errors import SpecError, StartupError
 from loadtests.recording.merged import by_model, merge_stats
 
 if TYPE_CHECKING:
+    from hdrh.histogram import HdrHistogram
     from locust.env import Environment
 
     from loadtests.recording.histograms import EndpointStats
@@ -87,7 +90,7 @@ def validate(runtime: Runtime) -> list[Clause]:
         for clause in open_loop_clauses(clauses):
             raise SpecError(
                 f"--slo '{text}': clause '{clause.text}': {clause.metric} is measured only with "
-                "open-loop traffic (--traffic constant|poisson)"
+                "open-loop traffic (--traffic constant|poisson|gamma)"
             )
     try:
         check_targets(clauses, run_endpoints(runtime))
@@ -102,13 +105,37 @@ def add_merged_totals(summary: dict, totals: dict[str, EndpointStats]) -> None:
     Counts and throughput are the endpoints' sums; percentiles come from merged histograms.
     """
     entries = summary.get("endpoints", [])
-    summary["overall"] = combine(entries, OVERALL, merge_stats(totals.values(), OVERALL).latency_summary_us())
+    overall = merge_stats(totals.values(), OVERALL)
+    summary["overall"] = with_interval(combine(entries, OVERALL, overall.latency_summary_us()), overall)
     groups = by_model(totals)
     if groups:
         summary["model_totals"] = {
-            model: combine([e for e in entries if e.get("model") == model], model, stats.latency_summary_us())
+            model: with_interval(
+                combine([e for e in entries if e.get("model") == model], model, stats.latency_summary_us()), stats
+            )
             for model, stats in groups.items()
         }
+
+
+def with_interval(entry: dict, stats: EndpointStats) -> dict:
+    """A merged entry with the same `confidence` and `latency_ci_us` an endpoint entry has."""
+    entry["confidence"] = DEFAULT_CONFIDENCE
+    entry["latency_ci_us"] = stats.latency_ci_us(DEFAULT_CONFIDENCE)
+    return entry
+
+
+def histograms_of(totals: dict[str, EndpointStats]) -> Callable[[str | None], HdrHistogram | None]:
+    """histogram_for(target) for analysis.slo.evaluate: an endpoint's, a model's or all merged."""
+
+    def histogram_for(target: str | None) -> HdrHistogram | None:
+        if target is None:
+            return merge_stats(totals.values(), OVERALL).histogram
+        if target in totals:
+            return totals[target].histogram
+        group = [stats for stats in totals.values() if stats.model == target]
+        return merge_stats(group, target).histogram if group else None
+
+    return histogram_for
 
 
 def finish(environment: Environment, run_dir: Path, totals: dict[str, EndpointStats]) -> list[Result]:
@@ -120,7 +147,7 @@ def finish(environment: Environment, run_dir: Path, totals: dict[str, EndpointSt
     results: list[Result] = []
     try:
         clauses = clauses_from(options)  # checked at test start; re-read, the web UI may have changed it
-        results = evaluate(clauses, resolver_for_summary(summary))
+        results = evaluate(clauses, resolver_for_summary(summary), histograms_of(totals))
     except (SpecError, SloError) as error:
         logger.error("error: %s", error)
         print(f"error: {error}", flush=True)

@@ -38,6 +38,7 @@ COLUMNS = (
     ("p90_ms", "p90 ms"),
     ("p95_ms", "p95 ms"),
     ("p99_ms", "p99 ms"),
+    ("p99_interval_ms", "p99 95 % interval ms"),
     ("max_ms", "max ms"),
     ("mean_ms", "mean ms"),
     ("avg_batch", "Server avg batch"),

@@ -118,6 +118,10 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("rate-word", ["--rate", "fast"], "--rate"),
     ("max-in-flight-zero", ["--traffic", "constant", "--rate", "5", "--max-in-flight", "0"], "--max-in-flight"),
     ("max-in-flight-word", ["--max-in-flight", "many"], "--max-in-flight"),
+    ("gamma-without-burstiness", ["--traffic", "gamma", "--rate", "5"], "--burstiness"),
+    ("burstiness-without-gamma", ["--traffic", "poisson", "--rate", "5", "--burstiness", "2"], "--burstiness"),
+    ("burstiness-zero", ["--traffic", "gamma", "--rate", "5", "--burstiness", "0"], "--burstiness"),
+    ("burstiness-word", ["--traffic", "gamma", "--rate", "5", "--burstiness", "high"], "--burstiness"),
     # load shapes
     ("load-shape-unknown", ["--load-shape", "zigzag"], "--load-shape"),
     ("shape-args-not-a-number", ["--load-shape", "steps", "--shape-args", "start=x"], "--shape-args"),
@@ -133,6 +137,8 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("slo-bad-number", ["--slo", "p99<fast"], "--slo"),
     ("slo-ratio-above-one", ["--slo", "fail_ratio<2"], "--slo"),
     ("slo-empty-clause", ["--slo", "p99<5ms,,p50<1ms"], "--slo"),
+    ("slo-confidence-on-max", ["--slo", "max<5ms@95%"], "--slo"),
+    ("slo-confidence-100", ["--slo", "p99<5ms@100%"], "--slo"),
     ("slo-unknown-target", ["--slo", "no_such_model:p99<5ms"], "no_such_model"),
     ("slo-open-loop-metric-closed", ["--slo", "late_ratio<0.1"], "late_ratio"),
     # timeouts, intervals, windows, ports

@@ -77,6 +77,63 @@ def test_poisson_gaps_pass_a_test_of_exponentiality():
     assert ks_statistic_exponential(uniform, 1 / 200.0) > critical
 
 
+def gamma_cdf(x: np.ndarray, shape: float, scale: float) -> np.ndarray:
+    """The gamma distribution's CDF without scipy: with u = t^shape the integral of
+    t^(shape-1) e^-t becomes the smooth one of e^(-u^(1/shape)) / shape, integrated on a fine grid."""
+    t_max = max(float(np.max(x)) / scale, 1.0) * 1.01
+    u = np.linspace(0.0, t_max**shape, 400_001)
+    integrand = np.exp(-(u ** (1.0 / shape)))
+    cumulative = np.concatenate(([0.0], np.cumsum((integrand[1:] + integrand[:-1]) / 2 * np.diff(u))))
+    cdf = cumulative / math.gamma(shape + 1)
+    return np.interp((x / scale) ** shape, u, cdf)
+
+
+def ks_statistic_whole_ns(gaps: np.ndarray, cdf) -> float:
+    """Kolmogorov-Smirnov distance between gaps and a continuous CDF, for gaps the schedule has
+    rounded to whole nanoseconds (at least 1): with a CV of 3, 15 % of the gaps are under 1.5 ns
+    and tie at 1 ns, so each recorded value v stands for the continuous range around it."""
+    values, counts = np.unique(np.round(gaps * 1e9), return_counts=True)
+    n = counts.sum()
+    at = np.cumsum(counts) / n  # the empirical CDF at each recorded value ...
+    before = at - counts / n  # ... and just below it
+    expected_at = cdf((values + 0.5) / 1e9)
+    expected_before = np.where(values <= 1, 0.0, cdf((values - 0.5) / 1e9))
+    return float(max(np.abs(at - expected_at).max(), np.abs(before - expected_before).max()))
+
+
+def test_gamma_gaps_have_the_asked_burstiness_and_poisson_ones_do_not():
+    rate, cv, n = 200.0, 3.0, 20_000
+    shape, scale = 1 / cv**2, cv**2 / rate  # mean shape * scale = 1/rate, CV 1/sqrt(shape)
+    schedule = ArrivalSchedule("gamma", seed=20261123, clock=FakeClock(), burstiness=cv)
+    schedule.set_rate(rate)
+    gaps = gaps_of(schedule, n)
+    critical = 1.63 / math.sqrt(n)  # Kolmogorov-Smirnov at the 1 % level
+
+    def is_gamma(sample: np.ndarray) -> bool:
+        return ks_statistic_whole_ns(sample, lambda x: gamma_cdf(x, shape, scale)) < critical
+
+    assert is_gamma(gaps)
+    poisson = ArrivalSchedule("poisson", seed=20261123, clock=FakeClock())
+    poisson.set_rate(rate)
+    assert not is_gamma(gaps_of(poisson, n))  # Poisson gaps are rejected as gamma with CV 3
+    assert ks_statistic_exponential(gaps, 1 / rate) > critical  # and these gaps are not Poisson
+    # Moments, with margins of 4 standard errors at this sample size: the mean's relative error
+    # is CV/sqrt(n); the CV's is at most sqrt((kurtosis excess 6 CV^2 + 2)/4n + CV^2/n).
+    mean_margin = 4 * cv / math.sqrt(n)
+    cv_margin = 4 * math.sqrt((6 * cv**2 + 2) / (4 * n) + cv**2 / n)
+    assert gaps.mean() == pytest.approx(1 / rate, rel=mean_margin)
+    assert gaps.std() / gaps.mean() == pytest.approx(cv, rel=cv_margin)
+    poisson_gaps = gaps_of(poisson, n)
+    assert abs(poisson_gaps.std() / poisson_gaps.mean() / cv - 1) > cv_margin  # the same check rejects CV 1
+
+
+def test_gamma_with_burstiness_1_is_poisson():
+    schedule = ArrivalSchedule("gamma", seed=5, clock=FakeClock(), burstiness=1.0)
+    schedule.set_rate(200.0)
+    gaps = gaps_of(schedule, 20_000)
+    assert ks_statistic_exponential(gaps, 1 / 200.0) < 1.63 / math.sqrt(len(gaps))
+
+
 def test_rate_changes_apply_to_the_next_gap_and_zero_pauses():
     clock = FakeClock()
     schedule = ArrivalSchedule("constant", clock=clock)
@@ -108,6 +165,11 @@ def test_each_process_takes_its_share_by_users():
         ({"traffic": "constant", "rate": -1.0}, "--rate must be"),
         ({"traffic": "constant", "rate": 10.0, "max_in_flight": 0}, "--max-in-flight must be at least 1"),
         ({"traffic": "bursty"}, "--traffic 'bursty'"),
+        ({"traffic": "gamma", "rate": 10.0}, "--traffic gamma needs --burstiness"),
+        ({"traffic": "gamma", "rate": 10.0, "burstiness": 0.0}, "--burstiness must be a finite number > 0"),
+        ({"traffic": "gamma", "rate": 10.0, "burstiness": -2.0}, "--burstiness must be a finite number > 0"),
+        ({"traffic": "gamma", "rate": 10.0, "burstiness": math.inf}, "--burstiness must be a finite number > 0"),
+        ({"traffic": "poisson", "rate": 10.0, "burstiness": 2.0}, "--burstiness applies to --traffic gamma"),
     ],
 )
 def test_bad_traffic_settings(options, message):
@@ -293,6 +355,8 @@ def test_distributed_workers_share_the_rate(triton, tmp_path):
         (["--traffic", "constant"], "--traffic constant needs --rate"),
         (["--traffic", "poisson", "--load-shape", "steps", "--shape-args", "targets=1;2"], "add kind=rate"),
         (["--load-shape", "steps", "--shape-args", "kind=rate,targets=5;10"], "needs open-loop traffic"),
+        (["--traffic", "poisson", "--rate", "5", "--burstiness", "2"], "--burstiness applies to --traffic gamma"),
+        (["--traffic", "gamma", "--rate", "5", "--burstiness", "0"], "--burstiness must be a finite number > 0"),
     ],
 )
 def test_traffic_errors_exit_2_before_any_load(triton, tmp_path, options, message):
@@ -301,3 +365,33 @@ def test_traffic_errors_exit_2_before_any_load(triton, tmp_path, options, messag
     assert result.returncode == 2, result.stderr[-2000:]
     assert message in result.stderr
     assert model_stats(triton.http_address, "identity") == before
+
+
+def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
+    rate, cv = 100.0, 3.0
+    _result, summary, served, run_dir = run_open_loop(
+        triton, tmp_path, "TritonHttpUser", "identity", 4, "10s",
+        "--traffic", "gamma", "--burstiness", f"{cv:g}", "--rate", f"{rate:g}",
+    )  # fmt: skip
+    (endpoint,) = summary["endpoints"]
+    assert summary["traffic"]["mode"] == "gamma" and summary["traffic"]["burstiness"] == cv
+    assert served == endpoint["requests"] and endpoint["failures"] == 0 and endpoint["dropped"] == 0
+    with (run_dir / "timeseries.csv").open() as file:
+        rows = [row for row in csv.DictReader(file) if row["endpoint"] == endpoint["name"]]
+    steady = rows[1:-1]  # the first window holds the start-up, the last one the stop
+    requests = sum(int(row["requests"]) for row in steady)
+    seconds = sum(float(row["covered_s"]) for row in steady)
+    # Bursty arrivals make counts noisy: a renewal process's count over T seconds has a variance
+    # of about rate * T * CV^2, so the margin is 4 of those standard deviations (about 36 % here).
+    margin = 4 * math.sqrt(rate * seconds * cv**2) / seconds
+    assert requests / seconds == pytest.approx(rate, abs=margin), (requests, seconds)
+    # The schedule is seeded (seed 0 in a single process): what was sent is what it says is due
+    # in the run's duration, give or take the requests due within a second of its end.
+    schedule = ArrivalSchedule("gamma", seed=0, clock=FakeClock(0), burstiness=cv)
+    schedule.set_rate(rate)
+    due_s = np.array([schedule.take() for _ in range(int(rate * 30))]) / 1e9
+    duration_s = endpoint["duration_s"]
+    assert np.sum(due_s < duration_s - 1.0) <= served <= np.sum(due_s < duration_s + 1.0)
+    # Bursty: the steady windows' counts vary far more than Poisson's (index of dispersion about 1).
+    counts = np.array([int(row["requests"]) for row in steady])
+    assert counts.var() / counts.mean() > 2.0, counts

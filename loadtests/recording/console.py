@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analysis.confidence import DEFAULT_CONFIDENCE, confidence_label
 from analysis.slo import late_ratio
 from loadtests.recording.histograms import EndpointStats
 
@@ -14,7 +15,8 @@ def print_exact_summary(totals: dict[str, EndpointStats], open_loop: bool = Fals
         return
     header = (
         f"{'Endpoint':<30} {'reqs':>8} {'fails':>6} {'infer':>8} "
-        f"{'p50 ms':>9} {'p90 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'p99.9 ms':>9} {'max ms':>9}"
+        f"{'p50 ms':>9} {'p90 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'p99.9 ms':>9} {'max ms':>9} "
+        f"{'p99 interval ms':>19}"
     )
     title = "Exact latencies (HdrHistogram; ms with microsecond precision"
     if open_loop:
@@ -26,13 +28,25 @@ def print_exact_summary(totals: dict[str, EndpointStats], open_loop: bool = Fals
         latency = stats.latency_summary_us()
         cells = " ".join(f"{latency[key] / 1000:>9.3f}" for key in ("p50", "p90", "p95", "p99", "p99.9", "max"))
         line = f"{name:<30} {stats.requests:>8} {stats.failure_count:>6} {stats.inferences:>8} {cells}"
+        line += f" {interval_cell(stats.latency_ci_us(DEFAULT_CONFIDENCE).get('p99')):>19}"
         if open_loop:
             uncorrected = stats.uncorrected_summary_us() or {"p50": 0.0, "p99": 0.0}
             unc = f"{uncorrected['p50'] / 1000:>9.3f} {uncorrected['p99'] / 1000:>9.3f}"
             line += f" {stats.late:>7} {stats.dropped:>7} {unc}"
         lines.append(line)
+    lines.append(
+        f"p99 interval: where the true p99 lies with {confidence_label(DEFAULT_CONFIDENCE)} confidence "
+        "(order statistics; every percentile's in summary.json latency_ci_us)"
+    )
     lines.extend(behind_schedule_warnings(totals) if open_loop else [])
     print("\n".join(lines), flush=True)
+
+
+def interval_cell(bounds: list[float | None] | None) -> str:
+    """ "41.203-52.991" (ms), or "too few requests" when a bound is missing."""
+    if not bounds or bounds[0] is None or bounds[1] is None:
+        return "too few requests"
+    return f"{bounds[0] / 1000:.3f}-{bounds[1] / 1000:.3f}"
 
 
 def behind_schedule_warnings(endpoints: dict[str, EndpointStats], where: str = "") -> list[str]:

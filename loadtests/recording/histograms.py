@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from hdrh.histogram import HdrHistogram
 
 # The histogram range and its summary are shared with the reports (pure, no Locust).
+from analysis.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
 from analysis.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
 
 
@@ -136,6 +137,10 @@ class EndpointStats:
     def latency_summary_us(self) -> dict[str, float]:
         """p50/p90/p95/p99/p99.9/max/mean in microseconds, from the histogram (successes only)."""
         return summarise_us(self.histogram) or zero_summary()
+
+    def latency_ci_us(self, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, list[float | None]]:
+        """[lower, upper] µs per percentile at this confidence (analysis/confidence.py); {} if empty."""
+        return percentile_bounds_us(self.histogram, confidence)
 
     def uncorrected_summary_us(self) -> dict[str, float] | None:
         """The same from the actual send time (open loop only)."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from analysis.confidence import DEFAULT_CONFIDENCE
+from loadtests.recording.console import interval_cell
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.server_stats import ModelDelta
 
@@ -26,6 +28,8 @@ class LiveEndpoint:
     latency_us: dict[str, float]
     late: int = 0  # open loop: sent more than 1 ms after the intended time
     dropped: int = 0  # open loop: not sent (--drop-when-saturated)
+    # Where the true p99 lies at DEFAULT_CONFIDENCE, "lower-upper" ms (analysis/confidence.py).
+    p99_interval_ms: str = ""
 
     @classmethod
     def of(cls, total: EndpointStats, window: EndpointStats | None, window_s: float) -> LiveEndpoint:
@@ -41,6 +45,7 @@ class LiveEndpoint:
             latency_us=total.latency_summary_us(),
             late=total.late,
             dropped=total.dropped,
+            p99_interval_ms=interval_cell(total.latency_ci_us(DEFAULT_CONFIDENCE).get("p99")),
         )
 
 
@@ -73,6 +78,7 @@ class LiveSnapshot:
                     "inferences": endpoint.inferences,
                     "infer_per_s": round(endpoint.window_infer_per_s, 1),
                     **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in TABLE_LATENCIES},
+                    "p99_interval_ms": endpoint.p99_interval_ms,
                     "avg_batch": round(server.avg_batch, 2) if server else "",
                     "queue_ms": round(server.queue_us / 1000, 3) if server else "",
                     "compute_infer_ms": round(server.compute_infer_us / 1000, 3) if server else "",

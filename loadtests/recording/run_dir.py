@@ -30,6 +30,7 @@ from typing import IO
 from hdrh.histogram import HdrHistogram
 from locust.env import Environment
 
+from analysis.confidence import DEFAULT_CONFIDENCE
 from analysis.hdr import zero_summary
 from loadtests import __version__
 from loadtests.errors import SpecError
@@ -155,6 +156,8 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         "throughput_rps": round(stats.requests / duration_s, 3),
         "throughput_infer_per_s": round(stats.inferences / duration_s, 3),
         "latency_us": stats.latency_summary_us(),
+        "confidence": DEFAULT_CONFIDENCE,
+        "latency_ci_us": stats.latency_ci_us(DEFAULT_CONFIDENCE),
         "bytes_sent": stats.bytes_sent,
         "bytes_received": stats.bytes_received,
         "bytes_sent_per_s": round(stats.bytes_sent / duration_s, 1),

@@ -3,8 +3,8 @@
     master (or the single process)              every process that runs users
     --rate R, or a kind=rate shape   ------->   OpenLoop: its share of R
       RatePlan(rate=R, users=U) message           share = R * local users / U
-      (every second, and on each change)          ArrivalSchedule: due times, fixed or
-                                                  exponential gaps at the share
+      (every second, and on each change)          ArrivalSchedule: due times, fixed,
+                                                  exponential or gamma gaps at the share
                                                 users take turns to wait for the next due
                                                 time, then send it on a greenlet of their
                                                 own with a pooled client (--max-in-flight)
@@ -23,6 +23,7 @@ request sent more than 1 ms after its intended time is counted as late.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 CONSTANT = "constant"
 POISSON = "poisson"
+# Gamma-distributed gaps with a chosen coefficient of variation (--burstiness): CV 1 is Poisson,
+# above 1 requests come in bursts separated by lulls, below 1 they are more regular.
+GAMMA = "gamma"
 # While the rate is 0 (a shape at 0, or a worker before its first rate message), users poll.
 PAUSED_POLL_S = 0.05
 RATE_MESSAGE = "triton_loadtest_rate"
@@ -74,7 +78,8 @@ class RatePlan:
 
 
 class ArrivalSchedule:
-    """Intended send times on the perf_counter_ns clock: fixed gaps, or exponential ones (Poisson).
+    """Intended send times on the perf_counter_ns clock: fixed gaps, exponential ones (Poisson),
+    or gamma ones with coefficient of variation `burstiness` (shape 1/CV², the same mean gap).
 
     A due time in the past is still handed out (the request goes out late): skipping it
     would hide exactly the slowness open-loop traffic is meant to expose.
@@ -85,10 +90,15 @@ class ArrivalSchedule:
         due_ns = schedule.take()  # the first one is now; then mean gaps of 5 ms
     """
 
-    def __init__(self, mode: str, seed: int = 0, clock: Callable[[], int] = time.perf_counter_ns) -> None:
-        if mode not in (CONSTANT, POISSON):
+    def __init__(
+        self, mode: str, seed: int = 0, clock: Callable[[], int] = time.perf_counter_ns, burstiness: float = 1.0
+    ) -> None:
+        if mode not in (CONSTANT, POISSON, GAMMA):
             raise ValueError(f"unknown arrival mode {mode!r}")
-        self.poisson = mode == POISSON
+        if not (math.isfinite(burstiness) and burstiness > 0):
+            raise ValueError(f"burstiness must be a finite number > 0, got {burstiness}")
+        self.mode = mode
+        self.gamma_shape = 1.0 / burstiness**2
         self.rng = np.random.default_rng(seed)
         self.clock = clock
         self.rate = 0.0
@@ -96,7 +106,13 @@ class ArrivalSchedule:
 
     def gap_ns(self) -> int:
         mean_ns = 1e9 / self.rate
-        return max(1, round(self.rng.exponential(mean_ns) if self.poisson else mean_ns))
+        if self.mode == POISSON:
+            gap = self.rng.exponential(mean_ns)
+        elif self.mode == GAMMA:
+            gap = self.rng.gamma(self.gamma_shape, mean_ns / self.gamma_shape)
+        else:
+            gap = mean_ns
+        return max(1, round(gap))
 
     def set_rate(self, rate: float) -> None:
         if rate == self.rate:
@@ -170,8 +186,9 @@ class OpenLoop:
         local_users: Callable[[], int],
         plan: RatePlan | None = None,
         seed: int = 0,
+        burstiness: float = 1.0,
     ) -> None:
-        self.schedule = ArrivalSchedule(mode, seed)
+        self.schedule = ArrivalSchedule(mode, seed, burstiness=burstiness)
         self.max_in_flight = max_in_flight
         self.drop_when_saturated = drop_when_saturated
         self.clients = clients
@@ -238,4 +255,4 @@ class OpenLoop:
         self._timer.close()
 
 
-__all__ = ["CONSTANT", "POISSON", "RATE_MESSAGE", "ArrivalSchedule", "ClientPool", "OpenLoop", "RatePlan"]
+__all__ = ["CONSTANT", "GAMMA", "POISSON", "RATE_MESSAGE", "ArrivalSchedule", "ClientPool", "OpenLoop", "RatePlan"]
