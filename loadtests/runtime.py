@@ -31,6 +31,7 @@ from loadtests import options as suite_options
 from loadtests.clients import open_client
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import SpecError, StartupError
+from loadtests.interrupts import route_sigint_to_main_greenlet
 from loadtests.outputs import check_outputs
 from loadtests.recording.console import behind_schedule_warnings, print_exact_summary, print_faults
 from loadtests.recording.faults import FaultLog
@@ -457,6 +458,7 @@ def install(events) -> None:
     @events.init.add_listener
     def _on_init(environment: Environment, **kwargs) -> None:
         runtime = bound["runtime"] = runtime_for(environment)
+        route_sigint_to_main_greenlet()  # Ctrl-C never lands mid-way through the recording
         options = environment.parsed_options
         if isinstance(environment.runner, WorkerRunner):
             environment.runner.register_message(
