@@ -353,6 +353,48 @@ def server_over_time_figure(intervals: list[dict], time_axis: TimeAxis | None = 
     return figure
 
 
+# -- batcher formation ----------------------------------------------------------------------------------------
+REQUESTED_COLOUR = "#9e9e9e"  # the client's mix is grey beside each model's own colour
+
+
+def batch_sizes(server: dict, requested: dict[str, dict[str, int]]) -> bytes | None:
+    """Per model: the share of executions Triton ran at each batch size (summary.json's
+    server.<m>.batch_sizes) beside the share of requests the client sent at each size."""
+    figure = batch_sizes_figure(server, requested)
+    return _png(figure) if figure is not None else None
+
+
+def batch_sizes_figure(server: dict, requested: dict[str, dict[str, int]]) -> Figure | None:
+    models = [model for model in sorted(server) if sum((server[model].get("batch_sizes") or {}).values())]
+    if not models:
+        return None
+    figure = Figure(figsize=(max(8.0, 4.5 * len(models)), 4.5), layout="constrained")
+    panels = figure.subplots(1, len(models), squeeze=False)[0]
+    for axes, model in zip(panels, models, strict=True):
+        executed = {int(size): count for size, count in server[model]["batch_sizes"].items()}
+        sent = {int(size): count for size, count in (requested.get(model) or {}).items()}
+        # Every size either side used, in order, as categories: batch sizes are few and uneven.
+        sizes = sorted(set(executed) | set(sent))
+        x = np.arange(len(sizes))
+        for offset, counts, label, colour in (
+            (-0.2, executed, f"{model} executed", endpoint_colour(model)),
+            (0.2, sent, f"{model} requested", REQUESTED_COLOUR),
+        ):
+            total = sum(counts.values())
+            shares = [100.0 * counts.get(size, 0) / total if total else 0.0 for size in sizes]
+            axes.bar(x + offset, shares, width=0.4, color=colour, label=label)
+        axes.set_xticks(x, [str(size) for size in sizes])
+        axes.set_xlim(-0.75, len(sizes) - 0.25)
+        axes.set_xlabel("batch size")
+        axes.set_ylabel("share (%): of executions / of requests")
+        axes.grid(axis="y", alpha=0.3)
+        mean = sum(size * count for size, count in executed.items()) / sum(executed.values())
+        axes.set_title(f"{model}: {sum(executed.values())} executions, mean batch {mean:.2f}", fontsize=10)
+        axes.legend(fontsize=8)
+    figure.suptitle("Executed batch sizes (Triton's batch_stats) vs the client's requested mix")
+    return figure
+
+
 RESOURCE_PANELS = [
     ("nv_gpu_utilization", "GPU utilisation (%)", 100.0),
     ("nv_gpu_memory_used_bytes", "GPU memory used (GB)", 1e-9),

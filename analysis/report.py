@@ -71,6 +71,14 @@ def build(data: Dataset, prefix: str = "") -> Document:
             doc.heading("Triton server side", 3)
             doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
             doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
+            batches_png = plots.batch_sizes(data.run.server, data.run.requested_batch_sizes())
+            if batches_png:
+                doc.paragraph(
+                    "Batch sizes Triton executed (its per-batch-size statistics: what the dynamic batcher formed, "
+                    "warm-up included if it ran during the run) beside the batch sizes the client requested.",
+                    True,
+                )
+                doc.image(f"{prefix}batch_sizes.png", batches_png, "Executed batch sizes vs requested")
 
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:

@@ -34,6 +34,8 @@ class EndpointSummary:
     # Request bodies on the wire per second (None in older run directories): what the load
     # generator's network egress must carry.
     bytes_sent_per_s: float | None = None
+    # Requests sent per batch size, {"1": 700, "2": 300} (empty in older run directories).
+    requested_batch_sizes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -53,6 +55,7 @@ class EndpointSummary:
             late=_int_or_none(entry.get("late")),
             dropped=_int_or_none(entry.get("dropped")),
             bytes_sent_per_s=entry.get("bytes_sent_per_s"),
+            requested_batch_sizes={str(k): int(v) for k, v in (entry.get("requested_batch_sizes") or {}).items()},
         )
 
 
@@ -79,6 +82,15 @@ class Run:
     # What went wrong around the measurement (summary.json "faults"): lost workers, Triton
     # restarts, unreachable statistics; empty in runs that predate it.
     faults: dict = field(default_factory=dict)
+
+    def requested_batch_sizes(self) -> dict[str, dict[str, int]]:
+        """Per model, requests sent per batch size over its endpoints: {"bert_qa": {"1": 700, "2": 300}}."""
+        out: dict[str, dict[str, int]] = {}
+        for endpoint in self.endpoints.values():
+            sizes = out.setdefault(endpoint.model, {})
+            for size, count in endpoint.requested_batch_sizes.items():
+                sizes[size] = sizes.get(size, 0) + count
+        return out
 
     @property
     def traffic_mode(self) -> str:
