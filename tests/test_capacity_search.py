@@ -1,0 +1,67 @@
+"""The capacity search's rate choice and early-failure rule (pure; the command is not built yet)."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.slo import parse_slo
+from loadtests.traffic.capacity_search import CapacitySearch, clearly_failing
+
+
+def run_search(search: CapacitySearch, capacity: float) -> list[float]:
+    """Drive the search against a server that meets the SLO up to `capacity` requests/s."""
+    rates = []
+    while (rate := search.next_rate()) is not None:
+        rates.append(rate)
+        search.record(rate, passed=rate <= capacity)
+        assert len(rates) < 50, rates
+    return rates
+
+
+def test_growth_then_bisection_brackets_the_capacity_within_the_precision():
+    search = CapacitySearch(start_rate=10.0, precision=0.05)
+    rates = run_search(search, capacity=97.0)
+    assert rates[:5] == [10.0, 20.0, 40.0, 80.0, 160.0]  # doubling until the first failure
+    passing, failing = search.bracket
+    assert passing <= 97.0 < failing
+    assert failing <= passing * 1.05
+    # A linear sweep from 10 in steps of 5 % of the capacity needs (97 - 10) / 4.85 + 1 levels.
+    assert len(rates) < (97.0 - 10.0) / (0.05 * 97.0) + 1
+
+
+def test_a_failing_start_shrinks_until_a_level_passes_or_gives_up():
+    search = CapacitySearch(start_rate=100.0)
+    run_search(search, capacity=30.0)
+    passing, failing = search.bracket
+    assert passing <= 30.0 < failing <= passing * 1.05
+    hopeless = CapacitySearch(start_rate=1.0, min_rate=0.1)
+    run_search(hopeless, capacity=0.0)
+    assert hopeless.bracket == (None, min(t.rate for t in hopeless.tried))
+    assert min(t.rate for t in hopeless.tried) >= 0.1
+
+
+def test_a_pass_above_a_failure_does_not_move_the_bracket_up():
+    search = CapacitySearch(start_rate=10.0)
+    for rate, passed in ((10, True), (20, True), (40, False), (30, True), (35, False), (60, True)):
+        search.record(rate, passed)
+    assert search.bracket == (30, 35)
+
+
+@pytest.mark.parametrize("bad", [{"start_rate": 0}, {"start_rate": 1, "growth": 1}, {"start_rate": 1, "precision": 0}])
+def test_bad_settings_are_refused(bad):
+    with pytest.raises(ValueError):
+        CapacitySearch(**bad)
+
+
+def window(p99_ms: float, requests: int = 100, failures: int = 0, late: int = 0) -> dict:
+    latency = dict.fromkeys(("p50", "p90", "p95", "p99", "p99.9", "max", "mean"), p99_ms * 1000)
+    return {"requests": requests, "failures": failures, "late": late, "latency_us": latency}
+
+
+def test_clearly_failing_windows_are_named_and_borderline_ones_keep_measuring():
+    clauses = parse_slo("p99<50ms,fail_ratio<0.001")
+    assert clearly_failing(window(60), clauses) is None  # over the limit, not far past it
+    assert clearly_failing(window(151), clauses) == "p99 151.0 ms, over 3x the 50 ms limit"
+    assert clearly_failing(window(10, late=11), clauses) == "11 of 100 requests sent late"
+    assert clearly_failing(window(10, failures=6), clauses) == "6.0% of requests failed"
+    assert clearly_failing(window(10, failures=1), clauses) is None
