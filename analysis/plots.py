@@ -485,12 +485,17 @@ def components_figure(
     return figure
 
 
-def latency_vs_throughput(series: list[tuple[str, pd.DataFrame]], level_kind: str) -> bytes:
-    """p50/p90/p95/p99 against inferences/s, one panel per series, each point labelled with its level."""
-    return _png(latency_vs_throughput_figure(series, level_kind))
+def latency_vs_throughput(
+    series: list[tuple[str, pd.DataFrame]], level_kind: str, knee_level: float | None = None
+) -> bytes:
+    """p50/p90/p95/p99 against inferences/s, one panel per series, each point labelled with its level;
+    `knee_level` (a capacity search's last passing rate) is marked as the knee."""
+    return _png(latency_vs_throughput_figure(series, level_kind, knee_level))
 
 
-def latency_vs_throughput_figure(series: list[tuple[str, pd.DataFrame]], level_kind: str) -> Figure:
+def latency_vs_throughput_figure(
+    series: list[tuple[str, pd.DataFrame]], level_kind: str, knee_level: float | None = None
+) -> Figure:
     figure = Figure(figsize=(max(7.0, 5.5 * len(series)), 4.8), layout="constrained")
     panels = figure.subplots(1, len(series), squeeze=False)[0]
     for axes, (name, frame) in zip(panels, series, strict=True):
@@ -509,6 +514,8 @@ def latency_vs_throughput_figure(series: list[tuple[str, pd.DataFrame]], level_k
                     textcoords="offset points",
                     fontsize=8,
                 )
+        if knee_level is not None:
+            _mark_knee(axes, frame, knee_level)
         axes.set_xlabel("throughput (inferences/s)")
         axes.set_ylabel("latency (ms)")
         axes.set_xlim(0, np.nanmax(frame["infer_per_s"]) * 1.2)  # room for the last point's label
@@ -519,6 +526,17 @@ def latency_vs_throughput_figure(series: list[tuple[str, pd.DataFrame]], level_k
     what = LEVEL_AXIS[level_kind] or "level"
     figure.suptitle(f"Latency vs Throughput (points labelled by {what})")
     return figure
+
+
+def _mark_knee(axes: Axes, frame: pd.DataFrame, knee_level: float) -> None:
+    """The capacity: the last level that met the SLO, a star on its p99 and a dashed line at its throughput."""
+    rows = frame[np.isclose(frame["level"].astype(float), knee_level)]
+    if rows.empty:
+        return
+    row = rows.iloc[0]
+    label = f"capacity: {knee_level:g} req/s"
+    axes.axvline(row["infer_per_s"], color=LOAD_COLOUR, linestyle="--", linewidth=1)
+    axes.plot([row["infer_per_s"]], [row["p99_us"] / 1000], marker="*", markersize=16, color=LOAD_COLOUR, label=label)
 
 
 # -- comparisons ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The capacity search's rate choice and early-failure rule (pure; the command is not built yet)."""
+"""The capacity search's rate choice and early-failure rule (pure)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,10 @@ def test_clearly_failing_windows_are_named_and_borderline_ones_keep_measuring():
     clauses = parse_slo("p99<50ms,fail_ratio<0.001")
     assert clearly_failing(window(60), clauses) is None  # over the limit, not far past it
     assert clearly_failing(window(151), clauses) == "p99 151.0 ms, over 3x the 50 ms limit"
-    assert clearly_failing(window(10, late=11), clauses) == "11 of 100 requests sent late"
+    assert clearly_failing(window(10, late=90), clauses) is None  # no late_ratio clause: latency judges
+    late_clauses = parse_slo("p99<50ms,late_ratio<0.1")
+    assert clearly_failing(window(10, late=31), late_clauses) == "31 of 100 requests sent late"
+    assert clearly_failing(window(10, late=30), late_clauses) is None  # over the limit, not 3x past it
+    assert clearly_failing(window(500, requests=19), clauses) is None  # too few to judge early
     assert clearly_failing(window(10, failures=6), clauses) == "6.0% of requests failed"
     assert clearly_failing(window(10, failures=1), clauses) is None

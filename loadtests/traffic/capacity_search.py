@@ -13,9 +13,6 @@ each other (relative to the passing one). A start that fails shrinks by `growth`
 down to `min_rate`. Levels that contradict monotony (a pass above a failure) are kept in
 the record but the bracket always uses the lowest failure and the highest pass below it.
 
-NOT YET WIRED: `python -m loadtests capacity` (the command, the shape that holds each level
-until stable by the sweep's rule, capacity.csv/json, the knee on the report) is still to be
-built on top of this module; see issue 14, item 1.
 """
 
 from __future__ import annotations
@@ -28,10 +25,14 @@ from analysis.slo import LATENCY_METRICS, Clause, measure
 DEFAULT_GROWTH = 2.0
 DEFAULT_PRECISION = 0.05  # stop when first failing / last passing <= 1.05
 DEFAULT_MIN_RATE = 0.1  # requests/s: below this a failing start is "no capacity"
-# A level is clearly failing (stopped before it is stable) when, in one measured window:
-FAR_PAST_LIMIT = 3.0  # a latency clause's metric is over 3x its limit,
-CLEARLY_LATE_RATIO = 0.10  # more than 10 % of requests went out late (the sender cannot keep up),
-CLEARLY_FAILING_RATIO = 0.05  # or more than 5 % of requests failed (and the SLO allows fewer).
+# A level is clearly failing (stopped before it is stable) when one measured window of at
+# least MIN_EARLY_REQUESTS requests (fewer say little about a percentile or a ratio) has:
+MIN_EARLY_REQUESTS = 20
+FAR_PAST_LIMIT = 3.0  # a latency clause's metric over 3x its limit,
+# a late ratio over 3x the SLO's late_ratio limit (lateness alone is no verdict: the corrected
+# latency already counts it, and a busy machine sends a few requests late at any rate),
+LATE_PAST_LIMIT = 3.0
+CLEARLY_FAILING_RATIO = 0.05  # or more than 5 % of its requests failed (and the SLO allows fewer).
 
 
 @dataclass(frozen=True)
@@ -99,12 +100,14 @@ def clearly_failing(window: dict, clauses: list[Clause]) -> str | None:
     """Why a level can stop before it is stable, from one measured window (a summary.json-like
     endpoint entry: requests, failures, latency_us, late), or None to keep measuring."""
     requests = int(window.get("requests", 0))
-    if requests and int(window.get("late", 0)) / requests > CLEARLY_LATE_RATIO:
-        return f"{int(window['late'])} of {requests} requests sent late"
-    allowed_fail = min(
-        (c.threshold * c.scale for c in clauses if c.metric == "fail_ratio" and c.op in ("<", "<=")), default=None
-    )
-    if requests and allowed_fail is not None:
+    if requests < MIN_EARLY_REQUESTS:
+        return None
+    allowed_late = _upper_limit(clauses, "late_ratio")
+    late = int(window.get("late", 0))
+    if allowed_late is not None and late / requests > LATE_PAST_LIMIT * allowed_late:
+        return f"{late} of {requests} requests sent late"
+    allowed_fail = _upper_limit(clauses, "fail_ratio")
+    if allowed_fail is not None:
         ratio = int(window.get("failures", 0)) / requests
         if ratio > max(CLEARLY_FAILING_RATIO, allowed_fail):
             return f"{ratio:.1%} of requests failed"
@@ -116,3 +119,9 @@ def clearly_failing(window: dict, clauses: list[Clause]) -> str | None:
         if value is not None and value > FAR_PAST_LIMIT * limit_us:
             return f"{clause.metric} {value / 1000:.1f} ms, over {FAR_PAST_LIMIT:g}x the {limit_us / 1000:g} ms limit"
     return None
+
+
+def _upper_limit(clauses: list[Clause], metric: str) -> float | None:
+    """The tightest upper limit the clauses set on a metric, in its base unit (None: no limit)."""
+    limits = [c.threshold * c.scale for c in clauses if c.metric == metric and c.op in ("<", "<=")]
+    return min(limits) if limits else None
