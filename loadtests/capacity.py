@@ -8,7 +8,8 @@ Open-loop levels (latency timed from each request's intended send time), each he
 stable by the sweep's rule (see `python -m loadtests sweep --help`), are searched for the
 highest rate that meets every --slo clause: the rate doubles from --start-rate while levels
 pass, then the range between the last passing and the first failing rate is halved until the
-two are within --precision percent. A level that is clearly failing (in a window of at least
+two are within --precision percent. A failure is measured a second time before it counts
+(one hiccup of a busy machine must not pin the search low). A level that is clearly failing (in a window of at least
 20 requests: a latency clause's metric over 3x its limit, over 5 % of requests failed, or a
 late ratio over 3x a late_ratio clause's limit) ends at once.
 Prints the capacity with its bracket and every level; writes capacity.json and capacity.csv
@@ -183,6 +184,8 @@ def console_table(content: dict) -> str:
         if not note and not level["passed"]:
             note = "; ".join(f"{c['clause']} measured {c['measured']}" for c in level["clauses"] if not c["passed"])
             note = note or f"{level.get('dropped', 0)} dropped"
+        if level["to_confirm"]:
+            note += " (measured again to confirm)"
         lines.append(
             f"{level['order']:>3} {level['rate']:>10g} {'pass' if level['passed'] else 'FAIL':<8} "
             f"{level['throughput_rps']:>10.1f} {level['latency_us']['p99'] / 1000:>9.2f} {level['failures']:>8}  {note}"

@@ -69,3 +69,44 @@ def test_clearly_failing_windows_are_named_and_borderline_ones_keep_measuring():
     assert clearly_failing(window(500, requests=19), clauses) is None  # too few to judge early
     assert clearly_failing(window(10, failures=6), clauses) == "6.0% of requests failed"
     assert clearly_failing(window(10, failures=1), clauses) is None
+
+
+# -- the controller (sweep levels chosen by the search), with fake windows -----------------------
+def fake_window(requests: int, latency_us: float):
+    from loadtests.recording.histograms import EndpointStats
+
+    stats = EndpointStats("m [http]", "m", "http")
+    for _ in range(requests):
+        stats.record(latency_us, 1, None)
+    return {stats.name: stats}
+
+
+def measure_level(controller, now: float, latency_us: float, windows: int = 3):
+    """Start the controller's current level at `now` and feed it windows of one latency."""
+    controller.start_level(now, window_s=1.0)
+    start = now + 2  # the change's window and one settling window are discarded
+    result = None
+    for i in range(windows + 2):
+        result = controller.on_window(start - 1 + i, 1.0, fake_window(40, latency_us)) or result
+        if result is not None:
+            return result
+    return result
+
+
+def test_controller_confirms_a_failure_before_the_search_believes_it():
+    from loadtests.traffic.capacity import CapacityController
+
+    controller = CapacityController(CapacitySearch(start_rate=20.0), parse_slo("p99<50ms"), settle=1)
+    assert measure_level(controller, 100.0, 60_000).level == 20.0  # fails (a hiccup, say)
+    assert controller.levels[-1] == 20.0 and controller.search.tried == []  # measured again first
+    assert measure_level(controller, 200.0, 10_000).level == 20.0  # passes the second time
+    assert [t.passed for t in controller.search.tried] == [True]
+    assert controller.levels[-1] == 40.0  # growth goes on
+    # A window far past the limit ends the level at once (one window, not three).
+    result = measure_level(controller, 300.0, 200_000)
+    assert result.level == 40.0 and result.windows == 1
+    assert controller.verdicts[-1]["stopped_early"].endswith("ms, over 3x the 50 ms limit")
+    assert measure_level(controller, 400.0, 200_000).level == 40.0  # confirmed
+    assert controller.search.bracket == (20.0, 40.0) and controller.levels[-1] == 30.0
+    assert measure_level(controller, 500.0, 60_000).level == 30.0  # below the confirmed failure: again
+    assert controller.levels[-1] == 30.0

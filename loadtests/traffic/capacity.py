@@ -17,6 +17,11 @@ differ from a sweep:
   latency clause's metric far past its limit, many failures, or many late requests): no need
   to wait for a failing level to be stable.
 
+A failure is confirmed before the search believes it: a level that fails below any confirmed
+failure is measured once more (after draining), and only a second failure counts; a pass
+then counts as a pass. On a shared machine one scheduling hiccup can put a level's p99 over
+the limit, and a single false failure would otherwise pin the bisection below the capacity
+for the rest of the search. A failure above a confirmed one is consistent and not repeated.
 A level with dropped requests (the in-flight limit was reached) fails: its rate was not offered.
 After a failing level the rate is set to 0 until its requests have drained (the level's
 slowest response from the actual send, at least one window, at most MAX_DRAIN_S): the send
@@ -71,6 +76,7 @@ CSV_COLUMNS = (
     "rate",
     "passed",
     "stopped_early",
+    "to_confirm",
     "stable",
     "windows",
     "throughput_rps",
@@ -189,6 +195,7 @@ class CapacityController(SweepController):
         self.search = search
         self.clauses = clauses
         self.verdicts: list[dict[str, Any]] = []  # one per finished level, in the order tried
+        self.confirming: float | None = None  # the rate being measured again after a failure
 
     def _add(self, trial: Trial) -> LevelResult | None:
         reason = clearly_failing(level_entry(trial), self.clauses) if trial.stats.requests else None
@@ -204,15 +211,25 @@ class CapacityController(SweepController):
     def _decide(self, result: LevelResult, early: str | None) -> LevelResult:
         passed, results = judge(result, self.clauses)
         passed = passed and early is None
-        self.search.record(result.level, passed)
+        rate = result.level
+        confirmed_below = self.search.first_failing is not None and self.search.first_failing <= rate
+        retry = not passed and self.confirming != rate and not confirmed_below
         self.verdicts.append(
             {
-                "rate": result.level,
+                "rate": rate,
                 "passed": passed,
                 "stopped_early": early,
+                "to_confirm": retry,
                 "clauses": [r.to_json() for r in results],
             }
         )
+        if retry:
+            self.confirming = rate
+            self.levels.append(rate)
+            self.stopped_by = None
+            return result
+        self.confirming = None
+        self.search.record(rate, passed)
         following = self.search.next_rate()
         if following is None:
             self.stopped_by = "done"
@@ -253,6 +270,7 @@ def write_capacity_files(directory: Path, content: dict[str, Any]) -> None:
                     f"{level['rate']:g}",
                     level["passed"],
                     level["stopped_early"] or "",
+                    level["to_confirm"],
                     level["stable"],
                     level["windows"],
                     level["throughput_rps"],
@@ -301,7 +319,7 @@ class CapacityShape(SweepShape):
 
     def tick(self) -> tuple[int, float] | None:
         controller = self.controller if self.loaded() else None
-        failed_last = controller is not None and bool(controller.results) and not controller.search.tried[-1].passed
+        failed_last = controller is not None and bool(controller.verdicts) and not controller.verdicts[-1]["passed"]
         if failed_last and controller.pending:
             now = time.time()
             if self.drain_until is None:
