@@ -110,3 +110,13 @@ def test_controller_confirms_a_failure_before_the_search_believes_it():
     assert controller.search.bracket == (20.0, 40.0) and controller.levels[-1] == 30.0
     assert measure_level(controller, 500.0, 60_000).level == 30.0  # below the confirmed failure: again
     assert controller.levels[-1] == 30.0
+
+
+def test_an_overloaded_level_stopped_early_is_not_measured_again():
+    from loadtests.traffic.capacity import CapacityController
+
+    controller = CapacityController(CapacitySearch(start_rate=100.0), parse_slo("p99<50ms"), settle=1)
+    # 40 responses a second at a rate of 100, p99 far past the limit: overloaded, no hiccup.
+    result = measure_level(controller, 100.0, 400_000)
+    assert result.windows == 1 and controller.verdicts[-1]["to_confirm"] is False
+    assert controller.search.bracket == (None, 100.0) and controller.levels[-1] == 50.0

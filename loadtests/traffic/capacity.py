@@ -21,7 +21,8 @@ A failure is confirmed before the search believes it: a level that fails below a
 failure is measured once more (after draining), and only a second failure counts; a pass
 then counts as a pass. On a shared machine one scheduling hiccup can put a level's p99 over
 the limit, and a single false failure would otherwise pin the bisection below the capacity
-for the rest of the search. A failure above a confirmed one is consistent and not repeated.
+for the rest of the search. A failure above a confirmed one is consistent and not repeated,
+nor is a level stopped early that completed under 90 % of its rate (the server cannot keep up).
 A level with dropped requests (the in-flight limit was reached) fails: its rate was not offered.
 After a failing level the rate is set to 0 until its requests have drained (the level's
 slowest response from the actual send, at least one window, at most MAX_DRAIN_S): the send
@@ -91,6 +92,8 @@ CSV_COLUMNS = (
 )
 DEFAULT_START_RATE = 10.0
 MAX_DRAIN_S = 30.0
+# A level stopped early that completed under this share of its rate is overloaded beyond doubt.
+OVERLOADED_SHARE = 0.9
 
 
 # -- input ------------------------------------------------------------------------------------
@@ -213,7 +216,9 @@ class CapacityController(SweepController):
         passed = passed and early is None
         rate = result.level
         confirmed_below = self.search.first_failing is not None and self.search.first_failing <= rate
-        retry = not passed and self.confirming != rate and not confirmed_below
+        # Stopped early while completing well under the rate: the server cannot keep up, no hiccup.
+        overloaded = early is not None and result.stats.requests / result.duration_s < OVERLOADED_SHARE * rate
+        retry = not passed and self.confirming != rate and not confirmed_below and not overloaded
         self.verdicts.append(
             {
                 "rate": rate,
