@@ -51,6 +51,8 @@ class Dataset:
     steps: list[dict] = field(default_factory=list)
     steps_kind: str = "users"
     sweep: dict | None = None
+    # A capacity search's capacity.json (python -m loadtests capacity), else None.
+    capacity: dict | None = None
     server_intervals: list[dict] = field(default_factory=list)
     resources: pd.DataFrame | None = None
     start_epoch: float = 0.0
@@ -171,6 +173,7 @@ def _load_run_dir(path: Path) -> Dataset:
         steps=steps,
         steps_kind=steps_kind,
         sweep=sweep,
+        capacity=_read_json(path / "capacity.json"),
         server_intervals=intervals,
         resources=_read_resources(path / "server_metrics.csv", start_epoch),
         start_epoch=start_epoch,

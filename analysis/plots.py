@@ -353,6 +353,48 @@ def server_over_time_figure(intervals: list[dict], time_axis: TimeAxis | None = 
     return figure
 
 
+# -- batcher formation ----------------------------------------------------------------------------------------
+REQUESTED_COLOUR = "#9e9e9e"  # the client's mix is grey beside each model's own colour
+
+
+def batch_sizes(server: dict, requested: dict[str, dict[str, int]]) -> bytes | None:
+    """Per model: the share of executions Triton ran at each batch size (summary.json's
+    server.<m>.batch_sizes) beside the share of requests the client sent at each size."""
+    figure = batch_sizes_figure(server, requested)
+    return _png(figure) if figure is not None else None
+
+
+def batch_sizes_figure(server: dict, requested: dict[str, dict[str, int]]) -> Figure | None:
+    models = [model for model in sorted(server) if sum((server[model].get("batch_sizes") or {}).values())]
+    if not models:
+        return None
+    figure = Figure(figsize=(max(8.0, 4.5 * len(models)), 4.5), layout="constrained")
+    panels = figure.subplots(1, len(models), squeeze=False)[0]
+    for axes, model in zip(panels, models, strict=True):
+        executed = {int(size): count for size, count in server[model]["batch_sizes"].items()}
+        sent = {int(size): count for size, count in (requested.get(model) or {}).items()}
+        # Every size either side used, in order, as categories: batch sizes are few and uneven.
+        sizes = sorted(set(executed) | set(sent))
+        x = np.arange(len(sizes))
+        for offset, counts, label, colour in (
+            (-0.2, executed, f"{model} executed", endpoint_colour(model)),
+            (0.2, sent, f"{model} requested", REQUESTED_COLOUR),
+        ):
+            total = sum(counts.values())
+            shares = [100.0 * counts.get(size, 0) / total if total else 0.0 for size in sizes]
+            axes.bar(x + offset, shares, width=0.4, color=colour, label=label)
+        axes.set_xticks(x, [str(size) for size in sizes])
+        axes.set_xlim(-0.75, len(sizes) - 0.25)
+        axes.set_xlabel("batch size")
+        axes.set_ylabel("share (%): of executions / of requests")
+        axes.grid(axis="y", alpha=0.3)
+        mean = sum(size * count for size, count in executed.items()) / sum(executed.values())
+        axes.set_title(f"{model}: {sum(executed.values())} executions, mean batch {mean:.2f}", fontsize=10)
+        axes.legend(fontsize=8)
+    figure.suptitle("Executed batch sizes (Triton's batch_stats) vs the client's requested mix")
+    return figure
+
+
 RESOURCE_PANELS = [
     ("nv_gpu_utilization", "GPU utilisation (%)", 100.0),
     ("nv_gpu_memory_used_bytes", "GPU memory used (GB)", 1e-9),
@@ -443,12 +485,17 @@ def components_figure(
     return figure
 
 
-def latency_vs_throughput(series: list[tuple[str, pd.DataFrame]], level_kind: str) -> bytes:
-    """p50/p90/p95/p99 against inferences/s, one panel per series, each point labelled with its level."""
-    return _png(latency_vs_throughput_figure(series, level_kind))
+def latency_vs_throughput(
+    series: list[tuple[str, pd.DataFrame]], level_kind: str, knee_level: float | None = None
+) -> bytes:
+    """p50/p90/p95/p99 against inferences/s, one panel per series, each point labelled with its level;
+    `knee_level` (a capacity search's last passing rate) is marked as the knee."""
+    return _png(latency_vs_throughput_figure(series, level_kind, knee_level))
 
 
-def latency_vs_throughput_figure(series: list[tuple[str, pd.DataFrame]], level_kind: str) -> Figure:
+def latency_vs_throughput_figure(
+    series: list[tuple[str, pd.DataFrame]], level_kind: str, knee_level: float | None = None
+) -> Figure:
     figure = Figure(figsize=(max(7.0, 5.5 * len(series)), 4.8), layout="constrained")
     panels = figure.subplots(1, len(series), squeeze=False)[0]
     for axes, (name, frame) in zip(panels, series, strict=True):
@@ -467,6 +514,8 @@ def latency_vs_throughput_figure(series: list[tuple[str, pd.DataFrame]], level_k
                     textcoords="offset points",
                     fontsize=8,
                 )
+        if knee_level is not None:
+            _mark_knee(axes, frame, knee_level)
         axes.set_xlabel("throughput (inferences/s)")
         axes.set_ylabel("latency (ms)")
         axes.set_xlim(0, np.nanmax(frame["infer_per_s"]) * 1.2)  # room for the last point's label
@@ -477,6 +526,17 @@ def latency_vs_throughput_figure(series: list[tuple[str, pd.DataFrame]], level_k
     what = LEVEL_AXIS[level_kind] or "level"
     figure.suptitle(f"Latency vs Throughput (points labelled by {what})")
     return figure
+
+
+def _mark_knee(axes: Axes, frame: pd.DataFrame, knee_level: float) -> None:
+    """The capacity: the last level that met the SLO, a star on its p99 and a dashed line at its throughput."""
+    rows = frame[np.isclose(frame["level"].astype(float), knee_level)]
+    if rows.empty:
+        return
+    row = rows.iloc[0]
+    label = f"capacity: {knee_level:g} req/s"
+    axes.axvline(row["infer_per_s"], color=LOAD_COLOUR, linestyle="--", linewidth=1)
+    axes.plot([row["infer_per_s"]], [row["p99_us"] / 1000], marker="*", markersize=16, color=LOAD_COLOUR, label=label)
 
 
 # -- comparisons ---------------------------------------------------------------------------------------------

@@ -71,6 +71,14 @@ def build(data: Dataset, prefix: str = "") -> Document:
             doc.heading("Triton server side", 3)
             doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
             doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
+            batches_png = plots.batch_sizes(data.run.server, data.run.requested_batch_sizes())
+            if batches_png:
+                doc.paragraph(
+                    "Batch sizes Triton executed (its per-batch-size statistics: what the dynamic batcher formed, "
+                    "warm-up included if it ran during the run) beside the batch sizes the client requested.",
+                    True,
+                )
+                doc.image(f"{prefix}batch_sizes.png", batches_png, "Executed batch sizes vs requested")
         if (interval_headers := tables.interval_headers(data)) is not None:
             doc.heading("How sure the percentiles are", 3)
             doc.paragraph(
@@ -134,9 +142,20 @@ def _levels_section(doc: Document, data: Dataset, prefix: str) -> None:
             doc.heading(name, 3)
         doc.table(*tables.level_table(frame, data.level_kind))
     doc.image(f"{prefix}components.png", plots.components(series, data.level_kind), "Components of Latency")
+    knee = data.capacity.get("capacity_rps") if data.capacity else None
+    if data.capacity:
+        bracket = data.capacity.get("bracket") or {}
+        found = f"{knee:g} requests/s" if knee is not None else "none found"
+        doc.paragraph(
+            f"Capacity under {data.capacity.get('slo')}: {found} (last passing rate "
+            f"{bracket.get('last_passing_rps')}, first failing {bracket.get('first_failing_rps')}; "
+            f"{data.capacity.get('levels_tried')} levels, in the order tried in capacity.csv). Levels below are "
+            "ordered by rate; the star on Latency vs Throughput marks the capacity.",
+            True,
+        )
     if data.level_kind != "run":
         doc.image(
             f"{prefix}latency_vs_throughput.png",
-            plots.latency_vs_throughput(series, data.level_kind),
+            plots.latency_vs_throughput(series, data.level_kind, knee),
             "Latency vs Throughput",
         )

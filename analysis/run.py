@@ -38,6 +38,8 @@ class EndpointSummary:
     # bound); None in older run directories. See analysis/confidence.py.
     latency_ci_us: dict[str, list[float | None]] | None = None
     confidence: float | None = None
+    # Requests sent per batch size, {"1": 700, "2": 300} (empty in older run directories).
+    requested_batch_sizes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -59,6 +61,7 @@ class EndpointSummary:
             bytes_sent_per_s=entry.get("bytes_sent_per_s"),
             latency_ci_us=entry.get("latency_ci_us"),
             confidence=entry.get("confidence"),
+            requested_batch_sizes={str(k): int(v) for k, v in (entry.get("requested_batch_sizes") or {}).items()},
         )
 
 
@@ -85,6 +88,15 @@ class Run:
     # What went wrong around the measurement (summary.json "faults"): lost workers, Triton
     # restarts, unreachable statistics; empty in runs that predate it.
     faults: dict = field(default_factory=dict)
+
+    def requested_batch_sizes(self) -> dict[str, dict[str, int]]:
+        """Per model, requests sent per batch size over its endpoints: {"bert_qa": {"1": 700, "2": 300}}."""
+        out: dict[str, dict[str, int]] = {}
+        for endpoint in self.endpoints.values():
+            sizes = out.setdefault(endpoint.model, {})
+            for size, count in endpoint.requested_batch_sizes.items():
+                sizes[size] = sizes.get(size, 0) + count
+        return out
 
     @property
     def traffic_mode(self) -> str:

@@ -1,11 +1,11 @@
-"""`python -m loadtests COMMAND`: the suite's command line (serve, demo, sweep)."""
+"""`python -m loadtests COMMAND`: the suite's command line (serve, demo, sweep, capacity)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from loadtests import demo, sweep
+from loadtests import capacity, demo, sweep
 from loadtests.errors import StartupError
 from loadtests.server import serve
 
@@ -16,12 +16,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(subparsers)
     demo.add_parser(subparsers)
     sweep.add_parser(subparsers)
+    capacity.add_parser(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    # A command that passes options on to Locust (sweep) takes the ones it does not know.
+    # A command that passes options on to Locust (sweep, capacity) takes the ones it does not know.
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "pass_through", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -393,7 +393,16 @@ def locust_options(argv: list[str]) -> argparse.Namespace:
 def test_options_have_help_env_vars_and_show_in_the_web_ui(monkeypatch):
     parser = locust_parser()
     web_ui_fields = parser.args_included_in_web_ui  # Locust's web UI form lists these
-    assert web_ui_fields["load_shape"].choices == ("none", "steps", "ramp", "spike", "sine", "trace", "sweep")
+    assert web_ui_fields["load_shape"].choices == (
+        "none",
+        "steps",
+        "ramp",
+        "spike",
+        "sine",
+        "trace",
+        "sweep",
+        "capacity",
+    )
     assert "LOCUST_SHAPE_ARGS" in web_ui_fields["shape_args"].help
     assert locust_options([]).load_shape == "none"
     monkeypatch.setenv("LOCUST_LOAD_SHAPE", "ramp")
@@ -430,6 +439,7 @@ def test_install_selects_by_name_or_leaves_plain_runs_alone():
         "SineShape",
         "TraceShape",
         "SweepShape",  # loadtests/traffic/sweep.py (tests/test_sweep.py)
+        "CapacityShape",  # loadtests/traffic/capacity.py (tests/test_capacity*.py)
     }
 
     chosen = make_environment(

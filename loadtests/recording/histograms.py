@@ -51,6 +51,9 @@ class EndpointStats:
     # Request and response bodies on the wire (HTTP bodies, gRPC messages), every request.
     bytes_sent: int = 0
     bytes_received: int = 0
+    # Requests sent per batch size, failures included: the mix the client asked Triton for,
+    # to set beside the batches Triton executed (summary.json's requested_batch_sizes).
+    batch_sizes: Counter = field(default_factory=Counter)
 
     def record(
         self,
@@ -63,6 +66,7 @@ class EndpointStats:
         received_bytes: int = 0,
     ) -> None:
         self.requests += 1
+        self.batch_sizes[batch_size] += 1
         self.bytes_sent += sent_bytes
         self.bytes_received += received_bytes
         if late:
@@ -89,6 +93,7 @@ class EndpointStats:
         self.requests += other.requests
         self.inferences += other.inferences
         self.failures.update(other.failures)
+        self.batch_sizes.update(other.batch_sizes)
         self.histogram.add(other.histogram)
         self.late += other.late
         self.dropped += other.dropped
@@ -114,6 +119,8 @@ class EndpointStats:
             "dropped": self.dropped,
             "bytes_sent": self.bytes_sent,
             "bytes_received": self.bytes_received,
+            # String keys: a message map is decoded with string keys only.
+            "batch_sizes": {str(size): count for size, count in self.batch_sizes.items()},
         }
 
     @classmethod
@@ -132,6 +139,7 @@ class EndpointStats:
             dropped=int(message.get("dropped", 0)),
             bytes_sent=int(message.get("bytes_sent", 0)),
             bytes_received=int(message.get("bytes_received", 0)),
+            batch_sizes=Counter({int(size): int(count) for size, count in message.get("batch_sizes", {}).items()}),
         )
 
     def latency_summary_us(self) -> dict[str, float]:

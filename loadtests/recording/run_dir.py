@@ -162,6 +162,7 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         "bytes_received": stats.bytes_received,
         "bytes_sent_per_s": round(stats.bytes_sent / duration_s, 1),
         "bytes_received_per_s": round(stats.bytes_received / duration_s, 1),
+        "requested_batch_sizes": {str(size): stats.batch_sizes[size] for size in sorted(stats.batch_sizes)},
     }
     if open_loop:
         summary["latency_uncorrected_us"] = stats.uncorrected_summary_us() or zero_summary()

@@ -14,6 +14,8 @@ status from the end status per (model, version); `ReportServerSideStats` divides
     request_us        success.ns / success.count        perf_analyzer's "Avg request latency"
     queue_us          queue.ns / queue.count            "queue"
     compute_input_us  compute_input.ns / compute_input.count, likewise infer and output
+    batch_sizes       {"4": executions} from batch_stats: batch_stats[i].compute_infer.count
+                      per executed batch_size (the batches the dynamic batcher formed)
 
 Every time is an average per request, not per execution: inference_stats counts each
 request (batch_stats is the per-execution view), so an execution that batched 4 requests
@@ -48,7 +50,7 @@ import urllib.parse
 import urllib.request
 from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from http.client import HTTPException
 from typing import Any
 
@@ -63,6 +65,9 @@ MAX_RECORDED_ERRORS = 100
 
 # The cumulative counters of one version's stats entry, by our name.
 _DURATIONS = ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")
+# Executions per batch size ride along in the counters as "batch_size:<n>", so that deltas,
+# resets and the interval-by-interval sums treat them exactly like the other counters.
+_BATCH_PREFIX = "batch_size:"
 
 
 # -- HTTP, shared with loadtests.recording.metrics ------------------------------------------
@@ -167,6 +172,8 @@ class ModelDelta:
     compute_infer_us: float = 0.0
     compute_output_us: float = 0.0
     request_us: float = 0.0
+    # Executions per executed batch size, {"1": 30, "4": 10} (sizes as strings, as in JSON).
+    batch_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def overhead_us(self) -> float:
@@ -188,6 +195,10 @@ def _counters(entry: dict) -> dict[str, int]:
     for name in _DURATIONS:
         counters[f"{name}_count"] = int(stats.get(name, {}).get("count", 0))
         counters[f"{name}_ns"] = int(stats.get(name, {}).get("ns", 0))
+    # One batch_stats entry per batch size the model has executed: its compute_infer.count is
+    # the executions at that size (one per batch, unlike inference_stats' per-request counts).
+    for batch in entry.get("batch_stats") or []:
+        counters[f"{_BATCH_PREFIX}{int(batch['batch_size'])}"] = int(batch.get("compute_infer", {}).get("count", 0))
     return counters
 
 
@@ -196,7 +207,8 @@ def _version_delta(before: dict | None, after: dict) -> dict[str, int]:
     start = _counters(before) if before is not None else dict.fromkeys(end, 0)
     if _went_down(start, end):
         return end  # counters reset (restart or reload): everything counted since
-    return {key: end[key] - start[key] for key in end}
+    # A batch size first executed after `before` counts from zero.
+    return {key: end[key] - start.get(key, 0) for key in end}
 
 
 def _went_down(start: dict[str, int], end: dict[str, int]) -> bool:
@@ -231,7 +243,13 @@ def delta_of_counters(totals: dict[str, int]) -> ModelDelta:
         compute_infer_us=_per_request_us(totals["compute_infer_ns"], totals["compute_infer_count"]),
         compute_output_us=_per_request_us(totals["compute_output_ns"], totals["compute_output_count"]),
         request_us=_per_request_us(totals["success_ns"], totals["success_count"]),
+        batch_sizes=_batch_sizes(totals),
     )
+
+
+def _batch_sizes(totals: dict[str, int]) -> dict[str, int]:
+    sizes = {int(key[len(_BATCH_PREFIX) :]): count for key, count in totals.items() if key.startswith(_BATCH_PREFIX)}
+    return {str(size): sizes[size] for size in sorted(sizes) if sizes[size]}
 
 
 def model_delta(before: dict | None, after: dict) -> ModelDelta:

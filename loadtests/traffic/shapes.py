@@ -751,7 +751,10 @@ def add_arguments(parser) -> None:
         env_var="LOCUST_LOAD_SHAPE",
         default=NO_SHAPE,
         choices=(NO_SHAPE, *SHAPE_NAMES),
-        help="load shape: none (the -u/-r/-t users), steps, ramp, spike, sine, trace or sweep [env LOCUST_LOAD_SHAPE]",
+        help=(
+            "load shape: none (the -u/-r/-t users), steps, ramp, spike, sine, trace, sweep or capacity "
+            "[env LOCUST_LOAD_SHAPE]"
+        ),
     )
     parser.add_argument(
         "--shape-args",

@@ -1,0 +1,225 @@
+"""`python -m loadtests capacity`: the highest open-loop request rate that meets an SLO.
+
+    python -m loadtests capacity --model bert_qa_dynbatch --slo "p99<50ms,fail_ratio<0.001"
+    python -m loadtests capacity --model my_model --protocol grpc --slo "p99<20ms" --start-rate 50
+    python -m loadtests capacity --model resnet50 --slo "p95<100ms" --workers 2 --traffic poisson
+
+Open-loop levels (latency timed from each request's intended send time), each held until
+stable by the sweep's rule (see `python -m loadtests sweep --help`), are searched for the
+highest rate that meets every --slo clause: the rate doubles from --start-rate while levels
+pass, then the range between the last passing and the first failing rate is halved until the
+two are within --precision percent. A failure is measured a second time before it counts
+(one hiccup of a busy machine must not pin the search low). A level that is clearly failing (in a window of at least
+20 requests: a latency clause's metric over 3x its limit, over 5 % of requests failed, or a
+late ratio over 3x a late_ratio clause's limit) ends at once.
+Prints the capacity with its bracket and every level; writes capacity.json and capacity.csv
+(and sweep.json/sweep.csv, by rate) to the run directory beside the usual files. Any option
+not listed here (e.g. --shape INPUT0:16, --seq-len 128, --request-timeout 60) goes to Locust
+unchanged. See docs/capacity.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from analysis import slo
+from loadtests import options as suite_options
+from loadtests.errors import SpecError
+from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
+from loadtests.sweep import DEFAULT_MEASUREMENT_INTERVAL_MS, OPEN_LOOP_MODES, _distributed, choose_user_class
+from loadtests.traffic.capacity import CAPACITY_JSON, DEFAULT_START_RATE, parse_capacity_args
+from loadtests.traffic.capacity_search import DEFAULT_GROWTH, DEFAULT_PRECISION
+from loadtests.traffic.sweep import (
+    DEFAULT_MAX_TRIALS,
+    DEFAULT_SETTLE_WINDOWS,
+    DEFAULT_STABILITY_PERCENT,
+    STABILITY_WINDOWS,
+)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "capacity",
+        help="the highest open-loop request rate that meets an SLO (growth, then bisection)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # unknown options go to Locust: never guess one of ours from a prefix
+    )
+
+    def one_line_error(message: str) -> None:
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.error = one_line_error  # type: ignore[method-assign]
+    target = parser.add_argument_group("target")
+    target.add_argument("--model", default="", help="the model to load (required)")
+    target.add_argument("--slo", default="", help='clauses every passing level meets (required), e.g. "p99<50ms"')
+    target.add_argument("--protocol", choices=("http", "grpc"), default=None, help="default http")
+    target.add_argument("--user-class", default="", metavar="NAME", help="as for sweep (default: from the model)")
+    target.add_argument("--batch-size", default="1", metavar="SPEC", help="batch size SPEC (default 1)")
+    target.add_argument("--triton-http", default=suite_options.DEFAULT_TRITON_HTTP, metavar="HOST:PORT")
+    target.add_argument("--triton-grpc", default=suite_options.DEFAULT_TRITON_GRPC, metavar="HOST:PORT")
+    target.add_argument("--triton-metrics", default=suite_options.DEFAULT_TRITON_METRICS, metavar="HOST:PORT")
+    target.add_argument("--run-dir", default="", metavar="DIR", help="default runs/<UTC time>-capacity-<model>")
+    search = parser.add_argument_group("search")
+    search.add_argument(
+        "--start-rate",
+        type=float,
+        default=DEFAULT_START_RATE,
+        metavar="RPS",
+        help=f"first level, requests/s (default {DEFAULT_START_RATE:g})",
+    )
+    search.add_argument(
+        "--growth",
+        type=float,
+        default=DEFAULT_GROWTH,
+        help=f"rate factor while levels pass (default {DEFAULT_GROWTH:g})",
+    )
+    search.add_argument(
+        "--precision",
+        type=float,
+        default=DEFAULT_PRECISION * 100,
+        metavar="PCT",
+        help=f"stop when first failing / last passing <= 1 + PCT/100 (default {DEFAULT_PRECISION * 100:g})",
+    )
+    rule = parser.add_argument_group("stability (the sweep's rule)")
+    rule.add_argument("--measurement-interval", type=float, default=DEFAULT_MEASUREMENT_INTERVAL_MS, metavar="MS")
+    rule.add_argument("--stability-percentage", type=float, default=DEFAULT_STABILITY_PERCENT, metavar="PCT")
+    rule.add_argument("--max-trials", type=int, default=DEFAULT_MAX_TRIALS, metavar="N")
+    rule.add_argument("--settle-windows", type=int, default=DEFAULT_SETTLE_WINDOWS, metavar="N")
+    run = parser.add_argument_group("load generator")
+    run.add_argument("--workers", type=int, default=0, metavar="N", help="0: one process; N: a master and N workers")
+    run.add_argument("--traffic", choices=OPEN_LOOP_MODES, default="constant", help="gaps (default constant)")
+    run.add_argument("--max-in-flight", type=int, default=None, metavar="N", help="per worker")
+    parser.set_defaults(run=run_capacity, pass_through=True)
+
+
+def default_run_dir(model: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return REPO_ROOT / "runs" / f"{stamp}-capacity-{re.sub(r'[^A-Za-z0-9_-]+', '', model)[:40]}"
+
+
+def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str], Path]:
+    """The Locust command line a capacity search runs, and its run directory; raises SpecError."""
+    if not args.model:
+        raise SpecError("--model NAME is required")
+    if not args.slo.strip():
+        raise SpecError('--slo is required, e.g. --slo "p99<50ms,fail_ratio<0.001"')
+    try:
+        clauses = slo.parse_slo(args.slo)
+    except slo.SloError as error:
+        raise SpecError(f"--slo: {error}") from None
+    for clause in clauses:
+        if clause.target not in (None, args.model) and not (clause.target or "").startswith(f"{args.model} ["):
+            raise SpecError(f"--slo clause {clause.text!r}: the search drives {args.model} only")
+        if clause.op in (">", ">="):
+            raise SpecError(f"--slo clause {clause.text!r}: a capacity search needs upper limits (< or <=)")
+    if "--slo" in extra or any(item.startswith("--slo=") for item in extra):
+        raise SpecError("--slo is given twice")
+    for option, value, minimum in (("--start-rate", args.start_rate, 0.0), ("--growth", args.growth, 1.0)):
+        if not (math.isfinite(value) and value > minimum):
+            raise SpecError(f"{option} must be above {minimum:g}, got {value:g}")
+    if not (math.isfinite(args.precision) and args.precision > 0):
+        raise SpecError(f"--precision must be a positive percentage, got {args.precision:g}")
+    if not args.measurement_interval > 0:
+        raise SpecError(f"--measurement-interval must be positive, got {args.measurement_interval:g}")
+    if args.max_trials < STABILITY_WINDOWS:
+        raise SpecError(f"--max-trials must be at least {STABILITY_WINDOWS} (stability needs 3 windows)")
+    if args.settle_windows < 0 or args.workers < 0:
+        raise SpecError("--settle-windows and --workers must be >= 0")
+    if args.max_in_flight is not None and args.max_in_flight < 1:
+        raise SpecError("--max-in-flight must be at least 1")
+    shape_args = ",".join(
+        [
+            "slo=" + ";".join(clause.text for clause in clauses),
+            f"start={args.start_rate!r}",
+            f"growth={args.growth!r}",
+            f"precision={args.precision!r}",
+            f"stability={args.stability_percentage!r}",
+            f"max_trials={args.max_trials}",
+            f"settle={args.settle_windows}",
+            f"users={max(1, args.workers)}",  # open-loop senders share the rate by user count
+        ]
+    )
+    parse_capacity_args(shape_args)  # the shape's own check (start, growth, precision), before any load
+    user_class = choose_user_class(args.model, args.protocol, args.user_class)
+    run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(args.model)
+    traffic = ["--traffic", args.traffic]
+    if args.max_in_flight is not None:
+        traffic += ["--max-in-flight", str(args.max_in_flight)]
+    command = locust_command(
+        user_class,
+        "--model",
+        args.model,
+        "--batch-size",
+        args.batch_size,
+        *triton_options(args.triton_http, args.triton_grpc, args.triton_metrics),
+        "--run-dir",
+        str(run_dir),
+        "--window",
+        f"{args.measurement_interval / 1000:g}",
+        "--load-shape",
+        "capacity",
+        "--shape-args",
+        shape_args,
+        *traffic,
+        *(_distributed(args.workers, extra) if args.workers else []),
+        *extra,
+    )
+    return command, run_dir
+
+
+def console_table(content: dict) -> str:
+    """Every level in the order tried, then the capacity and its bracket."""
+    lines = [f"{'#':>3} {'rate/s':>10} {'verdict':<8} {'achieved/s':>10} {'p99 ms':>9} {'failures':>8}  note"]
+    for level in content["levels"]:
+        note = f"stopped early: {level['stopped_early']}" if level["stopped_early"] else ""
+        if not note and not level["passed"]:
+            note = "; ".join(f"{c['clause']} measured {c['measured']}" for c in level["clauses"] if not c["passed"])
+            note = note or f"{level.get('dropped', 0)} dropped"
+        if level["to_confirm"]:
+            note += " (measured again to confirm)"
+        lines.append(
+            f"{level['order']:>3} {level['rate']:>10g} {'pass' if level['passed'] else 'FAIL':<8} "
+            f"{level['throughput_rps']:>10.1f} {level['latency_us']['p99'] / 1000:>9.2f} {level['failures']:>8}  {note}"
+        )
+    passing, failing = content["bracket"]["last_passing_rps"], content["bracket"]["first_failing_rps"]
+    if passing is None:
+        lines.append(f"capacity: none found (even {failing:g} requests/s failed the SLO {content['slo']})")
+    else:
+        above = f"first failing {failing:g}" if failing is not None else "no level failed"
+        lines.append(
+            f"capacity: {passing:g} requests/s under {content['slo']} "
+            f"(last passing {passing:g}, {above}; {content['levels_tried']} levels)"
+        )
+    return "\n".join(lines)
+
+
+def run_capacity(args: argparse.Namespace) -> int:
+    command, run_dir = capacity_command(args, list(getattr(args, "extra", [])))
+    print(f"capacity: {' '.join(command[1:3])} ... --shape-args {command[command.index('--shape-args') + 1]}")
+    process = subprocess.Popen(command, cwd=REPO_ROOT)
+    try:
+        code = process.wait()
+    except KeyboardInterrupt:
+        code = process.wait()  # Ctrl-C reached Locust too: it stops the users and writes the run directory
+    try:
+        content = json.loads((run_dir / CAPACITY_JSON).read_text())
+    except (OSError, ValueError):
+        if code == 0:
+            print(f"error: the search finished without results in {run_dir}", file=sys.stderr)
+            return 1
+        return code  # Locust said why (a pre-flight error exits 2 before any load)
+    print()
+    print(console_table(content))
+    if not content["done"]:
+        print("(the search was interrupted: the bracket is from the levels that finished)")
+    print(f"capacity.json, capacity.csv: {run_dir}", flush=True)
+    return code

@@ -1,0 +1,104 @@
+"""Batcher formation: the batch sizes Triton executed (its batch_stats) beside the batch
+sizes the client asked for, in summary.json and in the report."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis import plots
+from analysis.report import write_report
+from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.server_stats import ServerStatsPoller, compute_delta
+from tests.helpers import model_stats, read_summary, run_locust, triton_options
+from tests.test_server_stats import entry, snapshot
+
+MODEL = "bert_qa_dynbatch"
+# Requests of 1 and 2: whatever batch larger than 2 Triton ran, its dynamic batcher formed.
+REQUESTED_SPEC = "1:0.7,2:0.3"
+
+
+def with_batches(raw: dict, executions_by_size: dict[int, int]) -> dict:
+    """A hand-made stats entry with Triton's batch_stats: compute_infer.count per batch size."""
+    raw["batch_stats"] = [
+        {"batch_size": size, "compute_infer": {"count": count, "ns": count * 1000}}
+        for size, count in executions_by_size.items()
+    ]
+    return raw
+
+
+def by_size(histogram: dict[str, int]) -> dict[int, int]:
+    return {int(size): count for size, count in histogram.items()}
+
+
+def test_batch_sizes_delta_counts_new_sizes_from_zero():
+    before = snapshot(0, v1=with_batches(entry("1", 10), {1: 10}))
+    after = snapshot(1, v1=with_batches(entry("1", 20), {1: 14, 4: 2}))
+    assert compute_delta(before, after)["m"].batch_sizes == {"1": 4, "4": 2}
+
+
+def test_batch_sizes_over_a_restart_add_both_server_lifetimes():
+    # 6 executions of 1 and 2 of 8 before the restart (read at t=2), then 3 of 8 on the new server.
+    poller = ServerStatsPoller("127.0.0.1:1", ["m"])
+    poller.snapshots = [
+        snapshot(0, v1=with_batches(entry("1", 100), {1: 50, 8: 5})),
+        snapshot(2, v1=with_batches(entry("1", 140), {1: 56, 8: 7})),
+        snapshot(9, v1=with_batches(entry("1", 10), {8: 1})),
+        snapshot(11, v1=with_batches(entry("1", 25), {8: 3})),
+    ]
+    assert poller.total_delta()["m"].batch_sizes == {"1": 6, "8": 2 + 3}
+    assert poller.to_json()["deltas"]["total"]["m"]["batch_sizes"] == {"1": 6, "8": 5}
+
+
+def test_requested_batch_sizes_count_every_request_and_survive_the_worker_message():
+    stats = EndpointStats("m [http]", "m", "http")
+    stats.record(100.0, 4, None)
+    stats.record(100.0, 4, "timeout")
+    stats.record(100.0, 1, None)
+    other = EndpointStats.from_message(stats.to_message())
+    assert other.batch_sizes == {4: 2, 1: 1}
+    other.merge(stats)
+    assert other.batch_sizes == {4: 4, 1: 2}
+
+
+def test_batch_sizes_chart_draws_executed_beside_requested_shares():
+    server = {"m": {"batch_sizes": {"1": 30, "4": 10}}}
+    requested = {"m": {"1": 40}}
+    figure = plots.batch_sizes_figure(server, requested)
+    axes = figure.axes[0]
+    heights = {container.get_label(): [bar.get_height() for bar in container] for container in axes.containers}
+    # Bars at batch sizes 1 and 4: shares of executions and of requests, in %.
+    assert heights["m executed"] == pytest.approx([75.0, 25.0])
+    assert heights["m requested"] == pytest.approx([100.0, 0.0])
+
+
+def test_executed_batch_histogram_matches_tritons_counts_under_8_users(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, MODEL)
+    result = run_locust(
+        ["BertQAHttpUser"],
+        [*triton_options(triton), "--model", MODEL, "--batch-size", REQUESTED_SPEC, "--run-dir", str(run_dir)],
+        users=8,
+        run_time="5s",
+    )
+    after = model_stats(triton.http_address, MODEL)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = read_summary(run_dir)
+
+    server = summary["server"][MODEL]
+    executed = by_size(server["batch_sizes"])
+    assert sum(executed.values()) == server["executions"] == after["executions"] - before["executions"]
+    assert sum(size * count for size, count in executed.items()) == server["inferences"]
+    weighted_mean = sum(size * count for size, count in executed.items()) / sum(executed.values())
+    assert weighted_mean == pytest.approx(server["avg_batch"], abs=5e-4)  # avg_batch keeps 3 decimals
+    assert max(executed) > 2, executed  # batches the client never sent: formed by the batcher
+
+    (endpoint,) = summary["endpoints"]
+    requested = by_size(endpoint["requested_batch_sizes"])
+    assert set(requested) == {1, 2}
+    assert endpoint["failures"] == 0
+    assert sum(requested.values()) == endpoint["requests"]
+    assert sum(size * count for size, count in requested.items()) == endpoint["inferences"]
+
+    report = write_report(run_dir)
+    assert (run_dir / "batch_sizes.png").read_bytes().startswith(b"\x89PNG")
+    assert "batch_sizes.png" in report.with_suffix(".md").read_text()

@@ -1,0 +1,112 @@
+"""`python -m loadtests capacity` against the local Triton, on a model of known service time.
+
+`sleep_10ms_single` (models/test_repository) runs one request at a time for 10 ms: it holds
+at most 1 / service time requests per second. The service time is read from Triton's own
+statistics during the search (compute input + infer + output per execution; a busy machine
+stretches the 10 ms a little), so the truth is this server's, not a hard-coded 100.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from tests.helpers import model_stats, run_cli, triton_options
+
+MODEL = "sleep_10ms_single"
+SLO = "p99<50ms"
+PRECISION_PERCENT = 5.0
+START_RATE = 20.0
+
+
+def capacity_args(triton, run_dir, *extra: str) -> list[str]:
+    return [
+        "-m",
+        "loadtests",
+        "capacity",
+        "--model",
+        MODEL,
+        "--slo",
+        SLO,
+        *triton_options(triton),
+        "--run-dir",
+        str(run_dir),
+        "--shape",
+        "INPUT0:16",
+        *extra,
+    ]
+
+
+def service_us(server: dict) -> float:
+    parts = ("compute_input_us", "compute_infer_us", "compute_output_us")
+    return sum(server[part] for part in parts)
+
+
+def test_capacity_of_a_10ms_single_instance_model_is_found_within_10_percent(triton, tmp_path):
+    run_dir = tmp_path / "capacity"
+    args = capacity_args(
+        triton,
+        run_dir,
+        "--start-rate",
+        f"{START_RATE:g}",
+        "--precision",
+        f"{PRECISION_PERCENT:g}",
+        # 2-s windows: a level's p99 comes from 3 windows of 40-200 requests each, so that one
+        # scheduling hiccup of the shared machine is not its p99 on its own.
+        "--measurement-interval",
+        "2000",
+        "--max-trials",
+        "4",
+    )
+    result = run_cli(args, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    content = json.loads((run_dir / "capacity.json").read_text())
+    levels = content["levels"]
+
+    # The truth: this server's capacity, 1 / (its time per execution), from the levels it served.
+    served = [level["server"][MODEL] for level in levels if level["server"].get(MODEL, {}).get("executions")]
+    executions = sum(server["executions"] for server in served)
+    mean_service_us = sum(service_us(server) * server["executions"] for server in served) / executions
+    assert 10_000 <= mean_service_us < 15_000  # the model sleeps 10 ms per execution
+    truth_rps = 1e6 / mean_service_us
+
+    passing, failing = content["bracket"]["last_passing_rps"], content["bracket"]["first_failing_rps"]
+    assert content["capacity_rps"] == passing
+    assert passing is not None and failing is not None
+    assert failing <= passing * (1 + PRECISION_PERCENT / 100) + 1e-9
+    assert passing == pytest.approx(truth_rps, rel=0.10), (passing, truth_rps, content["levels"])
+    # Fewer levels than a linear sweep from the start rate at the search's resolution.
+    linear_levels = (passing - START_RATE) / (passing * PRECISION_PERCENT / 100) + 1
+    assert len(levels) < linear_levels
+
+    # Every level is in both files, in the order tried; the verdicts agree with the SLO.
+    with open(run_dir / "capacity.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [float(row["rate"]) for row in rows] == [level["rate"] for level in levels]
+    for level in levels:
+        p99_ok = level["latency_us"]["p99"] < 50_000
+        assert level["passed"] == (p99_ok and not level["stopped_early"] and level["dropped"] == 0)
+    assert f"capacity: {passing:g} requests/s" in result.stdout
+
+    # The report marks the knee on Latency vs Throughput.
+    report = run_cli(["-m", "analysis", "report", str(run_dir)])
+    assert report.returncode == 0, report.stderr
+    assert "capacity" in (run_dir / "report.md").read_text().lower()
+
+
+def test_bad_input_is_refused_before_any_load(triton, tmp_path):
+    before = model_stats(triton.http_address, MODEL)
+    for extra, message in (
+        (["--slo", "p99>5ms"], "upper limits"),
+        (["--slo", "p99<fast"], "--slo"),
+        (["--growth", "1"], "--growth must be above 1"),
+        (["--start-rate", "0"], "--start-rate must be above 0"),
+    ):
+        result = run_cli([*capacity_args(triton, tmp_path / "never", *extra)])
+        assert result.returncode == 2, (extra, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (extra, result.stderr)
+    assert model_stats(triton.http_address, MODEL) == before
+    assert not (tmp_path / "never").exists()
