@@ -9,6 +9,8 @@ Any failure is a StartupError with one line a user can act on.
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,6 +25,7 @@ from loadtests.validation import make_validator
 from loadtests.workloads import BatchSizeSpec, BertQAWorkload, GenericWorkload, ImageWorkload, Workload
 
 WORKLOAD_KINDS = ("bert_qa", "resnet", "generic")
+logger = logging.getLogger(__name__)
 PROTOCOL_NAMES = {"http": "HTTP", "grpc": "gRPC"}
 # Distinct request bodies kept per batch size, within a memory budget per endpoint.
 POOL_PER_BATCH_SIZE = 8
@@ -116,8 +119,11 @@ class Endpoint:
         return pool[int(rng.random() * len(pool))] if len(pool) > 1 else pool[0]
 
 
-def _pool_count(sample_bytes: int, sizes: int) -> int:
-    return max(1, min(POOL_PER_BATCH_SIZE, POOL_BUDGET_BYTES // max(1, sample_bytes * sizes)))
+def _pool_count(sample_bytes: int, sizes: int, entries: int = 0, batch_size: int = 1) -> int:
+    """Bodies per batch size: a few distinct ones, or enough to send every entry of an
+    --input-data file once (as perf_analyzer steps through them all), within the budget."""
+    wanted = max(POOL_PER_BATCH_SIZE, math.ceil(entries / batch_size))
+    return max(1, min(wanted, POOL_BUDGET_BYTES // max(1, sample_bytes * sizes)))
 
 
 def _seq_len(kind: str, inputs: dict[str, np.ndarray]) -> int | None:
@@ -197,7 +203,17 @@ def prepare_endpoint(kind: str, client: TritonClient, model_name: str, settings:
     for size in settings.batch_size.sizes:
         first = _batch_and_expected(workload, size, rng)
         check_inputs_fit(model, first[0], size)
-        count = _pool_count(sum(a.nbytes for a in first[0].values()), len(settings.batch_size.sizes))
+        entries = len(workload.entries) if isinstance(workload, GenericWorkload) else 0
+        count = _pool_count(sum(a.nbytes for a in first[0].values()), len(settings.batch_size.sizes), entries, size)
+        if count * size < entries:
+            logger.warning(
+                "--input-data: %d entries, of which the first %d fit the %d MiB request pool at batch size %d; "
+                "the rest are not sent",
+                entries,
+                count * size,
+                POOL_BUDGET_BYTES // 2**20,
+                size,
+            )
         samples = [first] + [_batch_and_expected(workload, size, rng) for _ in range(count - 1)]
         pools[size] = tuple(
             PreparedRequest(

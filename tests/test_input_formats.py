@@ -297,3 +297,33 @@ def test_input_data_mistakes_are_refused_before_any_request(triton, tmp_path, gi
     result = run_locust(["TritonGrpcUser"], [*triton_options(triton), "--model", "identity", *options])
     assert_startup_error(result, "--input-data")
     assert model_stats(triton.http_address, "identity") == before
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_every_entry_of_a_long_input_file_is_sent(triton, tmp_path, batch):
+    # perf_analyzer steps through every entry; the request pools must hold them all, not the
+    # first few (pools used to keep 8 bodies per batch size whatever the file held).
+    import dataclasses
+
+    from locust.event import EventHook
+
+    from loadtests.clients.http import HttpClient
+    from loadtests.endpoints import prepare_endpoint
+    from loadtests.options import Settings
+    from loadtests.workloads import parse_batch_size
+
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps({"data": [{"INPUT0": [float(i)] * 16} for i in range(30)]}))
+    settings = Settings(model="identity", batch_size=parse_batch_size(str(batch)), input_data=(path,))
+    client = HttpClient(triton.http_address, 10.0, EventHook())
+    try:
+        endpoint = prepare_endpoint("generic", client, "identity", dataclasses.replace(settings))
+    finally:
+        client.close()
+    bodies = endpoint.pools[batch]
+    assert len(bodies) * batch >= 30
+    sent = set()
+    for request in bodies:
+        values = np.frombuffer(request.wire.body[-batch * 16 * 4 :], dtype=np.float32).reshape(batch, 16)
+        sent.update(int(row[0]) for row in values)
+    assert sent == set(range(30))
