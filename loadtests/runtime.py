@@ -37,6 +37,7 @@ from loadtests.recording.console import behind_schedule_warnings, print_exact_su
 from loadtests.recording.faults import FaultLog
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
 from loadtests.recording.locust_csv import write_final_csv
+from loadtests.recording.memory import return_freed_histograms_to_os
 from loadtests.recording.run_dir import RunDirectory, used_run_dir_error
 from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
@@ -459,6 +460,7 @@ def install(events) -> None:
     def _on_init(environment: Environment, **kwargs) -> None:
         runtime = bound["runtime"] = runtime_for(environment)
         route_sigint_to_main_greenlet()  # Ctrl-C never lands mid-way through the recording
+        return_freed_histograms_to_os()  # a long run's master stays flat (recording/memory.py)
         options = environment.parsed_options
         if isinstance(environment.runner, WorkerRunner):
             environment.runner.register_message(
