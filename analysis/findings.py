@@ -12,6 +12,7 @@ import math
 import pandas as pd
 
 from analysis.dataset import Dataset
+from analysis.faults import fault_sentences
 from analysis.slo import late_ratio
 
 # Throughput counts as still growing while a higher level adds more than this share.
@@ -50,32 +51,7 @@ def findings(data: Dataset) -> list[str]:
 
 def _faults(data: Dataset) -> list[str]:
     """Outages first: every other number of the run is read in their light."""
-    faults = data.run.faults if data.run is not None else {}
-    out = []
-    for lost in faults.get("workers_lost", []):
-        respawned = "started again on the other workers" if lost.get("users_respawned") else "not started again"
-        out.append(
-            f"Worker {lost['worker']} (index {lost['index']}, {lost['users']} users) was lost at "
-            f"{lost['lost_at_s']:.1f} s (its last report at {lost['last_report_s']} s); its users were {respawned}."
-        )
-    bound = "at least" if faults.get("estimate_is_lower_bound") else "about"
-    for model, count in faults.get("unreported_requests_estimate", {}).items():
-        out.append(
-            f"{model}: {bound} {count:,} requests that Triton counted were never reported by the lost worker "
-            "(Triton's count minus the client's): client-side counts and rates are that much low."
-        )
-    for restart in faults.get("server_restarts", []):
-        out.append(
-            f"Triton restarted between {restart['after_s']:.1f} s and {restart['before_s']:.1f} s "
-            f"({', '.join(restart['models'])}): the server-side numbers are summed over both server lifetimes, "
-            "without what the old server did after its last statistics snapshot."
-        )
-    for span in faults.get("server_unreachable", []):
-        out.append(
-            f"Triton's statistics could not be read from {span['from_s']:.1f} s to {span['to_s']:.1f} s "
-            f"({span['failed_snapshots']} failed snapshots)."
-        )
-    return out
+    return fault_sentences(data.run.faults if data.run is not None else {})
 
 
 def _failures(data: Dataset) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analysis.confidence import DEFAULT_CONFIDENCE, confidence_label
+from analysis.faults import fault_sentences
 from analysis.slo import late_ratio
 from loadtests.recording.histograms import EndpointStats
 
@@ -66,43 +67,12 @@ def behind_schedule_warnings(endpoints: dict[str, EndpointStats], where: str = "
 
 
 def fault_lines(faults: dict) -> list[str]:
-    """One warning line per fault of summary.json's "faults" (none for a clean run)."""
-    lines = []
-    for lost in faults.get("workers_lost", []):
-        respawned = (
-            "its users were started again on the other workers"
-            if lost["users_respawned"]
-            else ("its users were not started again")
-        )
-        lines.append(
-            f"warning: worker {lost['worker']} (index {lost['index']}, {lost['users']} users) lost at "
-            f"{lost['lost_at_s']:.1f} s; last report at {_seconds(lost['last_report_s'])}; {respawned}"
-        )
-    bound = " at least" if faults.get("estimate_is_lower_bound") else " about"
-    for model, count in faults.get("unreported_requests_estimate", {}).items():
-        lines.append(
-            f"warning: {model}:{bound} {count} requests Triton counted were never reported by a lost worker "
-            "(Triton's count minus the client's)"
-        )
-    for restart in faults.get("server_restarts", []):
-        lines.append(
-            f"warning: Triton restarted between {restart['after_s']:.1f} s and {restart['before_s']:.1f} s "
-            f"({', '.join(restart['models'])}): the server-side numbers are summed over both lifetimes, "
-            "without what the old server did after its last snapshot"
-        )
-    for span in faults.get("server_unreachable", []):
-        lines.append(
-            f"warning: Triton's statistics could not be read from {span['from_s']:.1f} s to {span['to_s']:.1f} s "
-            f"({span['failed_snapshots']} failed snapshots)"
-        )
-    return lines
+    """One warning line per fault of summary.json's "faults" (none for a clean run): the same
+    sentences the report's findings open with."""
+    return [f"warning: {sentence}" for sentence in fault_sentences(faults)]
 
 
 def print_faults(faults: dict) -> None:
     lines = fault_lines(faults)
     if lines:
         print("\n".join(lines), flush=True)
-
-
-def _seconds(value: float | None) -> str:
-    return "never" if value is None else f"{value:.1f} s"

@@ -1,0 +1,45 @@
+"""summary.json's "faults" as sentences: the report's first findings and the end-of-run warnings.
+
+Pure (no pandas, no Locust): the load generator prints the same words at the end of a run
+that the report opens with, so a user reads one account of an outage, not two.
+
+    fault_sentences({"server_restarts": [{"after_s": 3.0, "before_s": 10.0, "models": ["m"]}]})
+    # ['Triton restarted between 3.0 s and 10.0 s (m): the server-side numbers are summed ...']
+"""
+
+from __future__ import annotations
+
+
+def fault_sentences(faults: dict) -> list[str]:
+    """One sentence per lost worker, unreported-requests estimate, restart and unreachable span."""
+    out = []
+    for lost in faults.get("workers_lost", []):
+        respawned = "started again on the other workers" if lost.get("users_respawned") else "not started again"
+        out.append(
+            f"Worker {lost['worker']} (index {lost['index']}, {lost['users']} users) was lost at "
+            f"{lost['lost_at_s']:.1f} s ("
+            + (
+                "before it ever reported"
+                if lost["last_report_s"] is None
+                else f"its last report at {lost['last_report_s']:.1f} s"
+            )
+            + f"); its users were {respawned}."
+        )
+    bound = "at least" if faults.get("estimate_is_lower_bound") else "about"
+    for model, count in faults.get("unreported_requests_estimate", {}).items():
+        out.append(
+            f"{model}: {bound} {count:,} requests that Triton counted were never reported by the lost worker "
+            "(Triton's count minus the client's): client-side counts and rates are that much low."
+        )
+    for restart in faults.get("server_restarts", []):
+        out.append(
+            f"Triton restarted between {restart['after_s']:.1f} s and {restart['before_s']:.1f} s "
+            f"({', '.join(restart['models'])}): the server-side numbers are summed over both server lifetimes, "
+            "without what the old server did after its last statistics snapshot."
+        )
+    for span in faults.get("server_unreachable", []):
+        out.append(
+            f"Triton's statistics could not be read from {span['from_s']:.1f} s to {span['to_s']:.1f} s "
+            f"({span['failed_snapshots']} failed snapshots)."
+        )
+    return out

@@ -1,0 +1,33 @@
+"""summary.json's faults in words: the console's warnings and the report's first findings agree."""
+
+from __future__ import annotations
+
+from analysis.faults import fault_sentences
+from loadtests.recording.console import fault_lines
+
+FAULTS = {
+    "workers_lost": [
+        {"worker": "w1", "index": 1, "users": 2, "lost_at_s": 9.5, "last_report_s": 6.0, "users_respawned": True},
+        {"worker": "w2", "index": 2, "users": 2, "lost_at_s": 4.0, "last_report_s": None, "users_respawned": False},
+    ],
+    "unreported_requests_estimate": {"identity": 683},
+    "estimate_is_lower_bound": True,
+    "server_restarts": [{"after_s": 3.0, "before_s": 10.0, "models": ["identity"]}],
+    "server_unreachable": [{"from_s": 4.0, "to_s": 9.0, "failed_snapshots": 6}],
+}
+
+
+def test_each_fault_is_one_sentence_and_the_console_says_the_same():
+    sentences = fault_sentences(FAULTS)
+    assert sentences == [
+        "Worker w1 (index 1, 2 users) was lost at 9.5 s (its last report at 6.0 s); "
+        "its users were started again on the other workers.",
+        "Worker w2 (index 2, 2 users) was lost at 4.0 s (before it ever reported); its users were not started again.",
+        "identity: at least 683 requests that Triton counted were never reported by the lost worker "
+        "(Triton's count minus the client's): client-side counts and rates are that much low.",
+        "Triton restarted between 3.0 s and 10.0 s (identity): the server-side numbers are summed over both "
+        "server lifetimes, without what the old server did after its last statistics snapshot.",
+        "Triton's statistics could not be read from 4.0 s to 9.0 s (6 failed snapshots).",
+    ]
+    assert fault_lines(FAULTS) == [f"warning: {s}" for s in sentences]
+    assert fault_sentences({}) == [] == fault_lines({"workers_lost": [], "server_restarts": []})
