@@ -460,7 +460,10 @@ def install(events) -> None:
     def _on_init(environment: Environment, **kwargs) -> None:
         runtime = bound["runtime"] = runtime_for(environment)
         route_sigint_to_main_greenlet()  # Ctrl-C never lands mid-way through the recording
-        return_freed_histograms_to_os()  # a long run's master stays flat (recording/memory.py)
+        if isinstance(environment.runner, MasterRunner):
+            # Only the master: it sends no requests, while a process that does would mmap and
+            # fault in every large request or response buffer (recording/memory.py).
+            return_freed_histograms_to_os()
         options = environment.parsed_options
         if isinstance(environment.runner, WorkerRunner):
             environment.runner.register_message(
