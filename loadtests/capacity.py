@@ -30,44 +30,33 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from analysis import slo
-from loadtests import options as suite_options
+from loadtests.command_args import (
+    add_load_generator_arguments,
+    add_stability_arguments,
+    add_target_arguments,
+    open_loop_options,
+    shape_command,
+    subcommand,
+)
 from loadtests.errors import SpecError
-from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
-from loadtests.sweep import DEFAULT_MEASUREMENT_INTERVAL_MS, OPEN_LOOP_MODES, _distributed, choose_user_class
+from loadtests.server.launcher import REPO_ROOT
+from loadtests.sweep import choose_user_class
 from loadtests.traffic.capacity import CAPACITY_JSON, DEFAULT_START_RATE, parse_capacity_args
 from loadtests.traffic.capacity_search import DEFAULT_GROWTH, DEFAULT_PRECISION
-from loadtests.traffic.sweep import (
-    DEFAULT_MAX_TRIALS,
-    DEFAULT_SETTLE_WINDOWS,
-    DEFAULT_STABILITY_PERCENT,
-    STABILITY_WINDOWS,
-)
+from loadtests.traffic.sweep import STABILITY_WINDOWS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "capacity",
-        help="the highest open-loop request rate that meets an SLO (growth, then bisection)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,  # unknown options go to Locust: never guess one of ours from a prefix
+    parser = subcommand(
+        subparsers, "capacity", "the highest open-loop request rate that meets an SLO (growth, then bisection)", __doc__
     )
-
-    def one_line_error(message: str) -> None:
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-    parser.error = one_line_error  # type: ignore[method-assign]
-    target = parser.add_argument_group("target")
-    target.add_argument("--model", default="", help="the model to load (required)")
+    target = add_target_arguments(
+        parser,
+        "the model to load (required)",
+        "runs/<UTC time>-capacity-<model>",
+        "as for sweep (default: from the model)",
+    )
     target.add_argument("--slo", default="", help='clauses every passing level meets (required), e.g. "p99<50ms"')
-    target.add_argument("--protocol", choices=("http", "grpc"), default=None, help="default http")
-    target.add_argument("--user-class", default="", metavar="NAME", help="as for sweep (default: from the model)")
-    target.add_argument("--batch-size", default="1", metavar="SPEC", help="batch size SPEC (default 1)")
-    target.add_argument("--triton-http", default=suite_options.DEFAULT_TRITON_HTTP, metavar="HOST:PORT")
-    target.add_argument("--triton-grpc", default=suite_options.DEFAULT_TRITON_GRPC, metavar="HOST:PORT")
-    target.add_argument("--triton-metrics", default=suite_options.DEFAULT_TRITON_METRICS, metavar="HOST:PORT")
-    target.add_argument("--run-dir", default="", metavar="DIR", help="default runs/<UTC time>-capacity-<model>")
     search = parser.add_argument_group("search")
     search.add_argument(
         "--start-rate",
@@ -89,15 +78,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="PCT",
         help=f"stop when first failing / last passing <= 1 + PCT/100 (default {DEFAULT_PRECISION * 100:g})",
     )
-    rule = parser.add_argument_group("stability (the sweep's rule)")
-    rule.add_argument("--measurement-interval", type=float, default=DEFAULT_MEASUREMENT_INTERVAL_MS, metavar="MS")
-    rule.add_argument("--stability-percentage", type=float, default=DEFAULT_STABILITY_PERCENT, metavar="PCT")
-    rule.add_argument("--max-trials", type=int, default=DEFAULT_MAX_TRIALS, metavar="N")
-    rule.add_argument("--settle-windows", type=int, default=DEFAULT_SETTLE_WINDOWS, metavar="N")
-    run = parser.add_argument_group("load generator")
-    run.add_argument("--workers", type=int, default=0, metavar="N", help="0: one process; N: a master and N workers")
-    run.add_argument("--traffic", choices=OPEN_LOOP_MODES, default="constant", help="gaps (default constant)")
-    run.add_argument("--max-in-flight", type=int, default=None, metavar="N", help="per worker")
+    add_stability_arguments(parser, "stability (the sweep's rule)")
+    add_load_generator_arguments(parser, "constant", "gaps (default constant)")
     parser.set_defaults(run=run_capacity, pass_through=True)
 
 
@@ -151,28 +133,8 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
     parse_capacity_args(shape_args)  # the shape's own check (start, growth, precision), before any load
     user_class = choose_user_class(args.model, args.protocol, args.user_class)
     run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(args.model)
-    traffic = ["--traffic", args.traffic]
-    if args.max_in_flight is not None:
-        traffic += ["--max-in-flight", str(args.max_in_flight)]
-    command = locust_command(
-        user_class,
-        "--model",
-        args.model,
-        "--batch-size",
-        args.batch_size,
-        *triton_options(args.triton_http, args.triton_grpc, args.triton_metrics),
-        "--run-dir",
-        str(run_dir),
-        "--window",
-        f"{args.measurement_interval / 1000:g}",
-        "--load-shape",
-        "capacity",
-        "--shape-args",
-        shape_args,
-        *traffic,
-        *(_distributed(args.workers, extra) if args.workers else []),
-        *extra,
-    )
+    traffic = open_loop_options(args.traffic, args.max_in_flight)
+    command = shape_command(args, user_class, run_dir, "capacity", shape_args, traffic, extra)
     return command, run_dir
 
 

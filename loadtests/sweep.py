@@ -28,14 +28,18 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from loadtests import options as suite_options
+from loadtests.command_args import (
+    add_load_generator_arguments,
+    add_stability_arguments,
+    add_target_arguments,
+    open_loop_options,
+    shape_command,
+    subcommand,
+)
 from loadtests.errors import SpecError
 from loadtests.recording import sweep_files
-from loadtests.server.launcher import REPO_ROOT, TritonPorts, locust_command, triton_options
+from loadtests.server.launcher import REPO_ROOT
 from loadtests.traffic.sweep import (
-    DEFAULT_MAX_TRIALS,
-    DEFAULT_SETTLE_WINDOWS,
-    DEFAULT_STABILITY_PERCENT,
     STABILITY_WINDOWS,
     parse_range,
 )
@@ -50,60 +54,24 @@ USER_CLASSES = {
 }
 # The demo repository's models, and the user class family whose payloads fit them.
 DEMO_FAMILIES = {"bert_qa": "BertQA", "bert_qa_dynbatch": "BertQA", "resnet50": "ResNet"}
-DEFAULT_MEASUREMENT_INTERVAL_MS = 5000
-OPEN_LOOP_MODES = ("constant", "poisson")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "sweep",
-        help="stabilised steps over a concurrency or request-rate range (perf_analyzer's sweep)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,  # unknown options go to Locust: never guess one of ours from a prefix
+        "stabilised steps over a concurrency or request-rate range (perf_analyzer's sweep)",
+        __doc__,
     )
-
-    def one_line_error(message: str) -> None:
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-    parser.error = one_line_error  # type: ignore[method-assign]
     load = parser.add_argument_group("load (exactly one)")
     load.add_argument("--concurrency", metavar="START:END:STEP", help="concurrent users per level, e.g. 1:8:1")
     load.add_argument(
         "--request-rate", metavar="START:END:STEP", help="open-loop requests/s per level (all workers): 100:500:100"
     )
-    target = parser.add_argument_group("target")
-    target.add_argument("--model", default="", help="the model to sweep (required)")
-    target.add_argument("--protocol", choices=("http", "grpc"), default=None, help="default http")
-    target.add_argument("--user-class", default="", metavar="NAME", help=f"one of {', '.join(USER_CLASSES)}")
-    target.add_argument("--batch-size", default="1", metavar="SPEC", help="batch size SPEC (default 1)")
-    target.add_argument("--triton-http", default=suite_options.DEFAULT_TRITON_HTTP, metavar="HOST:PORT")
-    target.add_argument("--triton-grpc", default=suite_options.DEFAULT_TRITON_GRPC, metavar="HOST:PORT")
-    target.add_argument("--triton-metrics", default=suite_options.DEFAULT_TRITON_METRICS, metavar="HOST:PORT")
-    target.add_argument("--run-dir", default="", metavar="DIR", help="default runs/<UTC time>-sweep-<model>")
-    rule = parser.add_argument_group("stability (perf_analyzer's options and defaults)")
-    rule.add_argument(
-        "--measurement-interval",
-        type=float,
-        default=DEFAULT_MEASUREMENT_INTERVAL_MS,
-        metavar="MS",
-        help=f"measurement window length (default {DEFAULT_MEASUREMENT_INTERVAL_MS})",
+    add_target_arguments(
+        parser, "the model to sweep (required)", "runs/<UTC time>-sweep-<model>", f"one of {', '.join(USER_CLASSES)}"
     )
-    rule.add_argument(
-        "--stability-percentage",
-        type=float,
-        default=DEFAULT_STABILITY_PERCENT,
-        metavar="PCT",
-        help=f"allowed spread of throughput and p95 over the last 3 windows (default {DEFAULT_STABILITY_PERCENT:g})",
-    )
-    rule.add_argument(
-        "--max-trials",
-        type=int,
-        default=DEFAULT_MAX_TRIALS,
-        metavar="N",
-        help=f"windows per level before it is marked unstable (default {DEFAULT_MAX_TRIALS})",
-    )
+    rule = add_stability_arguments(parser, "stability (perf_analyzer's options and defaults)")
     rule.add_argument(
         "--latency-limit",
         type=float,
@@ -111,28 +79,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="MS",
         help="stop the sweep once a level's p95 reaches this (default 0: no limit)",
     )
-    rule.add_argument(
-        "--settle-windows",
-        type=int,
-        default=DEFAULT_SETTLE_WINDOWS,
-        metavar="N",
-        help=f"windows discarded after the one a level starts in (default {DEFAULT_SETTLE_WINDOWS})",
+    add_load_generator_arguments(
+        parser, None, "with --request-rate: fixed (constant, default) or exponential (poisson) gaps"
     )
-    run = parser.add_argument_group("load generator")
-    run.add_argument(
-        "--workers",
-        type=int,
-        default=0,
-        metavar="N",
-        help="0: one process (default); N: a Locust master and N worker processes (--processes N)",
-    )
-    run.add_argument(
-        "--traffic",
-        choices=OPEN_LOOP_MODES,
-        default=None,
-        help="with --request-rate: fixed (constant, default) or exponential (poisson) gaps",
-    )
-    run.add_argument("--max-in-flight", type=int, default=None, metavar="N", help="with --request-rate: per worker")
     parser.set_defaults(run=run_sweep, pass_through=True)
 
 
@@ -156,15 +105,6 @@ def choose_user_class(model: str, protocol: str | None, user_class: str) -> str:
 def default_run_dir(model: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return REPO_ROOT / "runs" / f"{stamp}-sweep-{re.sub(r'[^A-Za-z0-9_-]+', '', model)[:40]}"
-
-
-def _distributed(workers: int, extra: list[str]) -> list[str]:
-    """--processes N, on a free port unless the user chose one: Locust's default 5557 may be
-    another master's on a shared machine, and forked workers would join that one instead."""
-    if any(option.startswith(("--master-port", "--master-bind-port")) for option in extra):
-        return ["--processes", str(workers)]
-    port = str(TritonPorts.free().http)
-    return ["--processes", str(workers), "--master-bind-port", port, "--master-port", port]
 
 
 def sweep_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str], Path]:
@@ -207,28 +147,8 @@ def sweep_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str]
     if rate_mode:
         # Open-loop senders take their share of the rate by user count: one user per process.
         shape_args += ["kind=rate", f"users={max(1, args.workers)}"]
-        traffic = ["--traffic", args.traffic or "constant"]
-        if args.max_in_flight is not None:
-            traffic += ["--max-in-flight", str(args.max_in_flight)]
-    command = locust_command(
-        user_class,
-        "--model",
-        args.model,
-        "--batch-size",
-        args.batch_size,
-        *triton_options(args.triton_http, args.triton_grpc, args.triton_metrics),
-        "--run-dir",
-        str(run_dir),
-        "--window",
-        f"{args.measurement_interval / 1000:g}",
-        "--load-shape",
-        "sweep",
-        "--shape-args",
-        ",".join(shape_args),
-        *traffic,
-        *(_distributed(args.workers, extra) if args.workers else []),
-        *extra,
-    )
+        traffic = open_loop_options(args.traffic or "constant", args.max_in_flight)
+    command = shape_command(args, user_class, run_dir, "sweep", ",".join(shape_args), traffic, extra)
     return command, run_dir
 
 

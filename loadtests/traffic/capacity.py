@@ -63,6 +63,7 @@ from loadtests.traffic.sweep import (
     SweepController,
     SweepShape,
     Trial,
+    _int_arg,
     _percent_arg,
     _SweepProfile,
 )
@@ -119,25 +120,15 @@ def _above_one(text: str) -> float:
     return value
 
 
-def _whole(minimum: int):
-    def convert(text: str) -> int:
-        value = int(text)
-        if value < minimum:
-            raise ValueError(f"must be at least {minimum}")
-        return value
-
-    return convert
-
-
 _CONVERTERS = {
     "slo": lambda text: (slo_from_shape_arg(text), text)[1],
     "start": _positive,
     "growth": _above_one,
     "precision": _positive,
     "stability": _percent_arg,
-    "max_trials": _whole(STABILITY_WINDOWS),
-    "settle": _whole(0),
-    "users": _whole(1),
+    "max_trials": _int_arg(STABILITY_WINDOWS),
+    "settle": _int_arg(0),
+    "users": _int_arg(1),
 }
 
 

@@ -1,0 +1,153 @@
+"""What the `sweep` and `capacity` commands share on their command line.
+
+Both run Locust against one model for stabilised levels, so they take the same target,
+stability rule and load-generator options, and answer bad input the same way: one
+`error:` line and exit code 2.
+
+    parser = subcommand(subparsers, "sweep", "stabilised steps ...", __doc__)
+    add_target_arguments(parser, "the model to sweep (required)", "runs/<UTC time>-sweep-<model>")
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from loadtests import options as suite_options
+from loadtests.server.launcher import TritonPorts, locust_command, triton_options
+from loadtests.traffic.sweep import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
+
+DEFAULT_MEASUREMENT_INTERVAL_MS = 5000
+OPEN_LOOP_MODES = ("constant", "poisson")
+
+
+def subcommand(subparsers: argparse._SubParsersAction, name: str, help_text: str, doc: str) -> argparse.ArgumentParser:
+    """A subcommand whose unknown options go to Locust and whose errors are one line, exit 2."""
+    parser = subparsers.add_parser(
+        name,
+        help=help_text,
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # unknown options go to Locust: never guess one of ours from a prefix
+    )
+
+    def one_line_error(message: str) -> None:
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.error = one_line_error  # type: ignore[method-assign]
+    return parser
+
+
+def add_target_arguments(
+    parser: argparse.ArgumentParser, model_help: str, run_dir_default: str, user_class_help: str
+) -> argparse._ArgumentGroup:
+    """--model, --protocol, --user-class, --batch-size, Triton's three addresses, --run-dir."""
+    target = parser.add_argument_group("target")
+    target.add_argument("--model", default="", help=model_help)
+    target.add_argument("--protocol", choices=("http", "grpc"), default=None, help="default http")
+    target.add_argument("--user-class", default="", metavar="NAME", help=user_class_help)
+    target.add_argument("--batch-size", default="1", metavar="SPEC", help="batch size SPEC (default 1)")
+    target.add_argument("--triton-http", default=suite_options.DEFAULT_TRITON_HTTP, metavar="HOST:PORT")
+    target.add_argument("--triton-grpc", default=suite_options.DEFAULT_TRITON_GRPC, metavar="HOST:PORT")
+    target.add_argument("--triton-metrics", default=suite_options.DEFAULT_TRITON_METRICS, metavar="HOST:PORT")
+    target.add_argument("--run-dir", default="", metavar="DIR", help=f"default {run_dir_default}")
+    return target
+
+
+def add_stability_arguments(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
+    """The sweep's stability rule: perf_analyzer's options and defaults."""
+    rule = parser.add_argument_group(title)
+    rule.add_argument(
+        "--measurement-interval",
+        type=float,
+        default=DEFAULT_MEASUREMENT_INTERVAL_MS,
+        metavar="MS",
+        help=f"measurement window length (default {DEFAULT_MEASUREMENT_INTERVAL_MS})",
+    )
+    rule.add_argument(
+        "--stability-percentage",
+        type=float,
+        default=DEFAULT_STABILITY_PERCENT,
+        metavar="PCT",
+        help=f"allowed spread of throughput and p95 over the last 3 windows (default {DEFAULT_STABILITY_PERCENT:g})",
+    )
+    rule.add_argument(
+        "--max-trials",
+        type=int,
+        default=DEFAULT_MAX_TRIALS,
+        metavar="N",
+        help=f"windows per level before it is marked unstable (default {DEFAULT_MAX_TRIALS})",
+    )
+    rule.add_argument(
+        "--settle-windows",
+        type=int,
+        default=DEFAULT_SETTLE_WINDOWS,
+        metavar="N",
+        help=f"windows discarded after the one a level starts in (default {DEFAULT_SETTLE_WINDOWS})",
+    )
+    return rule
+
+
+def add_load_generator_arguments(
+    parser: argparse.ArgumentParser, traffic_default: str | None, traffic_help: str
+) -> argparse._ArgumentGroup:
+    """--workers, --traffic (open-loop gaps) and --max-in-flight."""
+    run = parser.add_argument_group("load generator")
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="0: one process (default); N: a Locust master and N worker processes (--processes N)",
+    )
+    run.add_argument("--traffic", choices=OPEN_LOOP_MODES, default=traffic_default, help=traffic_help)
+    run.add_argument("--max-in-flight", type=int, default=None, metavar="N", help="open loop: per worker")
+    return run
+
+
+def open_loop_options(traffic: str, max_in_flight: int | None) -> list[str]:
+    """--traffic and, when given, --max-in-flight for Locust."""
+    return ["--traffic", traffic, *(["--max-in-flight", str(max_in_flight)] if max_in_flight is not None else [])]
+
+
+def distributed_options(workers: int, extra: list[str]) -> list[str]:
+    """--processes N, on a free port unless the user chose one: Locust's default 5557 may be
+    another master's on a shared machine, and forked workers would join that one instead."""
+    if any(option.startswith(("--master-port", "--master-bind-port")) for option in extra):
+        return ["--processes", str(workers)]
+    port = str(TritonPorts.free().http)
+    return ["--processes", str(workers), "--master-bind-port", port, "--master-port", port]
+
+
+def shape_command(
+    args: argparse.Namespace,
+    user_class: str,
+    run_dir: Path,
+    shape: str,
+    shape_args: str,
+    traffic: list[str],
+    extra: list[str],
+) -> list[str]:
+    """The Locust command line of a sweep or a capacity search: the target options, windows of
+    --measurement-interval, the load shape with its arguments, and the user's own options last."""
+    return locust_command(
+        user_class,
+        "--model",
+        args.model,
+        "--batch-size",
+        args.batch_size,
+        *triton_options(args.triton_http, args.triton_grpc, args.triton_metrics),
+        "--run-dir",
+        str(run_dir),
+        "--window",
+        f"{args.measurement_interval / 1000:g}",
+        "--load-shape",
+        shape,
+        "--shape-args",
+        shape_args,
+        *traffic,
+        *(distributed_options(args.workers, extra) if args.workers else []),
+        *extra,
+    )
