@@ -363,9 +363,14 @@ def test_a_worker_killed_mid_run(drill_triton, tmp_path):
     # bounded by what its 2 users can send between its last report and its death.
     estimate = faults["unreported_requests_estimate"]["identity"]
     triton_delta = after["requests"] - before["requests"]
+    # The server section is Triton's own count over the run (read here independently), and the
+    # client's count falls short of it by about what 2 of the 4 users sent between the dead
+    # worker's last report and the kill (the estimate is that difference, so it is bounded here
+    # by the time it covers, not compared with itself).
     assert summary["server"]["identity"]["requests"] == triton_delta
-    assert endpoint["requests"] + estimate == triton_delta
-    assert 0 <= estimate < endpoint["requests"] / 16 * 5  # at most about 5 s of the run's rate
+    unreported_s = killed_s - lost["last_report_s"]
+    per_user_rps = endpoint["requests"] / (16 * 4)
+    assert 0 < estimate <= 2 * per_user_rps * (unreported_s + 1.0) * 2, (estimate, unreported_s, per_user_rps)
     # Its users were started again on the other worker: 4 users after the loss, as before.
     rows = read_rows(run_dir / "timeseries.csv")
     assert [int(r["users"]) for r in rows if float(r["time_s"]) >= lost["lost_at_s"] + 2][:3] == [4, 4, 4], rows

@@ -193,7 +193,8 @@ def test_form_shows_the_suites_options_and_the_triton_address_as_host(web_ui, br
     screenshot(browser, "webui-form.png", height=1300)
 
 
-def test_exact_tab_live_final_after_stop_and_a_new_directory_per_run(web_ui, browser):
+def test_exact_tab_live_final_after_stop_and_a_new_directory_per_run(web_ui, browser, triton):
+    before = model_stats(triton.http_address, "identity")
     browser.get(web_ui.url)
     start(browser, users=2)
     open_exact_tab(browser)
@@ -226,6 +227,12 @@ def test_exact_tab_live_final_after_stop_and_a_new_directory_per_run(web_ui, bro
     assert float(final["Server avg batch"]) == pytest.approx(server["avg_batch"], abs=0.01)
     assert float(final["Server compute infer ms"]) == pytest.approx(server["compute_infer_us"] / 1000, abs=0.001)
     assert final["Run directory"] == f"{web_ui.run_dir} (finished)"
+    # Locust's own Statistics tab (the JSON the page renders it from) and Triton agree with it too.
+    with urllib.request.urlopen(web_ui.url.rstrip("/") + "/stats/requests", timeout=5) as response:
+        locust_stats = json.loads(response.read())
+    (aggregated,) = [row for row in locust_stats["stats"] if row["name"] == "Aggregated"]
+    assert aggregated["num_requests"] == endpoint["requests"]
+    assert model_stats(triton.http_address, "identity")["requests"] - before["requests"] == endpoint["requests"]
     screenshot(browser, "webui-after-stop.png")
 
     first = {name: (web_ui.run_dir / name).read_bytes() for name in ("config.json", "summary.json", "timeseries.csv")}
