@@ -19,7 +19,7 @@ from loadtests.server.launcher import TritonPorts, locust_command, triton_option
 from loadtests.traffic.sweep import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
 
 DEFAULT_MEASUREMENT_INTERVAL_MS = 5000
-OPEN_LOOP_MODES = ("constant", "poisson")
+OPEN_LOOP_MODES = suite_options.OPEN_LOOP_MODES
 
 
 def subcommand(subparsers: argparse._SubParsersAction, name: str, help_text: str, doc: str) -> argparse.ArgumentParser:

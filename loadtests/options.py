@@ -32,7 +32,8 @@ DATA_MODES = ("random", "zero")
 DEFAULT_WINDOW_S = 1.0
 DEFAULT_SERVER_POLL_S = 5.0
 CLOSED_LOOP = "closed"
-TRAFFIC_MODES = (CLOSED_LOOP, "constant", "poisson", "gamma")
+OPEN_LOOP_MODES = traffic_shapes.OPEN_LOOP_MODES
+TRAFFIC_MODES = (CLOSED_LOOP, *OPEN_LOOP_MODES)
 # Per worker: enough for a few hundred requests/s at tens of ms each, small enough
 # that a stalled server cannot make one worker open thousands of connections.
 DEFAULT_MAX_IN_FLIGHT = 64
@@ -291,7 +292,7 @@ class Settings:
         if not math.isfinite(rate) or rate < 0:
             raise SpecError(f"--rate must be a finite number >= 0, got {rate}")
         if traffic == CLOSED_LOOP and rate:
-            raise SpecError("--rate applies to open-loop traffic: add --traffic constant or --traffic poisson")
+            raise SpecError(f"--rate applies to open-loop traffic: add {traffic_shapes.OPEN_LOOP_HINT}")
         if max_in_flight < 1:
             raise SpecError(f"--max-in-flight must be at least 1, got {max_in_flight}")
         burstiness = _burstiness(options, traffic)

@@ -10,7 +10,7 @@ Closed loop (--traffic closed, the default): each user opens one connection in
 on_start and closes it in on_stop, and sends back-to-back requests (perf_analyzer's
 concurrency mode) until Locust stops it (the request in flight always finishes).
 
-Open loop (--traffic constant|poisson --rate R): the process's users take turns to
+Open loop (--traffic constant|poisson|gamma --rate R): the process's users take turns to
 wait for the next intended send time of its schedule and send each request on a
 greenlet of their own, so requests go out on time however slow the responses are
 (loadtests/traffic/open_loop.py). Users then only dispatch: the rate, not the user

@@ -120,3 +120,25 @@ def test_an_overloaded_level_stopped_early_is_not_measured_again():
     result = measure_level(controller, 100.0, 400_000)
     assert result.windows == 1 and controller.verdicts[-1]["to_confirm"] is False
     assert controller.search.bracket == (None, 100.0) and controller.levels[-1] == 50.0
+
+
+@pytest.mark.parametrize(
+    ("clauses", "passes"),
+    [
+        ("p99<50ms", True),
+        ("p99<50ms@95%", True),  # judged on the level's own interval, not "no bounds": inconclusive
+        ("mlperf-resnet50", True),  # p99<=15ms@98%
+        ("p99<0.5ms@95%", False),
+    ],
+)
+def test_a_level_is_judged_on_its_confidence_interval_too(clauses, passes):
+    from loadtests.recording.histograms import EndpointStats
+    from loadtests.traffic.capacity import judge
+    from loadtests.traffic.sweep import LevelResult
+
+    stats = EndpointStats("m [http]", "m", "http")
+    for i in range(2000):
+        stats.record(900.0 + i % 200, 1, None)  # 0.9-1.1 ms
+    level = LevelResult(100.0, "rate", True, 3, 0.0, 20.0, stats, {})
+    passed, results = judge(level, parse_slo(clauses))
+    assert passed is passes, [(r.clause.text, r.verdict, r.reason) for r in results]

@@ -220,6 +220,25 @@ def run_open_loop(triton, tmp_path, user_class, model, users, run_time, *options
     return result, read_summary(run_dir), after["requests"] - before["requests"], run_dir
 
 
+@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
+def test_gamma_traffic_reaches_triton_bursty_and_exactly_counted(triton, tmp_path, user_class):
+    cv, rate, seconds = 2.0, 100.0, 10
+    _result, summary, served, run_dir = run_open_loop(
+        triton, tmp_path, user_class, "identity", 2, f"{seconds}s",
+        "--traffic", "gamma", "--burstiness", str(cv), "--rate", str(rate),
+    )  # fmt: skip
+    (endpoint,) = summary["endpoints"]
+    assert served == endpoint["requests"] and endpoint["failures"] == 0
+    assert summary["traffic"]["mode"] == "gamma" and summary["traffic"]["burstiness"] == cv
+    # A gamma count over T seconds has a standard deviation of about sqrt(rate x T) x CV.
+    expected = rate * endpoint["duration_s"]
+    assert abs(served - expected) <= 4 * math.sqrt(expected) * cv, (served, expected)
+    # Burstier than Poisson: per-window counts vary well beyond their mean (Poisson: variance = mean).
+    with (run_dir / "timeseries.csv").open() as file:
+        counts = np.array([int(row["requests"]) for row in csv.DictReader(file)][1:-1], dtype=float)
+    assert counts.var() / counts.mean() > 1.5, counts
+
+
 @pytest.mark.parametrize(
     ("traffic", "users", "user_class"),
     [("constant", 4, "TritonHttpUser"), ("constant", 40, "TritonHttpUser"), ("poisson", 4, "TritonGrpcUser")],

@@ -86,6 +86,9 @@ logger = logging.getLogger(__name__)
 
 USERS = "users"
 RATE = "rate"
+# The open-loop --traffic modes (arrival processes); "closed" is the other one.
+OPEN_LOOP_MODES = ("constant", "poisson", "gamma")
+OPEN_LOOP_HINT = "--traffic " + "|".join(OPEN_LOOP_MODES)
 TARGET_KINDS = (USERS, RATE)
 NO_SHAPE = "none"
 DEFAULT_STEP_S = 30.0

@@ -475,9 +475,7 @@ class SweepShape(shapes.TrafficShape):
         kind = self.args["kind"]
         if kind == shapes.RATE:
             if shapes.set_rate_target is None:
-                raise SpecError(
-                    "--load-shape sweep with kind=rate needs open-loop traffic (--traffic constant|poisson)"
-                )
+                raise SpecError(f"--load-shape sweep with kind=rate needs open-loop traffic ({shapes.OPEN_LOOP_HINT})")
             self.args.setdefault("users", int(getattr(options, "num_users", 0) or 1))
         self.window_s = float(getattr(options, "window", 1.0) or 1.0)
         self.controller = SweepController(
