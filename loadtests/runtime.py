@@ -29,6 +29,7 @@ from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOP
 from loadtests import exporter, slo_gate, webui
 from loadtests import options as suite_options
 from loadtests.clients import open_client
+from loadtests.clients.base import CONNECTION_FAILURES
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import SpecError, StartupError
 from loadtests.interrupts import route_sigint_to_main_greenlet
@@ -409,7 +410,9 @@ class Runtime:
         extra["faults"] = faults = run.faults.to_json(
             run.server.stats.restarts(),
             run.server.stats.errors,
-            {model: delta["requests"] for model, delta in server.items()},
+            # Like with like: what reached Triton on both sides (its successes and failures; the
+            # client's requests but those refused before any server answered).
+            {model: delta["requests"] + delta["failed_requests"] for model, delta in server.items()},
             requests_by_model(run.aggregator.totals),
         )
         path = run.directory.write_summary(
@@ -429,10 +432,12 @@ class Runtime:
 
 
 def requests_by_model(totals: dict) -> dict[str, int]:
-    """The client's request count per model, over its endpoints (protocols)."""
+    """Per model, over its endpoints (protocols): the client's requests that reached a server
+    (connection-level failures left out, as Triton never saw them)."""
     out: dict[str, int] = {}
     for stats in totals.values():
-        out[stats.model] = out.get(stats.model, 0) + stats.requests
+        refused = sum(n for name, n in stats.failures.items() if name in CONNECTION_FAILURES)
+        out[stats.model] = out.get(stats.model, 0) + stats.requests - refused
     return out
 
 

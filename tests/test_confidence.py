@@ -40,7 +40,10 @@ def test_the_p99_interval_covers_the_true_p99_in_95_percent_of_trials():
         # misses it almost always, so this test can fail.
         p99 = summarise_us(histogram)["p99"]
         point_hits += histogram.get_lowest_equivalent_value(int(p99)) <= truth <= p99
-    assert covered / trials >= 0.95, (covered, trials)
+    # A 95 % interval covers in 95 % of trials on average: over 1,000 seeded trials the share
+    # itself varies by about sqrt(0.95 x 0.05 / 1000) = 0.7 %, so allow three of those (another
+    # seed gave 0.948), while an interval that covered like the point estimate would still fail.
+    assert covered / trials >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / trials), (covered, trials)
     assert point_hits / trials < 0.2, point_hits
     # Not trivially wide: ranks 1971..1989 of 2000 span roughly 36-62 ms here.
     assert np.median(widths) < 0.6 * TRUE_P99_US

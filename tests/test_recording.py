@@ -250,3 +250,12 @@ def test_users_by_class_are_noted_beside_the_total_and_written_per_window(tmp_pa
     with (tmp_path / "timeseries.csv").open() as file:
         rows = list(csv.DictReader(file))
     assert [row["users_by_class"] for row in rows] == ["BertQAHttpUser=4;ResNetHttpUser=4", ""]
+
+
+def test_refused_requests_put_no_bytes_on_the_wire_but_sent_ones_do():
+    stats = EndpointStats("m [http]", "m", "http")
+    stats.record(500.0, 1, None, sent_bytes=600, received_bytes=80)
+    stats.record(500.0, 1, "connection refused", sent_bytes=600, received_bytes=0)  # never left the host
+    stats.record(500.0, 1, "HTTP 400", sent_bytes=600, received_bytes=40)  # sent, and answered
+    stats.record(500.0, 1, "interrupted", sent_bytes=600, received_bytes=0)  # sent, cut at the stop
+    assert (stats.bytes_sent, stats.bytes_received) == (1800, 120)

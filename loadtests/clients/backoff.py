@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The failure names (loadtests/clients/base.py) that mean "no server answered".
-CONNECTION_FAILURES = frozenset({"connection refused", "connection reset", "connection error"})
+from loadtests.clients.base import CONNECTION_FAILURES
+
 FIRST_PAUSE_S = 0.001
 MAX_PAUSE_S = 0.100
 

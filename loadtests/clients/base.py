@@ -43,6 +43,11 @@ class RequestFailure(Exception):
         self.detail = detail
 
 
+# The failure names that mean "no server answered": the request never reached Triton (no
+# bytes on the wire worth counting, nothing Triton counted), and a closed-loop user backs off.
+CONNECTION_FAILURES = frozenset({"connection refused", "connection reset", "connection error"})
+
+
 def connection_failure(error: OSError) -> RequestFailure:
     """Name a socket-level failure the same way for both protocols."""
     if isinstance(error, ConnectionRefusedError):

@@ -21,6 +21,7 @@ from hdrh.histogram import HdrHistogram
 # The histogram range and its summary are shared with the reports (pure, no Locust).
 from analysis.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
 from analysis.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
+from loadtests.clients.base import CONNECTION_FAILURES
 
 
 def clamp_us(latency_us: float) -> int:
@@ -67,8 +68,9 @@ class EndpointStats:
     ) -> None:
         self.requests += 1
         self.batch_sizes[batch_size] += 1
-        self.bytes_sent += sent_bytes
-        self.bytes_received += received_bytes
+        if failure not in CONNECTION_FAILURES:  # a refused request put nothing on the wire
+            self.bytes_sent += sent_bytes
+            self.bytes_received += received_bytes
         if late:
             self.late += 1
         if failure is None:
