@@ -56,6 +56,10 @@ REPORT_KEY = "triton_loadtest"
 # as "interrupted". A run so ends within a few seconds of -t whatever the server does (a frozen
 # Triton included), and every request that went out is still in the counts.
 STOP_GRACE_S = 2.0
+# ... or longer when the run has seen slow successful requests: the grace follows this many times
+# the slowest success so far (up to the request timeout), so a healthy model whose requests take
+# seconds is never cut at the end, while a frozen server (no slow success yet) costs 2 s.
+STOP_GRACE_PER_SLOWEST = 2.0
 # The master waits for every worker's final report (sent when its users have stopped) at
 # most this long past the stop grace; a worker that sends nothing by then is named lost.
 FINAL_REPORT_MARGIN_S = 0.5
@@ -101,6 +105,10 @@ class Runtime:
     rate_plan: RatePlan | None = None
     _cpu_mark: float = field(default_factory=time.process_time)
     _throttle: ThrottleMeter = field(default_factory=ThrottleMeter)
+    # Slowest successful request seen by this process (ms), and whether the stop grace follows it
+    # (no --stop-timeout given).
+    slowest_ms: float = 0.0
+    auto_stop_grace: bool = False
     _locks: dict[tuple[str, str], Semaphore] = field(default_factory=dict)
     _user_seed: int = 0
 
@@ -189,6 +197,12 @@ class Runtime:
         now = time.process_time()
         spent, self._cpu_mark = now - self._cpu_mark, now
         return spent
+
+    def adapt_stop_grace(self, slowest_ms: float) -> None:
+        """Locust's stop timeout, read when users stop: STOP_GRACE_S, or twice the slowest success."""
+        if self.auto_stop_grace:
+            grace_s = max(STOP_GRACE_S, STOP_GRACE_PER_SLOWEST * slowest_ms / 1000.0)
+            self.environment.stop_timeout = min(grace_s, max(self.settings.request_timeout_s, STOP_GRACE_S))
 
     def take_throttle(self) -> dict[str, int] | None:
         """This container's CPU-throttling counters since the last call (None without a cgroup)."""
@@ -360,6 +374,9 @@ class Runtime:
         run.cpu_s += self.take_cpu()
         if self.is_local:
             run.throttle = add_throttle(run.throttle, self.take_throttle())
+        # The master has no users: it follows the workers' slowest through the merged histograms.
+        merged_slowest_ms = max((t.histogram.get_max_value() for t in run.aggregator.totals.values()), default=0) / 1000
+        self.adapt_stop_grace(max(self.slowest_ms, merged_slowest_ms))
 
     def live(self) -> LiveSnapshot:
         """The current merged numbers (what the web UI tab and the Prometheus endpoint show)."""
@@ -483,6 +500,7 @@ def install(events) -> None:
             # Let a stopping user finish its in-flight request (at most one request timeout):
             # a request Triton counted but the user never reported would break exact counts.
             if not environment.stop_timeout:
+                runtime.auto_stop_grace = True
                 environment.stop_timeout = STOP_GRACE_S
             slo_gate.validate(runtime)  # a malformed --slo or unknown model: exit 2 before any load
             check_outputs(runtime.settings, str(getattr(options, "junit", "") or ""))  # before, not after, the load
@@ -520,6 +538,9 @@ def install(events) -> None:
             return
         runtime.take_cpu()
         runtime.take_throttle()
+        runtime.slowest_ms = 0.0
+        if isinstance(environment.runner, WorkerRunner):  # its options (and --stop-timeout) arrive now
+            runtime.auto_stop_grace = not getattr(environment.parsed_options, "stop_timeout", 0)
         if not isinstance(environment.runner, WorkerRunner):
             shape = environment.shape_class
             if not (isinstance(shape, traffic_shapes.TrafficShape) and shape.profile is not None):
@@ -558,6 +579,8 @@ def install(events) -> None:
         runtime = bound.get("runtime")
         if endpoint is None or runtime is None:
             return  # not one of ours
+        if exception is None and response_time > runtime.slowest_ms:
+            runtime.slowest_ms = response_time
         runtime.recorder.record(
             endpoint,
             name,
@@ -577,6 +600,7 @@ def install(events) -> None:
         if runtime is not None:
             runner = runtime.environment.runner
             final = runner is not None and runner.state == STATE_STOPPED  # users stopped: nothing more to come
+            runtime.adapt_stop_grace(runtime.slowest_ms)
             data[REPORT_KEY] = {
                 "windows": runtime.recorder.drain(),
                 "cpu_s": runtime.take_cpu(),

@@ -445,3 +445,25 @@ def test_single_process_interrupted(drill_triton, tmp_path, sig):
         f"single-{sig.name}", ended_after_signal_s=round(end - sent_at, 2), client_requests=endpoint["requests"],
         interrupted=interrupted, triton=after["requests"] - before["requests"],
     )  # fmt: skip
+
+
+def test_a_healthy_slow_model_is_not_cut_at_the_end(tmp_path):
+    # Each request takes 5 s: at -t (7 s) every user has one in flight with 3 s to go, more than
+    # the 2-s grace a frozen server gets. The grace follows the slowest success seen (twice it),
+    # so these finish and count as successes instead of "interrupted" failures.
+    repository = tmp_path / "repository"
+    shutil.copytree(TEST_REPOSITORY / "sleep", repository / "sleep")
+    config = repository / "sleep" / "config.pbtxt"
+    config.write_text(config.read_text().replace('string_value: "20"', 'string_value: "5000"'))
+    run_dir = tmp_path / "run"
+    with LocalTriton([repository], log_file=tmp_path / "triton.log") as server:
+        before = model_stats(server.http_address, "sleep")
+        command = locust_command(server, run_dir, 7, "--shape", "INPUT0:4")
+        command[command.index("--model") + 1] = "sleep"
+        command.insert(command.index("--headless"), "TritonHttpUser")
+        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+        after = model_stats(server.http_address, "sleep")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (endpoint,) = assert_complete(run_dir)["endpoints"]
+    assert endpoint["failures_by_class"] == {}, endpoint
+    assert endpoint["requests"] == after["requests"] - before["requests"] == 2 * USERS
