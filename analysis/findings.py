@@ -122,11 +122,13 @@ def _composition(frame: pd.DataFrame, level_kind: str) -> list[str]:
         )
     last = rows[-1]
     parts = ("compute_input_us", "compute_infer_us", "compute_output_us", "compute_total_us")
-    compute = sum(last[key] for key in parts if not math.isnan(last.get(key, math.nan)))
-    out.append(
-        f"Compute (input + infer + output) is {compute / last['mean_us']:.0%} of the mean latency "
-        f"{_at(last, level_kind)} ({_ms(compute)} of {_ms(last['mean_us'])})."
-    )
+    measured = [last[key] for key in parts if not math.isnan(last.get(key, math.nan))]
+    if measured:  # a source without compute columns says nothing about compute (not "0 %")
+        compute = sum(measured)
+        out.append(
+            f"Compute (input + infer + output) is {compute / last['mean_us']:.0%} of the mean latency "
+            f"{_at(last, level_kind)} ({_ms(compute)} of {_ms(last['mean_us'])})."
+        )
     client = last["client_network_us"]
     if not math.isnan(client):
         out.append(

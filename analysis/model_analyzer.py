@@ -160,9 +160,10 @@ def _inference_levels(path: Path, header: list[str], rows: list) -> tuple[str, d
         for column_name, (column, scale) in INFERENCE_GPU_COLUMNS.items():
             if column_name in cells:
                 record[column] = _first_number(cells[column_name], f"{where} {column_name}") * scale
-        if not math.isnan(record.get("mean_us", math.nan)) and "queue_us" in record:
-            # The client-side part: the mean less Triton's queue and compute, as perf_analyzer splits it.
-            server = {"requests": 1, **{key: record.get(key, 0.0) for key in SERVER_PARTS}}
+        if not math.isnan(record.get("mean_us", math.nan)) and all(key in record for key in SERVER_PARTS):
+            # The client-side part: the mean less Triton's queue and compute, as perf_analyzer splits
+            # it; only when every part is in the file (a missing one is unknown, not 0).
+            server = {"requests": 1, **{key: record[key] for key in SERVER_PARTS}}
             network, _ = client_parts({"mean": record["mean_us"]}, server)
             record["network_us"] = network
         if "Satisfies Constraints" in cells:

@@ -241,3 +241,22 @@ def test_cli_corrupt_csv_is_one_error_line_and_exit_2(tmp_path):
     assert result.returncode == 2, result.stderr[-500:]
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
     assert result.stdout == ""
+
+
+def test_model_analyzer_file_with_some_server_columns_does_not_invent_the_rest(tmp_path):
+    # Model Analyzer writes the columns a user asked for: with queue but no compute, compute is
+    # unknown (not 0 %), and so is the client/network remainder.
+    path = tmp_path / "metrics-model-inference.csv"
+    path.write_text(
+        "Model,Batch,Concurrency,Model Config Path,Throughput (infer/sec),Avg Latency (ms),Server Queue time (ms)\n"
+        "m,1,1,m_config_0,100.0,4.0,1.0\n"
+        "m,1,2,m_config_0,180.0,6.0,2.0\n"
+        "m,1,4,m_config_0,200.0,10.0,5.0\n"
+    )
+    from analysis.dataset import load
+    from analysis.findings import findings
+
+    data = load(path)
+    text = "\n".join(findings(data))
+    assert "Server queue time is 50% of the mean latency" in text
+    assert "Compute" not in text and "Client send/recv" not in text, text
