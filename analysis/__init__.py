@@ -5,6 +5,6 @@ run = load_run("runs/20261122T014233Z-demo")
 run.endpoints["bert_qa_dynbatch [http]"].latency_us["p99"]
 """
 
-from analysis.run import EndpointSummary, Run, load_run
+from analysis.run import EndpointSummary, SavedRun, load_run
 
-__all__ = ["EndpointSummary", "Run", "load_run"]
+__all__ = ["EndpointSummary", "SavedRun", "load_run"]

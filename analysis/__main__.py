@@ -16,8 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.output_paths import EXIT_OUTPUT_FAILED, directory_problem
-from analysis.slo import check_run
+from analysis.check import check_run
+from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED, directory_problem
 
 EXIT_BAD_INPUT = 2
 
@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--labels", help="comma-separated names, one per run (default: directory names)")
     compare.add_argument("--out", metavar="DIR", help="output directory (default: runs/compare-<UTC time>)")
     compare.add_argument("--force", action="store_true", help="compare runs even if their traffic differs")
-    # SLO gates on a finished run: analysis/slo.py (exit 0 pass, 3 a clause failed, 2 bad input).
+    # SLO gates on a finished run: analysis/check.py (exit 0 pass, 3 a clause failed, 2 bad input).
     check = commands.add_parser("check", help="evaluate SLO clauses on a finished run directory")
     check.add_argument("run_dir", metavar="RUN_DIR")
     check.add_argument(

@@ -19,8 +19,17 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import levels, model_analyzer, perf_analyzer
-from analysis.hdr import UNCORRECTED, HlogError, read_logs
-from analysis.run import Run, RunDirectoryError, load_run
+from analysis.run import RunDirectoryError, SavedRun, load_run
+from loadtests.run_format.files import (
+    CAPACITY_JSON,
+    HDR_DIR,
+    SERVER_METRICS_CSV,
+    SERVER_STATS_JSON,
+    STEPS_JSON,
+    SWEEP_JSON,
+    TIMESERIES_CSV,
+)
+from loadtests.run_format.hdr import UNCORRECTED, HlogError, read_logs
 
 # Open-loop columns appended to timeseries.csv by newer runs; older runs lack them.
 OPTIONAL_TIMESERIES = ("late", "dropped", "target_rate", "p99_uncorrected_us")
@@ -46,7 +55,7 @@ class Dataset:
     kind: str
     level_kind: str
     levels: dict[str, pd.DataFrame]
-    run: Run | None = None
+    run: SavedRun | None = None
     timeseries: pd.DataFrame | None = None
     steps: list[dict] = field(default_factory=list)
     steps_kind: str = "users"
@@ -140,12 +149,12 @@ def _load_run_dir(path: Path) -> Dataset:
     run = load_run(path)
     start_epoch = datetime.fromisoformat(run.config["started_at"]).timestamp()
     window_s = float(run.config.get("window_s", 1.0))
-    timeseries = _read_timeseries(path / "timeseries.csv")
-    steps_doc = _read_json(path / "steps.json") or {}
+    timeseries = _read_timeseries(path / TIMESERIES_CSV)
+    steps_doc = _read_json(path / STEPS_JSON) or {}
     steps = [step for step in steps_doc.get("steps", []) if float(step["end_s"]) > float(step["start_s"])]
     steps_kind = steps_doc.get("kind") or "users"
-    sweep = _read_json(path / "sweep.json")
-    intervals = _server_intervals(_read_json(path / "server_stats.json"), start_epoch)
+    sweep = _read_json(path / SWEEP_JSON)
+    intervals = _server_intervals(_read_json(path / SERVER_STATS_JSON), start_epoch)
     endpoints = list(run.endpoints.values())
 
     if sweep and sweep.get("levels"):
@@ -156,7 +165,7 @@ def _load_run_dir(path: Path) -> Dataset:
         table = levels.from_sweep(sweep, series, model)
     elif steps and timeseries is not None:
         level_kind = "step"
-        logs, uncorrected = read_logs(path / "hdr"), read_logs(path / "hdr", UNCORRECTED)
+        logs, uncorrected = read_logs(path / HDR_DIR), read_logs(path / HDR_DIR, UNCORRECTED)
         table = levels.from_steps(
             steps, steps_kind, endpoints, timeseries, window_s, logs, start_epoch, intervals, uncorrected
         )
@@ -173,9 +182,9 @@ def _load_run_dir(path: Path) -> Dataset:
         steps=steps,
         steps_kind=steps_kind,
         sweep=sweep,
-        capacity=_read_json(path / "capacity.json"),
+        capacity=_read_json(path / CAPACITY_JSON),
         server_intervals=intervals,
-        resources=_read_resources(path / "server_metrics.csv", start_epoch),
+        resources=_read_resources(path / SERVER_METRICS_CSV, start_epoch),
         start_epoch=start_epoch,
         window_s=window_s,
     )

@@ -12,8 +12,8 @@ import math
 import pandas as pd
 
 from analysis.dataset import Dataset
-from analysis.faults import fault_sentences
-from analysis.slo import late_ratio
+from loadtests.run_format.faults import fault_sentences
+from loadtests.run_format.summary import late_ratio
 
 # Throughput counts as still growing while a higher level adds more than this share.
 GROWTH_THRESHOLD = 0.10

@@ -7,7 +7,7 @@ from summary.json), or a row of a perf_analyzer CSV. Every source fills the same
 (µs, like the run directory), so the charts and tables do not care where a level came from.
 
 How a level's mean latency splits into perf_analyzer's parts (and the open-loop client
-wait): analysis/components.py, shared with the sweep's sweep.csv.
+wait): loadtests/run_format/components.py, shared with the sweep's sweep.csv.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import math
 
 import pandas as pd
 
-from analysis.components import SERVER_PARTS, client_parts
-from analysis.hdr import LATENCY_KEYS, HlogFile, summarise_us
+from loadtests.run_format.components import SERVER_PARTS, client_parts
+from loadtests.run_format.hdr import LATENCY_KEYS, HlogFile, summarise_us
 
 PERCENTILE_KEYS = LATENCY_KEYS
 LEVEL_COLUMNS = [

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.components import SERVER_PARTS, client_parts
 from analysis.levels import LEVEL_COLUMNS, add_client_network
 from analysis.perf_analyzer import PerfAnalyzerCsvError, number, read_rows
+from loadtests.run_format.components import SERVER_PARTS, client_parts
 
 FIRST_COLUMN = "Model"
 MODES = {"Concurrency": "concurrency", "Request Rate": "request_rate"}

@@ -1,10 +1,20 @@
-"""Reading a run directory (the contract in docs/run-directory.md) into plain objects."""
+"""Reading a saved run directory (the contract in docs/run-directory.md) into plain objects.
+
+`SavedRun` is a run directory being read, after the fact; the run being measured belongs to
+the load test. The file names and summary.json's keys are the
+run-directory format's (loadtests/run_format/).
+
+    run = load_run("runs/20261122T014233Z-demo")
+    run.endpoints["bert_qa [grpc]"].latency_us["p99"]
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from loadtests.run_format.files import CONFIG_JSON, SUMMARY_JSON
 
 
 class RunDirectoryError(Exception):
@@ -35,7 +45,7 @@ class EndpointSummary:
     # generator's network egress must carry.
     bytes_sent_per_s: float | None = None
     # [lower, upper] µs per percentile at `confidence` (None inside: too few requests for that
-    # bound); None in older run directories. See analysis/confidence.py.
+    # bound); None in older run directories. See loadtests/run_format/confidence.py.
     latency_ci_us: dict[str, list[float | None]] | None = None
     confidence: float | None = None
     # Requests sent per batch size, {"1": 700, "2": 300} (empty in older run directories).
@@ -74,8 +84,8 @@ def _int_or_none(value) -> int | None:
 
 
 @dataclass(frozen=True)
-class Run:
-    """A run directory: its options and versions (config.json) and its endpoints (summary.json)."""
+class SavedRun:
+    """A saved run directory: its options and versions (config.json) and its endpoints (summary.json)."""
 
     path: Path
     config: dict
@@ -113,15 +123,15 @@ def _read_json(path: Path) -> dict:
         raise RunDirectoryError(f"{path} is not valid JSON: {error}") from None
 
 
-def load_run(path: str | Path) -> Run:
+def load_run(path: str | Path) -> SavedRun:
     """Load a run directory. Example: load_run("runs/20261122T014233Z-demo")."""
     path = Path(path)
     if not path.is_dir():
         raise RunDirectoryError(f"run directory {path} does not exist")
-    config = _read_json(path / "config.json")
-    summary = _read_json(path / "summary.json")
+    config = _read_json(path / CONFIG_JSON)
+    summary = _read_json(path / SUMMARY_JSON)
     endpoints = {entry["name"]: EndpointSummary.from_json(entry) for entry in summary.get("endpoints", [])}
-    return Run(
+    return SavedRun(
         path=path,
         config=config,
         endpoints=endpoints,

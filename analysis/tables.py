@@ -11,9 +11,9 @@ import math
 
 import pandas as pd
 
-from analysis.confidence import confidence_label, min_requests
 from analysis.dataset import Dataset
 from analysis.levels import PERCENTILE_KEYS
+from loadtests.run_format.confidence import confidence_label, min_requests
 
 NOT_MEASURED = "n/a"
 INTERVAL_KEYS = ("p50", "p90", "p95", "p99", "p99.9")

@@ -29,7 +29,6 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from analysis import slo
 from loadtests.command_args import (
     add_load_generator_arguments,
     add_stability_arguments,
@@ -39,6 +38,7 @@ from loadtests.command_args import (
     subcommand,
 )
 from loadtests.errors import SpecError
+from loadtests.run_format import slo
 from loadtests.server.launcher import REPO_ROOT
 from loadtests.sweep import choose_user_class
 from loadtests.traffic.capacity import CAPACITY_JSON, DEFAULT_START_RATE, parse_capacity_args

@@ -119,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check every response's outputs (names, dtypes, batch dim, values)",
     )
     option("--run-dir", default="", metavar="DIR", help="run directory (default runs/<UTC time>-<name>)")
-    # Parsed and evaluated by loadtests/slo_gate.py (grammar: analysis/slo.py, docs/ci.md).
+    # Parsed and evaluated by loadtests/slo_gate.py (grammar: loadtests/run_format/slo/, docs/ci.md).
     option(
         "--slo",
         default="",

@@ -1,6 +1,6 @@
 """SLO gates in a load test: `--slo` checked at start, evaluated at the end, `--junit` written.
 
-The clause grammar and the evaluation are analysis/slo.py's (shared with
+The clause grammar and the evaluation are loadtests/run_format/slo/'s (shared with
 `python -m analysis check`); this module ties them to a run:
 
 - `validate(runtime)` at init and test_start: a malformed --slo, a clause naming a model or
@@ -24,16 +24,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.confidence import DEFAULT_CONFIDENCE
-from analysis.output_paths import EXIT_OUTPUT_FAILED
-from analysis.slo import (
+from loadtests.endpoints import model_name_for
+from loadtests.errors import SpecError, StartupError
+from loadtests.recording.merged import by_model, merge_stats
+from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
+from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED
+from loadtests.run_format.slo import (
     EXIT_SLO_FAILED,
-    OVERALL,
     Clause,
     Result,
     SloError,
     check_targets,
-    combine,
     evaluate,
     failed,
     format_table,
@@ -42,9 +43,7 @@ from analysis.slo import (
     resolver_for_summary,
     write_junit,
 )
-from loadtests.endpoints import model_name_for
-from loadtests.errors import SpecError, StartupError
-from loadtests.recording.merged import by_model, merge_stats
+from loadtests.run_format.summary import OVERALL, combine
 
 if TYPE_CHECKING:
     from hdrh.histogram import HdrHistogram
@@ -125,7 +124,7 @@ def with_interval(entry: dict, stats: EndpointStats) -> dict:
 
 
 def histograms_of(totals: dict[str, EndpointStats]) -> Callable[[str | None], HdrHistogram | None]:
-    """histogram_for(target) for analysis.slo.evaluate: an endpoint's, a model's or all merged."""
+    """histogram_for(target) for loadtests.run_format.slo.evaluate: an endpoint's, a model's or all merged."""
 
     def histogram_for(target: str | None) -> HdrHistogram | None:
         if target is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.slo import parse_slo
+from loadtests.run_format.slo import parse_slo
 from loadtests.traffic.capacity_search import CapacitySearch, clearly_failing
 
 

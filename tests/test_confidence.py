@@ -1,4 +1,4 @@
-"""Percentile confidence intervals (analysis/confidence.py) and `@95%` SLO gates on them."""
+"""Percentile confidence intervals (loadtests/run_format/confidence.py) and `@95%` SLO gates on them."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from analysis.confidence import min_requests, not_enough_note, percentile_bounds_us, rank_bounds
-from analysis.hdr import new_histogram, summarise_us
 from loadtests.recording.histograms import EndpointStats, clamp_us
 from loadtests.recording.run_dir import endpoint_json
+from loadtests.run_format.confidence import min_requests, not_enough_note, percentile_bounds_us, rank_bounds
+from loadtests.run_format.hdr import new_histogram, summarise_us
 
 MEAN_US = 10_000.0  # exponential latencies, mean 10 ms
 TRUE_P99_US = -math.log(0.01) * MEAN_US  # 46,051.7 µs
@@ -88,7 +88,7 @@ def test_bounds_hold_the_point_estimate_and_are_null_when_too_few():
 
 # -- `@95%` SLO gates ------------------------------------------------------------------
 def _gate(latencies_us, text: str, confidence_stats: bool = True):
-    from analysis.slo import evaluate, parse_slo
+    from loadtests.run_format.slo import evaluate, parse_slo
 
     stats = EndpointStats("m [http]", "m", "http")
     for latency in latencies_us:
@@ -152,7 +152,7 @@ def test_other_confidences_come_from_the_histogram_or_are_not_measured(five_thou
 
 
 def _table(result) -> str:
-    from analysis.slo import format_table
+    from loadtests.run_format.slo import format_table
 
     return format_table([result])
 
@@ -166,7 +166,7 @@ def _table(result) -> str:
     ],
 )
 def test_mlperf_presets_expand(text, expanded):
-    from analysis.slo import parse_slo
+    from loadtests.run_format.slo import parse_slo
 
     clause = parse_slo(text)[0]
     assert (clause.metric, clause.op, clause.threshold, clause.unit, clause.confidence) == (
@@ -191,7 +191,7 @@ def test_mlperf_presets_expand(text, expanded):
     ],
 )
 def test_bad_confidences_say_why(text, why):
-    from analysis.slo import SloError, parse_slo
+    from loadtests.run_format.slo import SloError, parse_slo
 
     with pytest.raises(SloError, match=why):
         parse_slo(text)
@@ -200,7 +200,7 @@ def test_bad_confidences_say_why(text, why):
 def test_confident_gates_end_to_end(triton, tmp_path):
     """A short run against `sleep_batch` (20 ms per execution, so 2 users send at most ~100
     requests/s): the median is bounded both ways, p99.9 cannot be bounded at all."""
-    from analysis.slo import EXIT_SLO_FAILED
+    from loadtests.run_format.slo import EXIT_SLO_FAILED
     from tests.helpers import read_summary, run_cli, run_locust, triton_options
 
     run_dir = tmp_path / "run"

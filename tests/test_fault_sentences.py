@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analysis.faults import fault_sentences
 from loadtests.recording.console import fault_lines
+from loadtests.run_format.faults import fault_sentences
 
 FAULTS = {
     "workers_lost": [

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from analysis.hdr import PERCENTILES, UNCORRECTED, read_logs, summarise_us
 from loadtests.errors import SpecError
 from loadtests.options import Settings
 from loadtests.recording.histograms import EndpointStats
+from loadtests.run_format.hdr import PERCENTILES, UNCORRECTED, read_logs, summarise_us
 from loadtests.server import TritonPorts
 from loadtests.traffic.open_loop import ArrivalSchedule, RatePlan
 from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust, triton_options

@@ -22,8 +22,8 @@ from hdrh.log import HistogramLogReader
 from analysis import plots
 from analysis.__main__ import main as analysis_main
 from analysis.dataset import load
-from analysis.hdr import LATENCY_KEYS, UNCORRECTED, read_logs, summarise_us
 from analysis.report import write_report
+from loadtests.run_format.hdr import LATENCY_KEYS, UNCORRECTED, read_logs, summarise_us
 from tests.helpers import REPO_ROOT, read_summary, run_cli, run_locust, triton_options
 
 PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
@@ -154,7 +154,7 @@ def markdown_table(markdown: str, first_header: str, nth: int = 0) -> tuple[list
 
 def hlog_intervals(path: Path) -> list[tuple[float, HdrHistogram]]:
     """(middle as Unix time, histogram) of every interval of an HDR log, read by hdrh's own
-    HistogramLogReader: independent of analysis.hdr, which the report uses."""
+    HistogramLogReader: independent of loadtests.run_format.hdr, which the report uses."""
     reader = HistogramLogReader(str(path), HdrHistogram(1, 10 * 60 * 1_000_000, 3))
     out = []
     try:

@@ -8,21 +8,20 @@ from types import SimpleNamespace
 
 import pytest
 
-from analysis.slo import (
+from analysis.check import check_run, check_summary
+from loadtests import slo_gate
+from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.merged import merge_stats
+from loadtests.recording.run_dir import endpoint_json
+from loadtests.run_format.slo import (
     EXIT_SLO_FAILED,
     Clause,
     SloError,
-    check_run,
-    check_summary,
     evaluate,
     junit_xml,
     parse_slo,
     resolver_for_summary,
 )
-from loadtests import slo_gate
-from loadtests.recording.histograms import EndpointStats
-from loadtests.recording.merged import merge_stats
-from loadtests.recording.run_dir import endpoint_json
 from tests.helpers import model_stats, read_summary, run_cli, run_locust
 
 DURATION_S = 10.0

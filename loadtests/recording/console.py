@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from analysis.confidence import DEFAULT_CONFIDENCE, confidence_label
-from analysis.faults import fault_sentences
-from analysis.slo import late_ratio
 from loadtests.recording.histograms import EndpointStats
+from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, confidence_label
+from loadtests.run_format.faults import fault_sentences
+from loadtests.run_format.summary import late_ratio
 
 # Above this share of late requests (or with any dropped), the generator fell behind its schedule.
 BEHIND_LATE_SHARE = 0.05

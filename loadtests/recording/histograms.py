@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
-# The histogram range and its summary are shared with the reports (pure, no Locust).
-from analysis.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
-from analysis.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
 from loadtests.clients.base import CONNECTION_FAILURES
+
+# The histogram range and its summary are shared with the reports (pure, no Locust).
+from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
+from loadtests.run_format.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
 
 
 def clamp_us(latency_us: float) -> int:
@@ -149,7 +150,7 @@ class EndpointStats:
         return summarise_us(self.histogram) or zero_summary()
 
     def latency_ci_us(self, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, list[float | None]]:
-        """[lower, upper] µs per percentile at this confidence (analysis/confidence.py); {} if empty."""
+        """[lower, upper] µs per percentile at this confidence (loadtests/run_format/confidence.py); {} if empty."""
         return percentile_bounds_us(self.histogram, confidence)
 
     def uncorrected_summary_us(self) -> dict[str, float] | None:

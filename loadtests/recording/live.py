@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analysis.confidence import DEFAULT_CONFIDENCE
 from loadtests.recording.console import interval_cell
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.server_stats import ModelDelta
+from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 
 # The exact latencies the web UI tab shows per endpoint (keys of latency_summary_us()).
 TABLE_LATENCIES = ("p50", "p90", "p95", "p99", "max", "mean")
@@ -28,7 +28,7 @@ class LiveEndpoint:
     latency_us: dict[str, float]
     late: int = 0  # open loop: sent more than 1 ms after the intended time
     dropped: int = 0  # open loop: not sent (--drop-when-saturated)
-    # Where the true p99 lies at DEFAULT_CONFIDENCE, "lower-upper" ms (analysis/confidence.py).
+    # Where the true p99 lies at DEFAULT_CONFIDENCE, "lower-upper" ms (loadtests/run_format/confidence.py).
     p99_interval_ms: str = ""
 
     @classmethod

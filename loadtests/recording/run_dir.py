@@ -30,12 +30,13 @@ from typing import IO
 from hdrh.histogram import HdrHistogram
 from locust.env import Environment
 
-from analysis.confidence import DEFAULT_CONFIDENCE
-from analysis.hdr import zero_summary
 from loadtests import __version__
 from loadtests.errors import SpecError
 from loadtests.options import Settings
 from loadtests.recording.histograms import EndpointStats
+from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
+from loadtests.run_format.files import RUN_MARKERS
+from loadtests.run_format.hdr import zero_summary
 
 RUNS_ROOT = Path("runs")
 VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio", "hdrhistogram")
@@ -85,11 +86,6 @@ def default_run_dir(environment: Environment, now: datetime | None = None) -> Pa
     names = "-".join(sorted(cls.__name__.lower() for cls in environment.user_classes)) or "run"
     short = re.sub(r"[^a-z0-9-]+", "", names)[:48]
     return RUNS_ROOT / f"{stamp}-{short}"
-
-
-# What a run writes first: a directory holding any of these holds a run (other files, such
-# as an empty volume's lost+found, do not make it one).
-RUN_MARKERS = ("config.json", "summary.json", "timeseries.csv", "hdr")
 
 
 def holds_run(path: Path) -> bool:

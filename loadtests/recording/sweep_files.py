@@ -28,10 +28,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from analysis.components import SERVER_PARTS, client_parts
+from loadtests.run_format.components import SERVER_PARTS, client_parts
+from loadtests.run_format.files import SWEEP_CSV, SWEEP_JSON
 
-SWEEP_JSON = "sweep.json"
-SWEEP_CSV = "sweep.csv"
 CONCURRENCY = "concurrency"
 REQUEST_RATE = "request_rate"
 CSV_COLUMNS = (

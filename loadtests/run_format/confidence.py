@@ -24,7 +24,7 @@ import math
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from analysis.hdr import PERCENTILES
+from loadtests.run_format.hdr import PERCENTILES
 
 DEFAULT_CONFIDENCE = 0.95
 # The binomial mass further than this many standard deviations (plus a margin for small n)

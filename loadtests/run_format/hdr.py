@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from loadtests.run_format.files import HLOG_SUFFIX
+
 # The one histogram range of the suite, for the recorder (loadtests/recording/histograms.py)
 # and the reports alike: 1 µs to 10 min, 3 significant digits.
 LOWEST_US = 1
@@ -100,8 +102,8 @@ def read_logs(hdr_dir: Path, variant: str = "") -> dict[str, HlogFile]:
     if not hdr_dir.is_dir():
         return {}
     logs = {}
-    for path in sorted(hdr_dir.glob(f"*.{variant}.hlog" if variant else "*.hlog")):
-        if not variant and path.name.endswith(f".{UNCORRECTED}.hlog"):
+    for path in sorted(hdr_dir.glob(f"*.{variant}{HLOG_SUFFIX}" if variant else f"*{HLOG_SUFFIX}")):
+        if not variant and path.name.endswith(f".{UNCORRECTED}{HLOG_SUFFIX}"):
             continue
         log = read_header(path)
         logs.setdefault(log.endpoint, log)

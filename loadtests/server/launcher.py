@@ -31,8 +31,8 @@ from pathlib import Path
 
 import psutil
 
-from analysis.output_paths import file_problem
 from loadtests.errors import ServerError
+from loadtests.run_format.output_paths import file_problem
 from loadtests.server.install import TritonInstallation
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -44,8 +44,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from analysis import slo
 from loadtests.errors import SpecError
+from loadtests.run_format import slo
+from loadtests.run_format.files import CAPACITY_CSV, CAPACITY_JSON
 from loadtests.traffic import shapes
 from loadtests.traffic.capacity_search import (
     DEFAULT_GROWTH,
@@ -71,8 +72,6 @@ from loadtests.traffic.sweep import (
 logger = logging.getLogger(__name__)
 
 CAPACITY_KEYS = ("slo", "start", "growth", "precision", "stability", "max_trials", "settle", "users")
-CAPACITY_JSON = "capacity.json"
-CAPACITY_CSV = "capacity.csv"
 CSV_COLUMNS = (
     "order",
     "rate",
@@ -156,7 +155,7 @@ def parse_capacity_args(text: str | None) -> dict[str, Any]:
 
 # -- the controller -----------------------------------------------------------------------------
 def level_entry(result: LevelResult | Trial) -> dict[str, Any]:
-    """A level (or one window) as a summary.json endpoint entry, for analysis.slo."""
+    """A level (or one window) as a summary.json endpoint entry, for loadtests.run_format.slo."""
     stats = result.stats
     duration_s = result.duration_s if isinstance(result, LevelResult) else result.window_s
     return {

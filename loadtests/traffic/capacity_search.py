@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from analysis.slo import LATENCY_METRICS, Clause, measure
+from loadtests.run_format.slo import LATENCY_METRICS, Clause, measure
 
 DEFAULT_GROWTH = 2.0
 DEFAULT_PRECISION = 0.05  # stop when first failing / last passing <= 1.05

@@ -1,0 +1,115 @@
+"""summary.json's schema, the late ratio, and the merge of endpoint entries (overall, per model).
+
+Written by the load test (loadtests/recording/run_dir.py writes the endpoints,
+loadtests/slo_gate.py the merged `overall` and `model_totals`), read by analysis/ and by
+`python -m analysis check`. The TypedDicts below are the keys each side may rely on; keys
+marked NotRequired are absent in closed-loop runs or in run directories from older versions.
+
+    summary = json.loads((run_dir / SUMMARY_JSON).read_text())
+    entry: EndpointEntry = summary["endpoints"][0]
+    late_ratio(entry["late"], entry["requests"])
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+# The name of the entry that merges every endpoint of the run.
+OVERALL = "overall"
+# Counts that only open-loop traffic records (summary.json keys of an endpoint entry).
+LATE = "late"
+DROPPED = "dropped"
+OPEN_LOOP_COUNTS = (LATE, DROPPED)
+
+
+class EndpointEntry(TypedDict):
+    """One element of summary.json's "endpoints": one endpoint's whole run. Latencies in µs."""
+
+    name: str  # "bert_qa [grpc]"
+    model: str
+    protocol: str
+    requests: int
+    failures: int
+    failures_by_class: dict[str, int]
+    inferences: int
+    duration_s: float
+    throughput_rps: float
+    throughput_infer_per_s: float
+    latency_us: dict[str, float]  # hdr.LATENCY_KEYS: p50 ... p99.9, max, mean
+    confidence: NotRequired[float]  # the level latency_ci_us holds (confidence.DEFAULT_CONFIDENCE)
+    latency_ci_us: NotRequired[dict[str, list[float | None]]]  # [lower, upper] per percentile key
+    bytes_sent: NotRequired[int]
+    bytes_received: NotRequired[int]
+    bytes_sent_per_s: NotRequired[float]
+    bytes_received_per_s: NotRequired[float]
+    requested_batch_sizes: NotRequired[dict[str, int]]  # {"1": 700, "2": 300}
+    # Open loop: latency_us is timed from the intended send, this from the actual send.
+    latency_uncorrected_us: NotRequired[dict[str, float]]
+    late: NotRequired[int]
+    dropped: NotRequired[int]
+
+
+class MergedEntry(TypedDict):
+    """summary.json's "overall" and each "model_totals" value: endpoints merged by `combine`
+    (the latency from the merged histograms, with its interval)."""
+
+    name: str
+    endpoints: list[str]
+    requests: int
+    failures: int
+    failures_by_class: dict[str, int]
+    inferences: int
+    duration_s: float
+    throughput_rps: float
+    throughput_infer_per_s: float
+    latency_us: dict[str, float]
+    confidence: NotRequired[float]
+    latency_ci_us: NotRequired[dict[str, list[float | None]]]
+    late: NotRequired[int]
+    dropped: NotRequired[int]
+
+
+class Summary(TypedDict):
+    """summary.json as a whole."""
+
+    traffic: dict  # {"mode": "closed"} or the open-loop pattern (mode, rate, ...)
+    endpoints: list[EndpointEntry]
+    server: dict  # Triton's breakdown per model (loadtests/recording/server_stats.py)
+    load_generator: dict  # cpu_s, cpu_per_request_us, cpu_throttled_s, ...
+    overall: NotRequired[MergedEntry]
+    model_totals: NotRequired[dict[str, MergedEntry]]  # models with several endpoints
+    faults: NotRequired[dict]  # lost workers, restarts, unreachable spans (faults.py words them)
+    slo: NotRequired[list[dict]]  # one verdict per --slo clause (slo.Result.to_json)
+
+
+def late_ratio(late: int, requests: int) -> float:
+    """The share of sent requests that went out late (dropped ones were never sent): the one
+    definition the console warning, the findings and the `late_ratio` gate share."""
+    return late / requests if requests else 0.0
+
+
+def combine(entries: list[dict], name: str, latency_us: dict[str, float]) -> dict:
+    """Several summary.json endpoint entries as one: counts and throughput summed.
+
+    Percentiles cannot be summed: `latency_us` must come from the merged histograms.
+    """
+    failures_by_class: dict[str, int] = {}
+    for entry in entries:
+        for failure, count in entry.get("failures_by_class", {}).items():
+            failures_by_class[failure] = failures_by_class.get(failure, 0) + int(count)
+    combined = {
+        "name": name,
+        "endpoints": [entry["name"] for entry in entries],
+        "requests": sum(int(entry["requests"]) for entry in entries),
+        "failures": sum(int(entry["failures"]) for entry in entries),
+        "failures_by_class": dict(sorted(failures_by_class.items())),
+        "inferences": sum(int(entry["inferences"]) for entry in entries),
+        "duration_s": max((float(entry["duration_s"]) for entry in entries), default=0.0),
+        "throughput_rps": round(sum(float(entry["throughput_rps"]) for entry in entries), 3),
+        "throughput_infer_per_s": round(sum(float(entry["throughput_infer_per_s"]) for entry in entries), 3),
+        "latency_us": dict(latency_us),
+    }
+    for key in OPEN_LOOP_COUNTS:
+        if entries and all(key in entry for entry in entries):
+            combined[key] = sum(int(entry[key]) for entry in entries)
+    return combined
