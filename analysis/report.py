@@ -55,70 +55,12 @@ def build(data: Dataset, prefix: str = "") -> Document:
     doc.heading("Findings")
     doc.bullets(findings(data) or ["Nothing to observe: the source holds no measurements."])
 
-    if data.endpoints:
-        doc.heading("Endpoints")
-        doc.paragraph("Whole run, from summary.json. Latencies of successful requests, ms with µs precision.", True)
-        doc.table(tables.ENDPOINT_HEADERS, tables.endpoint_rows(data))
-        if data.open_loop:
-            doc.heading("Corrected vs uncorrected latency", 3)
-            doc.paragraph(
-                "Corrected latency is timed from each request's intended send time, uncorrected from its actual "
-                "send; late: sent more than 1 ms after the intended time; dropped: not sent (in-flight limit).",
-                True,
-            )
-            doc.table(tables.OPEN_LOOP_HEADERS, tables.open_loop_rows(data))
-        if data.run.server:
-            doc.heading("Triton server side", 3)
-            doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
-            doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
-            batches_png = plots.batch_sizes(data.run.server, data.run.requested_batch_sizes())
-            if batches_png:
-                doc.paragraph(
-                    "Batch sizes Triton executed (its per-batch-size statistics: what the dynamic batcher formed, "
-                    "warm-up included if it ran during the run) beside the batch sizes the client requested.",
-                    True,
-                )
-                doc.image(f"{prefix}batch_sizes.png", batches_png, "Executed batch sizes vs requested")
-        if (interval_headers := tables.interval_headers(data)) is not None:
-            doc.heading("How sure the percentiles are", 3)
-            doc.paragraph(
-                "Where each true percentile lies at the stated confidence: distribution-free bounds from order "
-                "statistics (binomial ranks, the count MLPerf's early stopping rests on), at HDR bucket edges. "
-                "A percentile too few requests can bound says how many it needs.",
-                True,
-            )
-            doc.table(interval_headers, tables.interval_rows(data))
-
+    _endpoints_section(doc, data, prefix)
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:
         doc.heading(title, 3)
         doc.table(headers, rows)
-
-    # One x-range, the same step lines and the same outages on every over-time chart.
-    faults = data.run.faults if data.run is not None else None
-    time_axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s, faults)
-    if data.timeseries is not None and len(data.timeseries):
-        doc.heading("Over time")
-        doc.image(
-            f"{prefix}latency_over_time.png",
-            plots.latency_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s, faults),
-            "Latency percentiles over time",
-        )
-        doc.image(
-            f"{prefix}throughput_over_time.png",
-            plots.throughput_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s, faults),
-            "Throughput over time",
-        )
-    server_png = plots.server_over_time(data.server_intervals, time_axis) if data.server_intervals else None
-    resources_png = plots.resources_over_time(data.resources, time_axis) if data.resources is not None else None
-    if server_png or resources_png:
-        doc.heading("Server side over time")
-        if server_png:
-            doc.image(f"{prefix}server_over_time.png", server_png, "Server batch size and queue time over time")
-        if resources_png:
-            doc.image(f"{prefix}resources_over_time.png", resources_png, "GPU and CPU over time")
-        if data.resources is None or not data.resources["metric"].str.startswith("nv_gpu").any():
-            doc.paragraph("No GPU metrics were recorded (Triton ran without a GPU).", True)
+    _over_time_section(doc, data, prefix)
     return doc
 
 
@@ -159,3 +101,70 @@ def _levels_section(doc: Document, data: Dataset, prefix: str) -> None:
             plots.latency_vs_throughput(series, data.level_kind, knee),
             "Latency vs Throughput",
         )
+
+
+def _endpoints_section(doc: Document, data: Dataset, prefix: str) -> None:
+    """The whole run per endpoint: totals, open-loop lateness, Triton's side, percentile bounds."""
+    if not data.endpoints:
+        return
+    doc.heading("Endpoints")
+    doc.paragraph("Whole run, from summary.json. Latencies of successful requests, ms with µs precision.", True)
+    doc.table(tables.ENDPOINT_HEADERS, tables.endpoint_rows(data))
+    if data.open_loop:
+        doc.heading("Corrected vs uncorrected latency", 3)
+        doc.paragraph(
+            "Corrected latency is timed from each request's intended send time, uncorrected from its actual "
+            "send; late: sent more than 1 ms after the intended time; dropped: not sent (in-flight limit).",
+            True,
+        )
+        doc.table(tables.OPEN_LOOP_HEADERS, tables.open_loop_rows(data))
+    if data.run.server:
+        doc.heading("Triton server side", 3)
+        doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
+        doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
+        batches_png = plots.batch_sizes(data.run.server, data.run.requested_batch_sizes())
+        if batches_png:
+            doc.paragraph(
+                "Batch sizes Triton executed (its per-batch-size statistics: what the dynamic batcher formed, "
+                "warm-up included if it ran during the run) beside the batch sizes the client requested.",
+                True,
+            )
+            doc.image(f"{prefix}batch_sizes.png", batches_png, "Executed batch sizes vs requested")
+    if (interval_headers := tables.interval_headers(data)) is not None:
+        doc.heading("How sure the percentiles are", 3)
+        doc.paragraph(
+            "Where each true percentile lies at the stated confidence: distribution-free bounds from order "
+            "statistics (binomial ranks, the count MLPerf's early stopping rests on), at HDR bucket edges. "
+            "A percentile too few requests can bound says how many it needs.",
+            True,
+        )
+        doc.table(interval_headers, tables.interval_rows(data))
+
+
+def _over_time_section(doc: Document, data: Dataset, prefix: str) -> None:
+    """Latency, throughput, Triton's side and resources over the run, on one time axis."""
+    # One x-range, the same step lines and the same outages on every over-time chart.
+    faults = data.run.faults if data.run is not None else None
+    time_axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s, faults)
+    if data.timeseries is not None and len(data.timeseries):
+        doc.heading("Over time")
+        doc.image(
+            f"{prefix}latency_over_time.png",
+            plots.latency_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s, faults),
+            "Latency percentiles over time",
+        )
+        doc.image(
+            f"{prefix}throughput_over_time.png",
+            plots.throughput_over_time(data.timeseries, data.steps, data.steps_kind, data.window_s, faults),
+            "Throughput over time",
+        )
+    server_png = plots.server_over_time(data.server_intervals, time_axis) if data.server_intervals else None
+    resources_png = plots.resources_over_time(data.resources, time_axis) if data.resources is not None else None
+    if server_png or resources_png:
+        doc.heading("Server side over time")
+        if server_png:
+            doc.image(f"{prefix}server_over_time.png", server_png, "Server batch size and queue time over time")
+        if resources_png:
+            doc.image(f"{prefix}resources_over_time.png", resources_png, "GPU and CPU over time")
+        if data.resources is None or not data.resources["metric"].str.startswith("nv_gpu").any():
+            doc.paragraph("No GPU metrics were recorded (Triton ran without a GPU).", True)

@@ -1,0 +1,88 @@
+"""The charts' shared look: one meaning per colour, the PNG canvas, the legend's place.
+
+One meaning per colour across the report: latency percentiles are shades of blue (darker is
+higher), the parts of a request are greens, reds, yellow and greys, endpoints and models
+take their colour from ENDPOINT_COLOURS (by name, the same in every chart), and the load
+(users, target rate, inferences/s of a level chart) is black.
+
+    endpoint_colour("bert_qa [grpc]")   # the model's colour, in every chart of every report
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+# perf_analyzer's order, bottom to top, and one colour per part in every chart.
+COMPONENTS = [
+    ("client_network_us", "client send/recv + network", "#9e9e9e"),
+    ("client_wait_us", "client wait (open loop: due, not yet sent)", "#5f5f5f"),
+    ("queue_us", "server queue", "#d62728"),
+    ("compute_input_us", "compute input", "#f2b447"),
+    ("compute_infer_us", "compute infer", "#54a24b"),
+    ("compute_output_us", "compute output", "#b5cf6b"),
+    # Legacy perf_client CSVs: one compute column (input + infer + output).
+    ("compute_total_us", "compute (not split)", "#2e6b2a"),
+    ("cache_us", "response cache (hit + miss)", "#8c6d31"),
+]
+PERCENTILES = [("p50_us", "p50"), ("p90_us", "p90"), ("p95_us", "p95"), ("p99_us", "p99")]
+# One hue, darker for higher percentiles: a percentile never looks like a part or an endpoint.
+PERCENTILE_COLOURS = {"p50": "#9ecae1", "p90": "#4292c6", "p95": "#2171b5", "p99": "#08306b"}
+# Endpoints and models (over-time charts): none of them a blue, green, red or grey used above.
+ENDPOINT_COLOURS = ("#f58518", "#b279a2", "#8c564b", "#e377c2", "#c51b7d", "#7f3c8d")
+# Devices of the resources chart (CPU, each GPU): teals.
+DEVICE_COLOURS = ("#01665e", "#35978f", "#80cdc1", "#003c30")
+LOAD_COLOUR = "black"
+STEP_COLOUR = "#777777"
+# Outages on the timeline (restarts, lost workers): a dark crimson no other group uses.
+FAULT_COLOUR = "#67001f"
+LEVEL_AXIS = {
+    "concurrency": "concurrency (requests in flight)",
+    "request_rate": "request rate (req/s)",
+    "step": "load-shape step",
+    "run": "",
+}
+# More step boundaries than this are drawn as lines without their target written on top.
+MAX_STEP_LABELS = 12
+DPI = 100
+# Beyond this many windows per line (an hour of 1-s windows is 3,600), windows are binned:
+# a chart is a few hundred pixels wide, and raw per-second lines become a solid band.
+MAX_POINTS = 400
+
+
+def endpoint_colour(name: str) -> str:
+    """The same colour for an endpoint (or a model: its endpoints' name starts with it) in
+    every chart of every report: chosen by the model name, not by plotting order."""
+    model = name.split(" [")[0]
+    return ENDPOINT_COLOURS[zlib.crc32(model.encode()) % len(ENDPOINT_COLOURS)]
+
+
+def endpoint_linestyle(name: str) -> str:
+    """Two endpoints of one model share its colour: gRPC's line is dash-dotted, HTTP's solid."""
+    return "-." if name.endswith("[grpc]") else "-"
+
+
+def target_text(target: float, kind: str) -> str:
+    """A step's target: '1 user', '4 users', '100 req/s'."""
+    if kind == "rate":
+        return f"{target:g} req/s"
+    return f"{target:g} user" + ("" if target == 1 else "s")
+
+
+def legend_outside(axes: Axes, handles=None, labels=None) -> None:
+    """The legend right of the axes, where it hides no data."""
+    if handles is None:
+        handles, labels = axes.get_legend_handles_labels()
+    axes.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
+
+
+def png(figure: Figure) -> bytes:
+    """The figure drawn on the Agg canvas (no pyplot, no GUI backend), as PNG bytes."""
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
