@@ -10,8 +10,6 @@ marked NotRequired are absent in closed-loop runs or in run directories from old
     late_ratio(entry["late"], entry["requests"])
 """
 
-from __future__ import annotations
-
 from typing import NotRequired, TypedDict
 
 # The name of the entry that merges every endpoint of the run.
@@ -22,12 +20,10 @@ DROPPED = "dropped"
 OPEN_LOOP_COUNTS = (LATE, DROPPED)
 
 
-class EndpointEntry(TypedDict):
-    """One element of summary.json's "endpoints": one endpoint's whole run. Latencies in µs."""
+class EntryTotals(TypedDict):
+    """The keys every summary.json entry has, an endpoint's or a merge of endpoints'. Latencies in µs."""
 
-    name: str  # "bert_qa [grpc]"
-    model: str
-    protocol: str
+    name: str  # "bert_qa [grpc]", a model's name, or OVERALL
     requests: int
     failures: int
     failures_by_class: dict[str, int]
@@ -38,6 +34,15 @@ class EndpointEntry(TypedDict):
     latency_us: dict[str, float]  # hdr.LATENCY_KEYS: p50 ... p99.9, max, mean
     confidence: NotRequired[float]  # the level latency_ci_us holds (confidence.DEFAULT_CONFIDENCE)
     latency_ci_us: NotRequired[dict[str, list[float | None]]]  # [lower, upper] per percentile key
+    late: NotRequired[int]  # open loop only, like dropped
+    dropped: NotRequired[int]
+
+
+class EndpointEntry(EntryTotals):
+    """One element of summary.json's "endpoints": one endpoint's whole run."""
+
+    model: str
+    protocol: str
     bytes_sent: NotRequired[int]
     bytes_received: NotRequired[int]
     bytes_sent_per_s: NotRequired[float]
@@ -45,28 +50,13 @@ class EndpointEntry(TypedDict):
     requested_batch_sizes: NotRequired[dict[str, int]]  # {"1": 700, "2": 300}
     # Open loop: latency_us is timed from the intended send, this from the actual send.
     latency_uncorrected_us: NotRequired[dict[str, float]]
-    late: NotRequired[int]
-    dropped: NotRequired[int]
 
 
-class MergedEntry(TypedDict):
+class MergedEntry(EntryTotals):
     """summary.json's "overall" and each "model_totals" value: endpoints merged by `combine`
     (the latency from the merged histograms, with its interval)."""
 
-    name: str
     endpoints: list[str]
-    requests: int
-    failures: int
-    failures_by_class: dict[str, int]
-    inferences: int
-    duration_s: float
-    throughput_rps: float
-    throughput_infer_per_s: float
-    latency_us: dict[str, float]
-    confidence: NotRequired[float]
-    latency_ci_us: NotRequired[dict[str, list[float | None]]]
-    late: NotRequired[int]
-    dropped: NotRequired[int]
 
 
 class Summary(TypedDict):
@@ -79,6 +69,9 @@ class Summary(TypedDict):
     overall: NotRequired[MergedEntry]
     model_totals: NotRequired[dict[str, MergedEntry]]  # models with several endpoints
     faults: NotRequired[dict]  # lost workers, restarts, unreachable spans (faults.py words them)
+    # Worker reports that arrived after their window was written (distributed runs): counted
+    # in the totals, missing from timeseries.csv.
+    late_worker_windows: NotRequired[int]
     slo: NotRequired[list[dict]]  # one verdict per --slo clause (slo.Result.to_json)
 
 
