@@ -20,7 +20,7 @@ from hdrh.histogram import HdrHistogram
 
 from loadtests.clients.base import CONNECTION_FAILURES
 
-# The histogram range and its summary are shared with the reports (pure, no Locust).
+# The histogram range, its summary and intervals are the run-directory format's (shared with the reports).
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
 from loadtests.run_format.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
 
