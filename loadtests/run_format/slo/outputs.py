@@ -1,6 +1,8 @@
 """An SLO verdict's outputs: the console table and the JUnit XML file for CI.
 
-print(format_table(results)); write_junit("slo.xml", results)
+Both the end-of-run gate and `python -m analysis check` print and write these.
+
+    print(format_table(results)); write_junit("slo.xml", results)
 """
 
 from __future__ import annotations

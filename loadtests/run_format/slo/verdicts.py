@@ -1,8 +1,10 @@
 """Judging clauses on summary.json entries: a measured value, a verdict, and its interval.
 
-resolve = resolver_for_summary(summary)        # target -> summary.json entry
-results = evaluate(clauses, resolve)           # [Result(...)], one per clause
-failed(results)                                # the ones that give exit code 3
+An entry is an endpoint's, a model's or the overall one (resolver_for_summary picks it).
+
+    resolve = resolver_for_summary(summary)        # target -> summary.json entry
+    results = evaluate(clauses, resolve)           # [Result(...)], one per clause
+    failed(results)                                # the ones that give exit code 3
 """
 
 from __future__ import annotations
