@@ -45,6 +45,7 @@ from analysis.slo import (
 from loadtests.endpoints import model_name_for
 from loadtests.errors import SpecError, StartupError
 from loadtests.recording.merged import by_model, merge_stats
+from loadtests.traffic.constants import CLOSED_LOOP
 
 if TYPE_CHECKING:
     from hdrh.histogram import HdrHistogram
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from loadtests.runtime import Runtime
 
 logger = logging.getLogger(__name__)
-CLOSED_LOOP = "closed"
 
 
 def clauses_from(options) -> list[Clause]:
