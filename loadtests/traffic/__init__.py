@@ -17,4 +17,4 @@
 from loadtests.traffic.install import install_shape
 from loadtests.traffic.shape import TrafficShape
 
-__all__ = ["TrafficShape", "install_shape"]
+__all__ = ("TrafficShape", "install_shape")
