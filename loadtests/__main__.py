@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from loadtests import capacity, demo, sweep
+from loadtests import demo
+from loadtests.commands import capacity, sweep
 from loadtests.errors import StartupError
 from loadtests.server import serve
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from loadtests.addresses import check_address
 from loadtests.errors import SpecError
-from loadtests.traffic import shapes as traffic_shapes
+from loadtests.traffic.arguments import add_arguments as add_shape_arguments
+from loadtests.traffic.constants import CLOSED_LOOP, OPEN_LOOP_HINT, OPEN_LOOP_MODES
 from loadtests.workloads import BatchSizeSpec, parse_batch_size, parse_input_map, parse_shape_overrides
 
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
@@ -31,8 +32,6 @@ DEFAULT_REQUEST_TIMEOUT_S = 30.0
 DATA_MODES = ("random", "zero")
 DEFAULT_WINDOW_S = 1.0
 DEFAULT_SERVER_POLL_S = 5.0
-CLOSED_LOOP = "closed"
-OPEN_LOOP_MODES = traffic_shapes.OPEN_LOOP_MODES
 TRAFFIC_MODES = (CLOSED_LOOP, *OPEN_LOOP_MODES)
 # Per worker: enough for a few hundred requests/s at tens of ms each, small enough
 # that a stalled server cannot make one worker open thousands of connections.
@@ -194,8 +193,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=False,
         help="open loop: at the --max-in-flight cap, drop a due request (counted) instead of sending it late",
     )
-    # --load-shape and --shape-args (loadtests/traffic/shapes.py)
-    traffic_shapes.add_arguments(parser)
+    # --load-shape and --shape-args (loadtests/traffic/arguments.py)
+    add_shape_arguments(parser)
 
 
 def _text(options: argparse.Namespace, name: str) -> str:
@@ -292,7 +291,7 @@ class Settings:
         if not math.isfinite(rate) or rate < 0:
             raise SpecError(f"--rate must be a finite number >= 0, got {rate}")
         if traffic == CLOSED_LOOP and rate:
-            raise SpecError(f"--rate applies to open-loop traffic: add {traffic_shapes.OPEN_LOOP_HINT}")
+            raise SpecError(f"--rate applies to open-loop traffic: add {OPEN_LOOP_HINT}")
         if max_in_flight < 1:
             raise SpecError(f"--max-in-flight must be at least 1, got {max_in_flight}")
         burstiness = _burstiness(options, traffic)

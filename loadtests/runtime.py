@@ -15,6 +15,7 @@ Listeners (registered by `install(events)` from the locustfile):
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
@@ -32,6 +33,7 @@ from loadtests.clients import open_client
 from loadtests.clients.base import CONNECTION_FAILURES
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import SpecError, StartupError
+from loadtests.events import RunStarted, SuiteEvents
 from loadtests.interrupts import route_sigint_to_main_greenlet
 from loadtests.outputs import check_outputs
 from loadtests.recording.console import behind_schedule_warnings, print_exact_summary, print_faults
@@ -46,8 +48,11 @@ from loadtests.recording.throttling import ThrottleMeter
 from loadtests.recording.throttling import add as add_throttle
 from loadtests.recording.triton_info import fetch_triton_info
 from loadtests.recording.windows import RunAggregator, WindowRecorder
-from loadtests.traffic import shapes as traffic_shapes
+from loadtests.traffic import TrafficShape, install_shape
+from loadtests.traffic.constants import RATE
 from loadtests.traffic.open_loop import RATE_MESSAGE, ClientPool, OpenLoop, RatePlan
+from loadtests.traffic.stand_in import settings_from_options
+from loadtests.traffic.steps import Step
 
 logger = logging.getLogger(__name__)
 REPORT_KEY = "triton_loadtest"
@@ -82,7 +87,7 @@ class Run:
     loop: gevent.Greenlet | None = None
     cpu_s: float = 0.0
     throttle: dict[str, int] | None = None
-    shape: traffic_shapes.TrafficShape | None = None
+    shape: TrafficShape | None = None
     rate_publisher: gevent.Greenlet | None = None
     warned_behind: bool = False
 
@@ -111,6 +116,12 @@ class Runtime:
     auto_stop_grace: bool = False
     _locks: dict[tuple[str, str], Semaphore] = field(default_factory=dict)
     _user_seed: int = 0
+    # The suite's event spine for this Environment (loadtests/events.py): shapes fire on it.
+    events: SuiteEvents = field(default_factory=SuiteEvents)
+
+    def __post_init__(self) -> None:
+        self.events.target_rate_changed.add_listener(lambda rate, **_kw: self.set_total_rate(rate))
+        self.events.step_started.add_listener(self._on_step_started)
 
     # -- settings and endpoints -------------------------------------------------------
     def reload_settings(self) -> None:
@@ -122,16 +133,14 @@ class Runtime:
         if not isinstance(self.environment.runner, WorkerRunner):
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
             self.environment.host = f"http://{settings.triton_http}"
-            # Where a kind=rate shape sends its targets (shapes refuse kind=rate without it).
-            traffic_shapes.set_rate_target = self.set_total_rate if settings.open_loop else None
 
     def check_traffic(self) -> None:
         """Open-loop traffic needs a rate: --rate, or a load shape with kind=rate; raises SpecError."""
         settings = self.settings
         shape = self.environment.shape_class
-        if isinstance(shape, traffic_shapes.TrafficShape):
+        if isinstance(shape, TrafficShape):
             kind = shape.target_kind
-            if settings.open_loop and kind != traffic_shapes.RATE:
+            if settings.open_loop and kind != RATE:
                 raise SpecError(
                     f"--traffic {settings.traffic} with --load-shape {shape.name}: the shape sets the rate, "
                     "add kind=rate to --shape-args"
@@ -324,18 +333,38 @@ class Runtime:
         self.run = Run(directory, aggregator, server, faults)
         self.run.loop = gevent.spawn(self._run_loop, self.run)
         shape = self.environment.shape_class
-        if isinstance(shape, traffic_shapes.TrafficShape):
+        if isinstance(shape, TrafficShape):
             self.run.shape = shape
-            shape.on_step = lambda step, run=self.run: self.begin_step(run, step)
             self.write_steps(self.run)  # step 0 began before test_start created the directory
-            attach = getattr(shape, "attach_run", None)
-            if attach is not None:
-                attach(self.run)  # a shape that follows the run's closed windows (the sweep)
+        aggregator.observers.append(
+            lambda start_s, window_s, endpoints: self.events.window_closed.fire(
+                start_s=start_s, end_s=start_s + window_s, endpoints=endpoints
+            )
+        )
+        self.events.run_started.fire(
+            run=RunStarted(
+                directory.path,
+                directory.started_at,
+                settings.window_s,
+                tuple(models),
+                snapshot_now=server.stats.snapshot_now,
+                server_delta=compute_delta,
+            )
+        )
         if settings.open_loop and isinstance(self.environment.runner, MasterRunner):
             self.publish_rate()  # before the spawn messages, so workers start at their share
             self.run.rate_publisher = gevent.spawn(self._publish_rate_loop)
 
-    def begin_step(self, run: Run, step: traffic_shapes.Step) -> None:
+    def _on_step_started(self, step: Step, **_kwargs) -> None:
+        run = self.run
+        if run is None or run.shape is not self.environment.shape_class:
+            return  # step 0 comes before test_start creates the run (start_run writes it)
+        try:
+            self.begin_step(run, step)
+        except Exception:  # a recording problem must not stop the load
+            logger.exception("steps.json: could not record step %d", step.index)
+
+    def begin_step(self, run: Run, step: Step) -> None:
         """A load-shape step starts: its boundary in steps.json, and Triton's statistics read
         right there, so each step's server breakdown is exact (not blended from a polling
         interval that spans two steps)."""
@@ -446,6 +475,7 @@ class Runtime:
         print_exact_summary(run.aggregator.totals, open_loop=self.settings.open_loop)
         print_faults(faults)
         slo_gate.finish(self.environment, path, run.aggregator.totals)  # --slo verdicts, --junit, exit code 3
+        self.events.run_finished.fire(path=path, summary=json.loads((path / "summary.json").read_text()))
 
 
 def requests_by_model(totals: dict) -> dict[str, int]:
@@ -495,7 +525,12 @@ def install(events) -> None:
             return  # workers get their options at test_start
         try:
             runtime.reload_settings()
-            traffic_shapes.install_shape(environment, kwargs.get("web_ui"))
+            install_shape(
+                environment,
+                kwargs.get("web_ui"),
+                runtime.events,
+                lambda: settings_from_options(environment.parsed_options),
+            )
             runtime.check_traffic()
             # Let a stopping user finish its in-flight request (at most one request timeout):
             # a request Triton counted but the user never reported would break exact counts.
@@ -543,7 +578,7 @@ def install(events) -> None:
             runtime.auto_stop_grace = not getattr(environment.parsed_options, "stop_timeout", 0)
         if not isinstance(environment.runner, WorkerRunner):
             shape = environment.shape_class
-            if not (isinstance(shape, traffic_shapes.TrafficShape) and shape.profile is not None):
+            if not (isinstance(shape, TrafficShape) and shape.profile is not None):
                 runtime.total_rate = runtime.settings.rate  # a rate shape has set it in its first tick
         if not isinstance(environment.runner, MasterRunner):
             runtime.start_traffic()
@@ -557,6 +592,7 @@ def install(events) -> None:
         runtime.stop_traffic()  # users have stopped: their in-flight requests are in
         if runtime.run is not None:
             runtime.run.directory.stopped_at = time.time()
+            runtime.events.run_stopping.fire(stopped_at=runtime.run.directory.stopped_at)
             runtime.write_steps(runtime.run, final=True)  # the last step ends at the real stop
         if runtime.is_local:
             runtime.finish_run()

@@ -44,6 +44,7 @@ from loadtests.run_format.slo import (
     write_junit,
 )
 from loadtests.run_format.summary import OVERALL, combine
+from loadtests.traffic.constants import CLOSED_LOOP
 
 if TYPE_CHECKING:
     from hdrh.histogram import HdrHistogram
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
     from loadtests.runtime import Runtime
 
 logger = logging.getLogger(__name__)
-CLOSED_LOOP = "closed"
 
 
 def clauses_from(options) -> list[Clause]:

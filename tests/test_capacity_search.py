@@ -94,7 +94,7 @@ def measure_level(controller, now: float, latency_us: float, windows: int = 3):
 
 
 def test_controller_confirms_a_failure_before_the_search_believes_it():
-    from loadtests.traffic.capacity import CapacityController
+    from loadtests.traffic.capacity_levels import CapacityController
 
     controller = CapacityController(CapacitySearch(start_rate=20.0), parse_slo("p99<50ms"), settle=1)
     assert measure_level(controller, 100.0, 60_000).level == 20.0  # fails (a hiccup, say)
@@ -113,7 +113,7 @@ def test_controller_confirms_a_failure_before_the_search_believes_it():
 
 
 def test_an_overloaded_level_stopped_early_is_not_measured_again():
-    from loadtests.traffic.capacity import CapacityController
+    from loadtests.traffic.capacity_levels import CapacityController
 
     controller = CapacityController(CapacitySearch(start_rate=100.0), parse_slo("p99<50ms"), settle=1)
     # 40 responses a second at a rate of 100, p99 far past the limit: overloaded, no hiccup.
@@ -133,8 +133,8 @@ def test_an_overloaded_level_stopped_early_is_not_measured_again():
 )
 def test_a_level_is_judged_on_its_confidence_interval_too(clauses, passes):
     from loadtests.recording.histograms import EndpointStats
-    from loadtests.traffic.capacity import judge
-    from loadtests.traffic.sweep import LevelResult
+    from loadtests.traffic.capacity_levels import judge
+    from loadtests.traffic.sweep_levels import LevelResult
 
     stats = EndpointStats("m [http]", "m", "http")
     for i in range(2000):

@@ -14,24 +14,15 @@ import gevent
 import pytest
 
 from loadtests.errors import SpecError
-from loadtests.traffic import shapes
-from loadtests.traffic.shapes import (
-    RATE,
-    USERS,
-    Ramp,
-    RampShape,
-    Sine,
-    SineShape,
-    SpikeShape,
-    Step,
-    StepsShape,
-    TraceShape,
-    parse_shape_args,
-    read_trace,
-    spike,
-    staircase,
-    steps_json,
-)
+from loadtests.events import SuiteEvents
+from loadtests.traffic import arguments, install
+from loadtests.traffic.constants import RATE, USERS
+from loadtests.traffic.profiles import Ramp, Sine, read_trace, spike, staircase
+from loadtests.traffic.shape import RampShape, SineShape, SpikeShape, StepsShape, TraceShape
+from loadtests.traffic.shape_args import build_profile
+from loadtests.traffic.stand_in import settings_from_options
+from loadtests.traffic.steps import Step, steps_json
+from loadtests.traffic.table import SHAPE_KEYS, parse_shape_args
 from tests.helpers import run_cli
 
 
@@ -47,7 +38,7 @@ def test_steps_profile_holds_each_target_for_step_s():
 def test_steps_from_start_step_count():
     args = parse_shape_args("steps", "start=2,step=3,count=3,step_s=5")
     assert args["targets"] == [2, 5, 8]
-    assert shapes.build_profile("steps", args).target_at(12) == 8
+    assert build_profile("steps", args).target_at(12) == 8
     down = parse_shape_args("steps", "start=8,step=-2,count=4,step_s=5")
     assert down["targets"] == [8, 6, 4, 2]
 
@@ -104,7 +95,7 @@ def test_trace_rate_header_scale_and_late_first_row(tmp_path):
     path.write_text("Time_s, Rate\n5,100\n10,250.5\n")
     args = parse_shape_args("trace", f"file={path},scale=2,hold_s=1")
     assert args["kind"] == RATE
-    profile = shapes.build_profile("trace", args)
+    profile = build_profile("trace", args)
     assert profile.target_at(0) == 0  # before the first row: no load
     assert profile.target_at(5) == 200
     assert profile.target_at(10.5) == 501
@@ -199,7 +190,7 @@ def test_bad_shape_args_name_the_shape_key_and_accepted_keys(shape, text, proble
     message = str(error.value)
     assert message.startswith(f"--shape-args for {shape}: ")
     assert problem in message
-    assert f"(accepted keys: {', '.join(shapes.SHAPE_KEYS[shape])})" in message
+    assert f"(accepted keys: {', '.join(SHAPE_KEYS[shape])})" in message
     assert "\n" not in message
 
 
@@ -217,13 +208,27 @@ class FakeClock:
         return self.t
 
 
-def make_shape(cls, shape_args: str, run_time=None, num_users=1):
-    options = argparse.Namespace(shape_args=shape_args, run_time=run_time, num_users=num_users)
-    shape = cls()
+def make_shape(cls, shape_args: str, run_time=None, num_users=1, traffic="closed"):
+    options = argparse.Namespace(shape_args=shape_args, run_time=run_time, num_users=num_users, traffic=traffic)
+    shape = cls(SuiteEvents(), lambda: settings_from_options(options))
     shape.runner = SimpleNamespace(environment=SimpleNamespace(parsed_options=options, process_exit_code=None))
     shape.runner.user_count = 0
     shape.get_run_time = clock = FakeClock()
     return shape, clock
+
+
+def fired(hook) -> list:
+    """Every value a spine event is fired with (its one keyword argument)."""
+    values: list = []
+    hook.add_listener(lambda **kwargs: values.extend(kwargs.values()))
+    return values
+
+
+def install_shape(environment, web_ui=None):
+    """The shapes installed as the suite's run wiring does, on a spine of their own."""
+    return install.install_shape(
+        environment, web_ui, SuiteEvents(), lambda: settings_from_options(environment.parsed_options)
+    )
 
 
 def run_ticks(shape, clock, times):
@@ -245,8 +250,7 @@ def locust_ticks(seconds: int, phase_s: float = 0.002):
 
 def test_steps_shape_ticks_and_records_steps():
     shape, clock = make_shape(StepsShape, "targets=1;3;2,step_s=3")
-    started = []
-    shape.on_step = started.append
+    started = fired(shape.events.step_started)
     ticks = run_ticks(shape, clock, locust_ticks(10))
     # Default spawn rate: the whole change within a second; unchanged while the target holds.
     assert ticks == [(1, 1.0)] * 3 + [(3, 2.0)] * 3 + [(2, 1.0)] * 3 + [None]
@@ -263,8 +267,7 @@ def test_changes_happen_at_the_nearest_tick():
     # greenlet) at test_start, just after the first tick: later ticks fall just before
     # whole seconds. It is the same run: the steps are not passed twice.
     shape, clock = make_shape(StepsShape, "targets=1;3,step_s=3")
-    started = []
-    shape.on_step = started.append
+    started = fired(shape.events.step_started)
     assert run_ticks(shape, clock, [0.0])[0][0] == 1
     shape.runner.shape_greenlet = gevent.getcurrent()
     shape.reset_time()
@@ -328,23 +331,22 @@ def test_trace_shape_from_csv(tmp_path):
     assert [s.target for s in shape.passed_steps] == [2, 5]
 
 
-def test_rate_target_goes_to_the_hook(monkeypatch, tmp_path):
-    rates: list[float] = []
-    monkeypatch.setattr(shapes, "set_rate_target", rates.append)
-    shape, clock = make_shape(StepsShape, "kind=rate,targets=50;100,step_s=2,users=6")
+def test_rate_target_goes_to_the_hook(tmp_path):
+    shape, clock = make_shape(StepsShape, "kind=rate,targets=50;100,step_s=2,users=6", traffic="constant")
+    rates = fired(shape.events.target_rate_changed)
     assert run_ticks(shape, clock, locust_ticks(5)) == [(6, 6.0)] * 4 + [None]
     assert rates == [50, 100]  # once per change
     assert shape.target_kind == RATE
 
     path = tmp_path / "rates.csv"
     path.write_text("time_s,rate\n0,10\n1,20\n")
-    trace, clock = make_shape(TraceShape, f"file={path},hold_s=1", num_users=3)  # users from -u
+    trace, clock = make_shape(TraceShape, f"file={path},hold_s=1", num_users=3, traffic="constant")  # users from -u
+    rates = fired(trace.events.target_rate_changed)
     assert run_ticks(trace, clock, locust_ticks(3)) == [(3, 3.0), (3, 3.0), None]
     assert rates[-2:] == [10, 20]
 
 
-def test_rate_shape_without_open_loop_stops_with_an_error(monkeypatch):
-    monkeypatch.setattr(shapes, "set_rate_target", None)
+def test_rate_shape_without_open_loop_stops_with_an_error():
     shape, _clock = make_shape(StepsShape, "kind=rate,targets=50")
     assert shape.tick() is None
     assert shape.runner.environment.process_exit_code == 2
@@ -359,10 +361,10 @@ def test_bad_args_in_a_web_ui_run_stop_the_shape():
 def test_on_step_failure_does_not_stop_the_shape():
     shape, clock = make_shape(StepsShape, "targets=1;2,step_s=1")
 
-    def broken(step):
+    def broken(step, **_kwargs):
         raise OSError("disk full")
 
-    shape.on_step = broken
+    shape.events.step_started.add_listener(broken)
     assert run_ticks(shape, clock, locust_ticks(2)) == [(1, 1.0), (2, 1.0)]
 
 
@@ -381,8 +383,8 @@ def locust_parser():
     from locust.argument_parser import get_parser
 
     parser = get_parser()
-    shapes.add_arguments(parser)
-    shapes.add_arguments(parser)  # idempotent: the lead's options.py and install() may both call it
+    arguments.add_arguments(parser)
+    arguments.add_arguments(parser)  # idempotent: the lead's options.py and install() may both call it
     return parser
 
 
@@ -430,7 +432,7 @@ def make_environment(argv: list[str]):
 
 def test_install_selects_by_name_or_leaves_plain_runs_alone():
     plain = make_environment(["-u", "3"])
-    assert shapes.install_shape(plain) is None
+    assert install_shape(plain) is None
     assert plain.shape_class is None
     assert set(plain.available_shape_classes) == {
         "StepsShape",
@@ -438,28 +440,28 @@ def test_install_selects_by_name_or_leaves_plain_runs_alone():
         "SpikeShape",
         "SineShape",
         "TraceShape",
-        "SweepShape",  # loadtests/traffic/sweep.py (tests/test_sweep.py)
-        "CapacityShape",  # loadtests/traffic/capacity.py (tests/test_capacity*.py)
+        "SweepShape",  # loadtests/traffic/sweep_shape.py (tests/test_sweep.py)
+        "CapacityShape",  # loadtests/traffic/capacity_shape.py (tests/test_capacity*.py)
     }
 
     chosen = make_environment(
         ["--load-shape", "spike", "--shape-args", "baseline=1,peak=2,at_s=1,spike_s=1,duration_s=3"]
     )
-    shape = shapes.install_shape(chosen)
+    shape = install_shape(chosen)
     assert isinstance(shape, SpikeShape) and chosen.shape_class is shape
     assert shape.runner is chosen.runner
-    assert shapes.install_shape(chosen) is shape  # idempotent
+    assert install_shape(chosen) is shape  # idempotent
 
     bad = make_environment(["--load-shape", "steps", "--shape-args", "targets=1,bogus=2"])
     with pytest.raises(SpecError, match="unknown key 'bogus'"):
-        shapes.install_shape(bad)
+        install_shape(bad)
 
 
 def test_web_ui_selects_the_shape_by_name(monkeypatch):
     monkeypatch.setattr("sys.argv", ["locust"])  # the web UI re-parses the command line for its form
     environment = make_environment([])
     web_ui = environment.create_web_ui("127.0.0.1", 0, delayed_start=True)
-    shapes.install_shape(environment, web_ui)
+    install_shape(environment, web_ui)
     client = web_ui.app.test_client()
     form = {"user_count": "2", "spawn_rate": "2", "host": "", "load_shape": "steps", "shape_args": "targets=1;2"}
     try:

@@ -11,19 +11,15 @@ from pathlib import Path
 import pytest
 
 from loadtests.__main__ import main
+from loadtests.commands.sweep import choose_user_class, parse_range
 from loadtests.errors import SpecError
 from loadtests.recording import sweep_files
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.server_stats import ModelDelta
-from loadtests.sweep import choose_user_class
-from loadtests.traffic import shapes
-from loadtests.traffic.sweep import (
-    SweepController,
-    is_stable,
-    over_latency_limit,
-    parse_range,
-    parse_sweep_args,
-)
+from loadtests.traffic.stability import is_stable, over_latency_limit
+from loadtests.traffic.sweep_args import parse_sweep_args
+from loadtests.traffic.sweep_levels import SweepController
+from loadtests.traffic.table import parse_shape_args
 from tests.helpers import read_summary, run_cli, triton_options
 
 PA_HEADER = (
@@ -82,7 +78,7 @@ def test_sweep_shape_args():
         "kind": "users",
     }
     assert parse_sweep_args("levels=10;20,kind=rate,users=3")["users"] == 3
-    assert shapes.parse_shape_args("sweep", "levels=1") == parse_sweep_args("levels=1")  # via --load-shape
+    assert parse_shape_args("sweep", "levels=1") == parse_sweep_args("levels=1")  # via --load-shape
     for text, problem in [
         ("", "missing levels="),
         ("levels=1;x", "must be positive numbers"),

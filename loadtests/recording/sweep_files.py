@@ -51,7 +51,7 @@ LEVEL_COLUMN = {CONCURRENCY: "Concurrency", REQUEST_RATE: "Request Rate"}
 
 
 def sweep_json(controller, relative_to: float, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """sweep.json's content from a SweepController (loadtests/traffic/sweep.py)."""
+    """sweep.json's content from a SweepController (loadtests/traffic/sweep_levels.py)."""
     results = controller.results
     return {
         "mode": CONCURRENCY if controller.kind == "users" else REQUEST_RATE,

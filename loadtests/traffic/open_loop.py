@@ -255,4 +255,4 @@ class OpenLoop:
         self._timer.close()
 
 
-__all__ = ["CONSTANT", "GAMMA", "POISSON", "RATE_MESSAGE", "ArrivalSchedule", "ClientPool", "OpenLoop", "RatePlan"]
+__all__ = ("CONSTANT", "GAMMA", "POISSON", "RATE_MESSAGE", "ArrivalSchedule", "ClientPool", "OpenLoop", "RatePlan")

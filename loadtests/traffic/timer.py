@@ -88,4 +88,4 @@ def _spin_until(due_ns: int) -> None:
         gevent.sleep(0)
 
 
-__all__ = ["PreciseTimer"]
+__all__ = ("PreciseTimer",)

@@ -22,13 +22,14 @@ Triton{Http,Grpc}User (inputs from its metadata).
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from loadtests.command_args import (
+from loadtests.commands.args import (
     add_load_generator_arguments,
     add_stability_arguments,
     add_target_arguments,
@@ -39,10 +40,7 @@ from loadtests.command_args import (
 from loadtests.errors import SpecError
 from loadtests.recording import sweep_files
 from loadtests.server.launcher import REPO_ROOT
-from loadtests.traffic.sweep import (
-    STABILITY_WINDOWS,
-    parse_range,
-)
+from loadtests.traffic.stability import STABILITY_WINDOWS
 
 USER_CLASSES = {
     "BertQAHttpUser": "http",
@@ -54,6 +52,7 @@ USER_CLASSES = {
 }
 # The demo repository's models, and the user class family whose payloads fit them.
 DEMO_FAMILIES = {"bert_qa": "BertQA", "bert_qa_dynbatch": "BertQA", "resnet50": "ResNet"}
+MAX_LEVELS = 1000
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -86,6 +85,45 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 # -- checking the input ------------------------------------------------------------------------
+def parse_range(text: str, option: str, integer: bool) -> list[float]:
+    """perf_analyzer's START[:END[:STEP]] range, END inclusive, STEP default 1.
+
+    >>> parse_range("1:8:2", "--concurrency", integer=True)
+    [1, 3, 5, 7]
+    >>> parse_range("50:100:25", "--request-rate", integer=False)
+    [50.0, 75.0, 100.0]
+
+    Raises SpecError (one line, naming the option) for anything else.
+    """
+    example = "1:8:1" if integer else "100:500:100"
+    where = f"{option} {text!r}"
+    parts = str(text).strip().split(":")
+    if not 1 <= len(parts) <= 3 or any(not part.strip() for part in parts):
+        raise SpecError(f"{where} is not START:END:STEP (e.g. {example})")
+    try:
+        numbers = [int(p) if integer else float(p) for p in parts]
+    except ValueError:
+        kind = "whole numbers" if integer else "numbers"
+        raise SpecError(f"{where}: START, END and STEP must be {kind} (e.g. {example})") from None
+    if any(not math.isfinite(n) for n in numbers):
+        raise SpecError(f"{where}: START, END and STEP must be finite")
+    start = numbers[0]
+    end = numbers[1] if len(numbers) > 1 else start
+    step = numbers[2] if len(numbers) > 2 else 1
+    if start < 1 if integer else start <= 0:
+        raise SpecError(f"{where}: START must be {'at least 1' if integer else 'positive'}")
+    if end < start:
+        raise SpecError(f"{where}: END must not be below START")
+    if step <= 0:
+        raise SpecError(f"{where}: STEP must be positive")
+    count = math.floor((end - start) / step + 1e-9) + 1
+    if count > MAX_LEVELS:
+        raise SpecError(f"{where}: {count} levels is more than {MAX_LEVELS}")
+    if integer:
+        return [start + i * step for i in range(count)]
+    return [round(start + i * step, 9) for i in range(count)]
+
+
 def choose_user_class(model: str, protocol: str | None, user_class: str) -> str:
     """--user-class as given, or the class whose payloads fit the model, over --protocol (default http).
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from loadtests import options as suite_options
 from loadtests.server.launcher import TritonPorts, locust_command, triton_options
-from loadtests.traffic.sweep import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
+from loadtests.traffic.constants import OPEN_LOOP_MODES
+from loadtests.traffic.stability import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
 
 DEFAULT_MEASUREMENT_INTERVAL_MS = 5000
-OPEN_LOOP_MODES = suite_options.OPEN_LOOP_MODES
 
 
 def subcommand(subparsers: argparse._SubParsersAction, name: str, help_text: str, doc: str) -> argparse.ArgumentParser:

@@ -29,7 +29,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from loadtests.command_args import (
+from loadtests.commands.args import (
     add_load_generator_arguments,
     add_stability_arguments,
     add_target_arguments,
@@ -37,13 +37,14 @@ from loadtests.command_args import (
     shape_command,
     subcommand,
 )
+from loadtests.commands.sweep import choose_user_class
 from loadtests.errors import SpecError
 from loadtests.run_format import slo
 from loadtests.server.launcher import REPO_ROOT
-from loadtests.sweep import choose_user_class
-from loadtests.traffic.capacity import CAPACITY_JSON, DEFAULT_START_RATE, parse_capacity_args
+from loadtests.traffic.capacity_files import CAPACITY_JSON
+from loadtests.traffic.capacity_levels import DEFAULT_START_RATE, parse_capacity_args
 from loadtests.traffic.capacity_search import DEFAULT_GROWTH, DEFAULT_PRECISION
-from loadtests.traffic.sweep import STABILITY_WINDOWS
+from loadtests.traffic.stability import STABILITY_WINDOWS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -1,0 +1,181 @@
+"""The capacity search's levels: its `--shape-args`, the verdict on a level, and the controller.
+
+A `CapacityController` is a sweep's controller (loadtests/traffic/sweep_levels.py) whose next
+rate comes from a `CapacitySearch` (capacity_search.py) instead of a list: a finished level
+is judged against every SLO clause on its corrected latency (the way `--slo` judges an
+open-loop run), and a level ends at once when one of its windows is clearly failing. A
+failure below any confirmed one is measured once more before the search believes it (see
+capacity_shape.py). No Locust here: tests feed it windows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from loadtests.errors import SpecError
+from loadtests.run_format import slo
+from loadtests.traffic.capacity_search import (
+    DEFAULT_GROWTH,
+    DEFAULT_PRECISION,
+    CapacitySearch,
+    clearly_failing,
+)
+from loadtests.traffic.constants import RATE
+from loadtests.traffic.shape_args import ShapeArgError, split_shape_args
+from loadtests.traffic.stability import (
+    DEFAULT_MAX_TRIALS,
+    DEFAULT_SETTLE_WINDOWS,
+    DEFAULT_STABILITY_PERCENT,
+    STABILITY_WINDOWS,
+)
+from loadtests.traffic.sweep_args import int_arg, percent_arg
+from loadtests.traffic.sweep_levels import LevelResult, SweepController, Trial
+
+CAPACITY_KEYS = ("slo", "start", "growth", "precision", "stability", "max_trials", "settle", "users")
+DEFAULT_START_RATE = 10.0
+# A level stopped early that completed under this share of its rate is overloaded beyond doubt.
+OVERLOADED_SHARE = 0.9
+
+
+# -- input ------------------------------------------------------------------------------------
+def slo_from_shape_arg(text: str) -> list[slo.Clause]:
+    """'p99<50ms;fail_ratio<0.001' -> clauses (raises slo.SloError)."""
+    clauses = slo.parse_slo(text.replace(";", ","))
+    if not clauses:
+        raise slo.SloError("is empty (e.g. slo=p99<50ms)")
+    return clauses
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError("must be a positive number")
+    return value
+
+
+def _above_one(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value <= 1:
+        raise ValueError("must be a number above 1")
+    return value
+
+
+_CONVERTERS: Mapping[str, Callable[[str], Any]] = MappingProxyType(
+    {
+        "slo": lambda text: (slo_from_shape_arg(text), text)[1],
+        "start": _positive,
+        "growth": _above_one,
+        "precision": _positive,
+        "stability": percent_arg,
+        "max_trials": int_arg(STABILITY_WINDOWS),
+        "settle": int_arg(0),
+        "users": int_arg(1),
+    }
+)
+
+
+def parse_capacity_args(text: str | None) -> dict[str, Any]:
+    """`--shape-args` of the capacity shape, defaults filled in; raises SpecError.
+
+    >>> parse_capacity_args("slo=p99<50ms;fail_ratio<0.001")["precision"]
+    5.0
+    """
+    accepted = f"(accepted keys: {', '.join(CAPACITY_KEYS)})"
+    try:
+        args = split_shape_args(text, CAPACITY_KEYS, _CONVERTERS)
+    except (ShapeArgError, slo.SloError) as error:
+        raise SpecError(f"--shape-args for capacity: {error} {accepted}") from None
+    if "slo" not in args:
+        raise SpecError(f"--shape-args for capacity: missing slo= {accepted}")
+    args.setdefault("start", DEFAULT_START_RATE)
+    args.setdefault("growth", DEFAULT_GROWTH)
+    args.setdefault("precision", DEFAULT_PRECISION * 100)
+    args.setdefault("stability", DEFAULT_STABILITY_PERCENT)
+    args.setdefault("max_trials", DEFAULT_MAX_TRIALS)
+    args.setdefault("settle", DEFAULT_SETTLE_WINDOWS)
+    return args
+
+
+# -- the controller -----------------------------------------------------------------------------
+def level_entry(result: LevelResult | Trial) -> dict[str, Any]:
+    """A level (or one window) as a summary.json endpoint entry, for analysis.slo."""
+    stats = result.stats
+    duration_s = result.duration_s if isinstance(result, LevelResult) else result.window_s
+    return {
+        "name": stats.name,
+        "requests": stats.requests,
+        "failures": stats.failure_count,
+        "failures_by_class": dict(stats.failures),
+        "inferences": stats.inferences,
+        "duration_s": duration_s,
+        "throughput_rps": stats.requests / duration_s,
+        "throughput_infer_per_s": stats.inferences / duration_s,
+        "latency_us": stats.latency_summary_us(),
+        "late": stats.late,
+        "dropped": stats.dropped,
+    }
+
+
+def judge(result: LevelResult, clauses: list[slo.Clause]) -> tuple[bool, list[slo.Result]]:
+    """Whether a level met every clause (and dropped nothing), with each clause's result."""
+    entry = level_entry(result)
+    # The level's own histogram: `@95%` clauses (and the MLPerf presets) are judged on its bounds.
+    results = slo.evaluate(clauses, lambda _target: entry, lambda _target: result.stats.histogram)
+    return (entry["dropped"] == 0 and not slo.failed(results)), results
+
+
+class CapacityController(SweepController):
+    """A SweepController whose next level comes from a CapacitySearch (one rate at a time)."""
+
+    def __init__(self, search: CapacitySearch, clauses: list[slo.Clause], **sweep: Any) -> None:
+        super().__init__(levels=[search.start_rate], kind=RATE, **sweep)
+        self.search = search
+        self.clauses = clauses
+        self.verdicts: list[dict[str, Any]] = []  # one per finished level, in the order tried
+        self.confirming: float | None = None  # the rate being measured again after a failure
+
+    def _add(self, trial: Trial) -> LevelResult | None:
+        reason = clearly_failing(level_entry(trial), self.clauses) if trial.stats.requests else None
+        if reason is not None:
+            self.trials.append(trial)
+            result = self._result(stable=False)
+            self.results.append(result)
+            self.index += 1
+            return self._decide(result, reason)
+        result = super()._add(trial)
+        return None if result is None else self._decide(result, None)
+
+    def _decide(self, result: LevelResult, early: str | None) -> LevelResult:
+        passed, results = judge(result, self.clauses)
+        passed = passed and early is None
+        rate = result.level
+        confirmed_below = self.search.first_failing is not None and self.search.first_failing <= rate
+        # Stopped early while completing well under the rate: the server cannot keep up, no hiccup.
+        overloaded = early is not None and result.stats.requests / result.duration_s < OVERLOADED_SHARE * rate
+        retry = not passed and self.confirming != rate and not confirmed_below and not overloaded
+        self.verdicts.append(
+            {
+                "rate": rate,
+                "passed": passed,
+                "stopped_early": early,
+                "to_confirm": retry,
+                "clauses": [r.to_json() for r in results],
+            }
+        )
+        if retry:
+            self.confirming = rate
+            self.levels.append(rate)
+            self.stopped_by = None
+            return result
+        self.confirming = None
+        self.search.record(rate, passed)
+        following = self.search.next_rate()
+        if following is None:
+            self.stopped_by = "done"
+        else:
+            self.levels.append(round(following, 6))
+            self.stopped_by = None  # the sweep's rule ended the list; the search goes on
+        return result
