@@ -11,8 +11,8 @@ from pathlib import Path
 
 from analysis.output_paths import directory_problem, file_problem
 from loadtests.errors import SpecError
-from loadtests.options import Settings
 from loadtests.recording.run_dir import RUNS_ROOT
+from loadtests.settings import Settings
 
 
 def check_outputs(settings: Settings, junit: str = "") -> None:

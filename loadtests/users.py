@@ -34,7 +34,7 @@ from loadtests.clients import TritonClient, open_client
 from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
-from loadtests.runtime import Runtime, runtime_for
+from loadtests.run.process import SuiteProcess, process_of
 from loadtests.traffic.open_loop import OpenLoop
 
 
@@ -48,25 +48,25 @@ class TritonUser(User):
 
     endpoint: Endpoint
     client: TritonClient | None = None
-    runtime: Runtime
+    process: SuiteProcess
 
     def on_start(self) -> None:
-        runtime = self.runtime = runtime_for(self.environment)
+        process = self.process = process_of(self.environment)
         try:
-            self.endpoint = runtime.endpoint(self.workload, self.protocol)
+            self.endpoint = process.endpoints.endpoint(self.workload, self.protocol)
         except StartupError as error:
-            runtime.fail_startup(error)
+            process.fail_startup(error)
             self.stop(force=True)
             return
-        client = open_client(self.protocol, runtime.settings, self.environment.events.request)
+        client = open_client(self.protocol, process.settings, self.environment.events.request)
         client.warm()  # connect now, not inside the first timed request
-        if runtime.traffic is None:
+        if process.sender is None:
             self.client = client
         else:
             # Open loop: the connection goes to the process's pool, connected here rather
             # than in a due request's send path (where it would make that request late).
-            runtime.traffic.clients.checkin(client)
-        self.rng = np.random.default_rng(runtime.next_user_seed())
+            process.sender.clients.checkin(client)
+        self.rng = np.random.default_rng(process.next_user_seed())
 
     @task
     def infer(self) -> None:
@@ -75,7 +75,7 @@ class TritonUser(User):
         # that can land in the *next* request (seen as GreenletExit mid-request under load).
         # Inside this loop the user stays "running", so a stop lets the request in flight
         # finish; the loop ends when Locust marks the user "stopping".
-        traffic = self.runtime.traffic
+        traffic = self.process.sender
         if traffic is not None:
             self._open_loop(traffic)
             return
@@ -98,7 +98,7 @@ class TritonUser(User):
                     continue
                 request = self.endpoint.pick(self.rng)
                 if not traffic.acquire_slot():
-                    self.runtime.recorder.record_dropped(request.endpoint, request.model, self.protocol)
+                    self.process.recorder.record_dropped(request.endpoint, request.model, self.protocol)
                     continue
                 if self._stopping():  # the stop came while this user waited for a slot
                     traffic.release_slot()

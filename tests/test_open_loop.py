@@ -19,7 +19,7 @@ from hdrh.histogram import HdrHistogram
 
 from analysis.hdr import PERCENTILES, UNCORRECTED, read_logs, summarise_us
 from loadtests.errors import SpecError
-from loadtests.options import Settings
+from loadtests.options import settings_from
 from loadtests.recording.histograms import EndpointStats
 from loadtests.server import TritonPorts
 from loadtests.traffic.open_loop import ArrivalSchedule, RatePlan
@@ -174,7 +174,7 @@ def test_each_process_takes_its_share_by_users():
 )
 def test_bad_traffic_settings(options, message):
     with pytest.raises(SpecError, match=message):
-        Settings.from_options(Namespace(**options))
+        settings_from(Namespace(**options))
 
 
 def test_open_loop_stats_travel_and_merge():
