@@ -37,7 +37,6 @@ from loadtests.settings import (
     DEFAULT_WINDOW_S,
     NO_SHAPE,
     OPEN_LOOP_HINT,
-    OPEN_LOOP_MODES,
     TRAFFIC_MODES,
     Settings,
 )
@@ -54,19 +53,6 @@ LOCUST_BIND_OPTIONS = ("web_host", "master_bind_host")
 LOCUST_FORM_FIELDS = frozenset(
     {"user_count", "spawn_rate", "host", "user_classes", "run_time", "profile", "shape_class"}
 )
-__all__ = [
-    "DEFAULT_BERT_MODEL",
-    "DEFAULT_RESNET_MODEL",
-    "DEFAULT_TRITON_GRPC",
-    "DEFAULT_TRITON_HTTP",
-    "DEFAULT_TRITON_METRICS",
-    "OPEN_LOOP_MODES",
-    "Settings",
-    "add_arguments",
-    "apply_form",
-    "bind_loopback_by_default",
-    "settings_from",
-]
 
 
 def bind_loopback_by_default(parser: argparse.ArgumentParser) -> None:

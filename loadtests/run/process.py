@@ -18,6 +18,7 @@ import time
 import gevent
 from locust.env import Environment
 
+from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
 from loadtests.options import settings_from
@@ -27,10 +28,9 @@ from loadtests.run.endpoint_cache import EndpointCache
 from loadtests.run.role import Role
 from loadtests.settings import Settings
 from loadtests.traffic.open_loop import OpenLoop
+from loadtests.users import PROCESS_ATTRIBUTE, services_of
 
 logger = logging.getLogger(__name__)
-# The attribute of Locust's Environment that holds the process (Locust's own use no such name).
-ATTRIBUTE = "triton_loadtest"
 
 
 class SuiteProcess:
@@ -68,6 +68,15 @@ class SuiteProcess:
             self.environment.host = f"http://{settings.triton_http}"
         return settings
 
+    # -- what the users need (loadtests.users.ProcessServices) ---------------------------------
+    def endpoint(self, kind: str, protocol: str) -> Endpoint:
+        """The prepared endpoint of a user class (built once per process; raises StartupError)."""
+        return self.endpoints.endpoint(kind, protocol)
+
+    def record_dropped(self, name: str, model: str, protocol: str) -> None:
+        """An open-loop request that was due but not sent (--drop-when-saturated)."""
+        self.recorder.record_dropped(name, model, protocol)
+
     def next_user_seed(self) -> int:
         self._user_seed += 1
         return self._user_seed
@@ -94,14 +103,11 @@ class SuiteProcess:
 
 def process_of(environment: Environment) -> SuiteProcess:
     """The suite's process object of an Environment (set up by `loadtests.run.install`)."""
-    process = getattr(environment, ATTRIBUTE, None)
-    if process is None:
-        raise LookupError("loadtests.run.install(events) was not called for this Environment (see locustfile.py)")
-    return process
+    return services_of(environment)  # type: ignore[return-value]  (the wiring stores a SuiteProcess)
 
 
 def attach_process(environment: Environment) -> SuiteProcess:
     """Create the process object for an Environment at init (once)."""
     process = SuiteProcess(environment)
-    setattr(environment, ATTRIBUTE, process)
+    setattr(environment, PROCESS_ATTRIBUTE, process)
     return process
