@@ -26,7 +26,13 @@ class WorkerShipping:
         self.grace = grace
 
     def register(self) -> None:
+        self.process.environment.events.test_start.add_listener(self.on_test_start)
         self.process.environment.events.report_to_master.add_listener(self.on_report_to_master)
+
+    def on_test_start(self, **_kwargs) -> None:
+        # This test's CPU and throttling start now (not at the worker's start or the last test).
+        self.process.take_cpu()
+        self.process.take_throttle()
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
         process = self.process

@@ -60,6 +60,7 @@ def _wire_recording_process(process: SuiteProcess, web_ui) -> None:
     grace = StopGrace(process)
     rates = RateDistribution(process)
     lifecycle = RunLifecycle(process, grace, rates.current_rate)
+    # AT MERGE with wt-traffic: drop these two lines and legacy_shapes.py (see below).
     shapes = LegacyShapes(process, lifecycle)
     shapes.register()
     preflight = Preflight(process)
@@ -77,6 +78,8 @@ def _wire_recording_process(process: SuiteProcess, web_ui) -> None:
     live.register()
     if process.environment.parsed_options is None:
         return  # an Environment made in code without options: nothing to check or serve
+    # AT MERGE with wt-traffic: `lambda: traffic.install_shape(process.environment, web_ui,
+    # process.events, lambda: process.settings)` (contract-shapes.md).
     preflight.at_init(lambda: shapes.install_shape(web_ui))
     grace.at_init()
     live.install(web_ui, preflight)
