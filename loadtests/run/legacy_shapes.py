@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from loadtests.errors import SpecError
 from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.process import SuiteProcess
 from loadtests.traffic import shapes as traffic_shapes
@@ -26,33 +25,24 @@ class LegacyShapes:
         self._window_observers: list = []
 
     def register(self) -> None:
-        # Before the pre-flight's test_start listener: the rate target must be bound when it checks.
-        self.process.environment.events.test_start.add_listener(self.on_test_start)
         self.process.events.run_started.add_listener(self.on_run_started)
         self.process.events.window_closed.add_listener(self.on_window_closed)
 
     def install_shape(self, web_ui) -> None:
         """--load-shape at init (after the settings were read); raises SpecError."""
-        self.bind_rate_target()
         events = self.process.events
         traffic_shapes.install_shape(
             self.process.environment, web_ui, on_step=lambda step: events.step_started.fire(step=step)
         )
 
     def bind_rate_target(self) -> None:
+        """After every re-read of the settings (the pre-flight calls it), as the old runtime did."""
         events = self.process.events
 
         def fire(rate: float) -> None:
             events.target_rate_changed.fire(rate=rate)
 
         traffic_shapes.set_rate_target = fire if self.process.settings.open_loop else None
-
-    def on_test_start(self, **_kwargs) -> None:
-        try:
-            self.process.reload_settings()
-        except SpecError:
-            return  # the pre-flight reports it
-        self.bind_rate_target()
 
     def on_run_started(self, run, **_kwargs) -> None:
         shape = self.process.environment.shape_class

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from loadtests import slo_gate
 from loadtests.errors import SpecError, StartupError
@@ -19,13 +19,23 @@ from loadtests.options import apply_form
 from loadtests.outputs import check_outputs
 from loadtests.recording.run_dir import used_run_dir_error
 from loadtests.run.process import SuiteProcess
+from loadtests.settings import Settings
 
 
 class Preflight:
     """The checks of the options and the target (see the module docstring)."""
 
-    def __init__(self, process: SuiteProcess) -> None:
+    def __init__(self, process: SuiteProcess, after_reload: Callable[[], None] | None = None) -> None:
         self.process = process
+        # Called after every re-read of the settings (the old shapes' rate target; dropped at merge).
+        self.after_reload = after_reload
+
+    def reload(self) -> Settings:
+        """The settings re-read from the options (raises SpecError)."""
+        settings = self.process.reload_settings()
+        if self.after_reload is not None:
+            self.after_reload()
+        return settings
 
     def register(self) -> None:
         # First of the suite's test_start listeners: the others skip a rejected test.
@@ -35,7 +45,7 @@ class Preflight:
         """Master or single process: `install_shape()` selects --load-shape; exits 2 on bad input."""
         process = self.process
         try:
-            settings = process.reload_settings()
+            settings = self.reload()
             install_shape()
             self.check_traffic()
             slo_gate.validate(settings, process.endpoints.names())  # exit 2 before any load
@@ -68,7 +78,7 @@ class Preflight:
         process = self.process
         process.rejected = None
         try:
-            settings = process.reload_settings()
+            settings = self.reload()
             slo_gate.validate(settings, process.endpoints.names())  # the web UI may have changed --slo
             if process.role.records_run:
                 self.check_traffic()  # ... or --traffic and --rate
@@ -81,7 +91,7 @@ class Preflight:
         """A test about to start from the web UI: the headless pre-flight on its form's options;
         raises StartupError."""
         apply_form(self.process.environment.parsed_options, form)
-        settings = self.process.reload_settings()
+        settings = self.reload()
         self.check_traffic()
         slo_gate.validate(settings, self.process.endpoints.names())
         self.process.endpoints.prepare_all()

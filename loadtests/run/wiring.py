@@ -63,7 +63,7 @@ def _wire_recording_process(process: SuiteProcess, web_ui) -> None:
     # AT MERGE with wt-traffic: drop these two lines and legacy_shapes.py (see below).
     shapes = LegacyShapes(process, lifecycle)
     shapes.register()
-    preflight = Preflight(process)
+    preflight = Preflight(process, after_reload=shapes.bind_rate_target)  # AT MERGE: Preflight(process)
     preflight.register()
     grace.register()
     if process.role is Role.LOCAL:
