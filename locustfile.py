@@ -13,7 +13,7 @@ enable_gevent()
 
 from locust import events  # noqa: E402
 
-from loadtests import runtime  # noqa: E402
+from loadtests import run  # noqa: E402
 from loadtests.users import (  # noqa: E402, F401
     BertQAGrpcUser,
     BertQAHttpUser,
@@ -23,4 +23,4 @@ from loadtests.users import (  # noqa: E402, F401
     TritonHttpUser,
 )
 
-runtime.install(events)
+run.install(events)

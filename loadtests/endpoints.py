@@ -20,7 +20,7 @@ from loadtests.clients import PreparedRequest, TritonClient
 from loadtests.clients.base import Validator
 from loadtests.errors import ModelMismatchError, ServerError
 from loadtests.model_spec import TRITON_TO_NUMPY, ModelSpec
-from loadtests.options import DEFAULT_BERT_MODEL, DEFAULT_RESNET_MODEL, Settings
+from loadtests.settings import DEFAULT_BERT_MODEL, DEFAULT_RESNET_MODEL, Settings
 from loadtests.validation import make_validator
 from loadtests.workloads import BatchSizeSpec, BertQAWorkload, GenericWorkload, ImageWorkload, Workload
 

@@ -81,20 +81,26 @@ def render(snapshot: LiveSnapshot) -> str:
         "Inferences per second in the last closed window.",
         [(_labels(**who(e)), e.window_infer_per_s) for e in ep],
     )
-    server = sorted(snapshot.server.items())
-    for name, attribute, help_text in (
-        ("server_avg_batch", "avg_batch", "Average executed batch size, latest server interval."),
-        ("server_queue_microseconds", "queue_us", "Average queue time per request, latest server interval."),
-        (
-            "server_compute_infer_microseconds",
-            "compute_infer_us",
-            "Average compute infer time, latest server interval.",
-        ),
-    ):
-        lines += _family(name, "gauge", help_text, [(_labels(model=m), getattr(d, attribute)) for m, d in server])
+    lines += _server_families(snapshot)
     lines += _family("users", "gauge", "Running users (all workers).", [("", snapshot.users)])
     lines += _family("workers", "gauge", "Connected workers (0 for a single process).", [("", snapshot.workers)])
     return "\n".join(lines) + "\n"
+
+
+# The server-side breakdown per model: (metric name, ModelDelta attribute, help text).
+SERVER_GAUGES = (
+    ("server_avg_batch", "avg_batch", "Average executed batch size, latest server interval."),
+    ("server_queue_microseconds", "queue_us", "Average queue time per request, latest server interval."),
+    ("server_compute_infer_microseconds", "compute_infer_us", "Average compute infer time, latest server interval."),
+)
+
+
+def _server_families(snapshot: LiveSnapshot) -> list[str]:
+    server = sorted(snapshot.server.items())
+    lines: list[str] = []
+    for name, attribute, help_text in SERVER_GAUGES:
+        lines += _family(name, "gauge", help_text, [(_labels(model=m), getattr(d, attribute)) for m, d in server])
+    return lines
 
 
 def serve(host: str, port: int, snapshot: Callable[[], LiveSnapshot]) -> WSGIServer:

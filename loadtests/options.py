@@ -1,8 +1,10 @@
-"""The suite's Locust options, and the one frozen Settings object built from them.
+"""The suite's Locust options (a declarative table), and `settings_from`, which builds the
+one frozen `Settings` (loadtests/settings.py) from them.
 
 Every option has help text and a LOCUST_-prefixed environment variable, so it works
 from the command line, `locust.conf`, the environment and the web UI, and reaches
-distributed workers in the master's spawn message (at test_start, not at init).
+distributed workers in the master's spawn message (at test_start, not at init). This is
+the only module that reads Locust's `parsed_options`.
 
     locust -f locustfile.py --headless -u 4 -t 30s BertQAGrpcUser \\
         --triton-grpc 127.0.0.1:8001 --batch-size 1:0.7,8:0.3 --validate-responses
@@ -12,36 +14,45 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from loadtests.addresses import check_address
 from loadtests.errors import SpecError
+from loadtests.settings import (
+    CLOSED_LOOP,
+    DATA_MODES,
+    DEFAULT_BERT_MODEL,
+    DEFAULT_DOC_STRIDE,
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_PROMETHEUS_HOST,
+    DEFAULT_REQUEST_TIMEOUT_S,
+    DEFAULT_RESNET_MODEL,
+    DEFAULT_SEQ_LEN,
+    DEFAULT_SERVER_POLL_S,
+    DEFAULT_TRITON_GRPC,
+    DEFAULT_TRITON_HTTP,
+    DEFAULT_TRITON_METRICS,
+    DEFAULT_WINDOW_S,
+    NO_SHAPE,
+    OPEN_LOOP_HINT,
+    TRAFFIC_MODES,
+    Settings,
+)
 from loadtests.traffic.arguments import add_arguments as add_shape_arguments
-from loadtests.traffic.constants import CLOSED_LOOP, OPEN_LOOP_HINT, OPEN_LOOP_MODES
-from loadtests.workloads import BatchSizeSpec, parse_batch_size, parse_input_map, parse_shape_overrides
+from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_overrides
 
-DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
-DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
-DEFAULT_TRITON_METRICS = "127.0.0.1:8002"
-DEFAULT_BERT_MODEL = "bert_qa_dynbatch"
-DEFAULT_RESNET_MODEL = "resnet50"
-DEFAULT_SEQ_LEN = "384"
-DEFAULT_DOC_STRIDE = 128
-DEFAULT_REQUEST_TIMEOUT_S = 30.0
-DATA_MODES = ("random", "zero")
-DEFAULT_WINDOW_S = 1.0
-DEFAULT_SERVER_POLL_S = 5.0
-TRAFFIC_MODES = (CLOSED_LOOP, *OPEN_LOOP_MODES)
-# Per worker: enough for a few hundred requests/s at tens of ms each, small enough
-# that a stalled server cannot make one worker open thousands of connections.
-DEFAULT_MAX_IN_FLIGHT = 64
 # Locust binds its web UI (no authentication) and the master's ZeroMQ port on every
 # interface. The suite binds both to loopback unless told otherwise: enough locally and
 # behind `kubectl port-forward`; a Service, an Ingress or workers on other machines need
 # --web-host 0.0.0.0 / --master-bind-host 0.0.0.0 (docs/web-ui.md).
 LOOPBACK = "127.0.0.1"
 LOCUST_BIND_OPTIONS = ("web_host", "master_bind_host")
+# Fields of the web UI's /swarm form that Locust itself interprets (locust/web.py, swarm()); the rest are options.
+LOCUST_FORM_FIELDS = frozenset(
+    {"user_count", "spawn_rate", "host", "user_classes", "run_time", "profile", "shape_class"}
+)
 
 
 def bind_loopback_by_default(parser: argparse.ArgumentParser) -> None:
@@ -146,7 +157,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     option(
         "--prometheus-host",
-        default="127.0.0.1",
+        default=DEFAULT_PROMETHEUS_HOST,
         metavar="HOST",
         help="address for --prometheus-port (0.0.0.0 to let a Prometheus in the cluster scrape it)",
     )
@@ -197,9 +208,91 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_shape_arguments(parser)
 
 
+def apply_form(options: argparse.Namespace, form: Mapping[str, str]) -> None:
+    """The web UI form's option values onto the parsed options, converted as Locust's /swarm
+    does (to the type of the current value); raises SpecError for a value of the wrong type."""
+    for key, value in form.items():
+        if key in LOCUST_FORM_FIELDS or not hasattr(options, key):
+            continue
+        current = getattr(options, key)
+        if isinstance(current, bool):
+            setattr(options, key, value == "true")
+        elif current is None or isinstance(current, str):
+            setattr(options, key, value)
+        elif isinstance(current, int | float):
+            try:
+                setattr(options, key, type(current)(value))
+            except ValueError:
+                raise SpecError(f"--{key.replace('_', '-')} '{value}' is not a {type(current).__name__}") from None
+
+
+def settings_from(options: argparse.Namespace | None) -> Settings:
+    """Parse and check every option into the one Settings; raises SpecError naming the bad one.
+
+    Example: settings_from(environment.parsed_options).window_s
+    """
+    if options is None:
+        return Settings()
+    return Settings(
+        **_target(options),
+        **_recording(options),
+        **_traffic(options),
+        **_locust_run(options),
+        as_given=_jsonable(options),
+    )
+
+
 def _text(options: argparse.Namespace, name: str) -> str:
     value = getattr(options, name, "")
     return str(value).strip() if value is not None else ""
+
+
+def _given(options: argparse.Namespace, name: str, default: str) -> str:
+    """The option as given; `default` only when it is absent (`--batch-size ""` is an error, not 1)."""
+    return _text(options, name) if getattr(options, name, None) is not None else default
+
+
+def _path(options: argparse.Namespace, name: str) -> Path | None:
+    text = _text(options, name)
+    return Path(text) if text else None
+
+
+def _target(options: argparse.Namespace) -> dict[str, Any]:
+    """Where the requests go and what they hold."""
+    seq_len_text = _given(options, "seq_len", DEFAULT_SEQ_LEN)
+    if seq_len_text == "variable":
+        seq_len = None
+    elif seq_len_text.isdigit() and int(seq_len_text) > 0:
+        seq_len = int(seq_len_text)
+    else:
+        raise SpecError(f"--seq-len '{seq_len_text}' is not a positive integer or 'variable'")
+    timeout = float(getattr(options, "request_timeout", DEFAULT_REQUEST_TIMEOUT_S))
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise SpecError(f"--request-timeout must be positive, got {timeout}")
+    data_mode = _text(options, "data_mode") or "random"
+    if data_mode not in DATA_MODES:
+        raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
+    input_data, data_mode = _input_data(getattr(options, "input_data", None), data_mode)
+    return {
+        "triton_http": check_address("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
+        "triton_grpc": check_address("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
+        "triton_metrics": check_address("--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS),
+        "model": _text(options, "model"),
+        "bert_model": _text(options, "bert_model"),
+        "resnet_model": _text(options, "resnet_model"),
+        "batch_size": parse_batch_size(_given(options, "batch_size", "1")),
+        "seq_len": seq_len,
+        "doc_stride": int(getattr(options, "doc_stride", DEFAULT_DOC_STRIDE)),
+        "vocab": _path(options, "vocab"),
+        "input_map": parse_input_map(_text(options, "input_map") or None),
+        "image_dir": _path(options, "image_dir"),
+        "shapes": parse_shape_overrides(_text(options, "shape") or None),
+        "input_data": input_data,
+        "data_mode": data_mode,
+        "http_json": bool(getattr(options, "http_json", False)),
+        "request_timeout_s": timeout,
+        "validate_responses": bool(getattr(options, "validate_responses", False)),
+    }
 
 
 def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:
@@ -218,118 +311,46 @@ def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Pa
     return (), modes[0]
 
 
-def _given(options: argparse.Namespace, name: str, default: str) -> str:
-    """The option as given; `default` only when it is absent (`--batch-size ""` is an error, not 1)."""
-    return _text(options, name) if getattr(options, name, None) is not None else default
+def _recording(options: argparse.Namespace) -> dict[str, Any]:
+    """Windows, polling and the run's outputs (SLO text is parsed by loadtests/slo_gate.py)."""
+    window_s = float(getattr(options, "window", DEFAULT_WINDOW_S))
+    server_poll_s = float(getattr(options, "server_stats_interval", DEFAULT_SERVER_POLL_S))
+    if not all(math.isfinite(s) and s > 0 for s in (window_s, server_poll_s)):
+        raise SpecError("--window and --server-stats-interval must be positive")
+    return {
+        "run_dir": _path(options, "run_dir"),
+        "window_s": window_s,
+        "server_poll_s": server_poll_s,
+        "slo": _text(options, "slo"),
+        "junit": _text(options, "junit"),
+        "prometheus_host": _text(options, "prometheus_host") or DEFAULT_PROMETHEUS_HOST,
+        "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
+        "csv_prefix": _text(options, "csv_prefix"),
+    }
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Everything a run needs from the options, validated once.
-
-    Example: Settings.from_options(environment.parsed_options)
-    """
-
-    triton_http: str = DEFAULT_TRITON_HTTP
-    triton_grpc: str = DEFAULT_TRITON_GRPC
-    triton_metrics: str = DEFAULT_TRITON_METRICS
-    model: str = ""
-    bert_model: str = ""
-    resnet_model: str = ""
-    batch_size: BatchSizeSpec = field(default_factory=lambda: parse_batch_size("1"))
-    seq_len: int | None = 384
-    doc_stride: int = DEFAULT_DOC_STRIDE
-    vocab: Path | None = None
-    input_map: dict[str, str] = field(default_factory=dict)
-    image_dir: Path | None = None
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    input_data: tuple[Path, ...] = ()
-    data_mode: str = "random"
-    http_json: bool = False
-    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
-    validate_responses: bool = False
-    run_dir: Path | None = None
-    window_s: float = DEFAULT_WINDOW_S
-    server_poll_s: float = DEFAULT_SERVER_POLL_S
-    traffic: str = CLOSED_LOOP
-    rate: float = 0.0
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
-    drop_when_saturated: bool = False
-    burstiness: float | None = None  # --traffic gamma only: the gaps' coefficient of variation
-
-    @property
-    def open_loop(self) -> bool:
-        return self.traffic != CLOSED_LOOP
-
-    @classmethod
-    def from_options(cls, options: argparse.Namespace) -> Settings:
-        """Parse and check every option; raises SpecError naming the bad one."""
-        seq_len_text = _given(options, "seq_len", DEFAULT_SEQ_LEN)
-        if seq_len_text == "variable":
-            seq_len = None
-        elif seq_len_text.isdigit() and int(seq_len_text) > 0:
-            seq_len = int(seq_len_text)
-        else:
-            raise SpecError(f"--seq-len '{seq_len_text}' is not a positive integer or 'variable'")
-        timeout = float(getattr(options, "request_timeout", DEFAULT_REQUEST_TIMEOUT_S))
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise SpecError(f"--request-timeout must be positive, got {timeout}")
-        window_s = float(getattr(options, "window", DEFAULT_WINDOW_S))
-        server_poll_s = float(getattr(options, "server_stats_interval", DEFAULT_SERVER_POLL_S))
-        if not all(math.isfinite(s) and s > 0 for s in (window_s, server_poll_s)):
-            raise SpecError("--window and --server-stats-interval must be positive")
-        data_mode = _text(options, "data_mode") or "random"
-        if data_mode not in DATA_MODES:
-            raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
-        input_data, data_mode = _input_data(getattr(options, "input_data", None), data_mode)
-
-        traffic = _text(options, "traffic") or CLOSED_LOOP
-        rate = float(getattr(options, "rate", 0.0) or 0.0)
-        max_in_flight = int(getattr(options, "max_in_flight", DEFAULT_MAX_IN_FLIGHT))
-        if traffic not in TRAFFIC_MODES:
-            raise SpecError(f"--traffic '{traffic}' is not one of {', '.join(TRAFFIC_MODES)}")
-        if not math.isfinite(rate) or rate < 0:
-            raise SpecError(f"--rate must be a finite number >= 0, got {rate}")
-        if traffic == CLOSED_LOOP and rate:
-            raise SpecError(f"--rate applies to open-loop traffic: add {OPEN_LOOP_HINT}")
-        if max_in_flight < 1:
-            raise SpecError(f"--max-in-flight must be at least 1, got {max_in_flight}")
-        burstiness = _burstiness(options, traffic)
-
-        def path(name: str) -> Path | None:
-            text = _text(options, name)
-            return Path(text) if text else None
-
-        return cls(
-            triton_http=check_address("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
-            triton_grpc=check_address("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
-            triton_metrics=check_address(
-                "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS
-            ),
-            model=_text(options, "model"),
-            bert_model=_text(options, "bert_model"),
-            resnet_model=_text(options, "resnet_model"),
-            batch_size=parse_batch_size(_given(options, "batch_size", "1")),
-            seq_len=seq_len,
-            doc_stride=int(getattr(options, "doc_stride", DEFAULT_DOC_STRIDE)),
-            vocab=path("vocab"),
-            input_map=parse_input_map(_text(options, "input_map") or None),
-            image_dir=path("image_dir"),
-            shapes=parse_shape_overrides(_text(options, "shape") or None),
-            input_data=input_data,
-            data_mode=data_mode,
-            http_json=bool(getattr(options, "http_json", False)),
-            request_timeout_s=timeout,
-            validate_responses=bool(getattr(options, "validate_responses", False)),
-            run_dir=path("run_dir"),
-            window_s=window_s,
-            server_poll_s=server_poll_s,
-            traffic=traffic,
-            rate=rate,
-            max_in_flight=max_in_flight,
-            drop_when_saturated=bool(getattr(options, "drop_when_saturated", False)),
-            burstiness=burstiness,
-        )
+def _traffic(options: argparse.Namespace) -> dict[str, Any]:
+    """Closed or open loop, the rate, and the load shape."""
+    traffic = _text(options, "traffic") or CLOSED_LOOP
+    rate = float(getattr(options, "rate", 0.0) or 0.0)
+    max_in_flight = int(getattr(options, "max_in_flight", DEFAULT_MAX_IN_FLIGHT))
+    if traffic not in TRAFFIC_MODES:
+        raise SpecError(f"--traffic '{traffic}' is not one of {', '.join(TRAFFIC_MODES)}")
+    if not math.isfinite(rate) or rate < 0:
+        raise SpecError(f"--rate must be a finite number >= 0, got {rate}")
+    if traffic == CLOSED_LOOP and rate:
+        raise SpecError(f"--rate applies to open-loop traffic: add {OPEN_LOOP_HINT}")
+    if max_in_flight < 1:
+        raise SpecError(f"--max-in-flight must be at least 1, got {max_in_flight}")
+    return {
+        "traffic": traffic,
+        "rate": rate,
+        "max_in_flight": max_in_flight,
+        "drop_when_saturated": bool(getattr(options, "drop_when_saturated", False)),
+        "burstiness": _burstiness(options, traffic),
+        "load_shape": _text(options, "load_shape") or NO_SHAPE,
+        "shape_args": _text(options, "shape_args"),
+    }
 
 
 def _burstiness(options: argparse.Namespace, traffic: str) -> float | None:
@@ -348,3 +369,31 @@ def _burstiness(options: argparse.Namespace, traffic: str) -> float | None:
     if not (math.isfinite(burstiness) and burstiness > 0):
         raise SpecError(f"--burstiness must be a finite number > 0, got {value}")
     return burstiness
+
+
+def _locust_run(options: argparse.Namespace) -> dict[str, Any]:
+    """Locust's own options the suite reads (already parsed by Locust: timespans in seconds)."""
+    num_users = getattr(options, "num_users", None)
+    spawn_rate = getattr(options, "spawn_rate", None)
+    run_time = getattr(options, "run_time", None)
+    return {
+        "num_users": int(num_users) if num_users is not None else None,
+        "spawn_rate": float(spawn_rate) if spawn_rate is not None else None,
+        "run_time_s": float(run_time) if run_time else None,
+        "stop_timeout_s": float(getattr(options, "stop_timeout", 0) or 0),
+        "headless": bool(getattr(options, "headless", False)),
+        "autostart": bool(getattr(options, "autostart", False)),
+    }
+
+
+def _jsonable(options: argparse.Namespace) -> dict[str, Any]:
+    """Every option as given, for config.json."""
+    out: dict[str, Any] = {}
+    for key, value in sorted(vars(options).items()):
+        if isinstance(value, str | int | float | bool) or value is None:
+            out[key] = value
+        elif isinstance(value, list | tuple):
+            out[key] = [v if isinstance(v, str | int | float | bool) else str(v) for v in value]
+        else:
+            out[key] = str(value)
+    return out

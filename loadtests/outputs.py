@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from loadtests.errors import SpecError
-from loadtests.options import Settings
 from loadtests.recording.run_dir import RUNS_ROOT
 from loadtests.run_format.output_paths import directory_problem, file_problem
+from loadtests.settings import Settings
 
 
 def check_outputs(settings: Settings, junit: str = "") -> None:

@@ -3,13 +3,15 @@
 The clause grammar and the evaluation are loadtests/run_format/slo/'s (shared with
 `python -m analysis check`); this module ties them to a run:
 
-- `validate(runtime)` at init and test_start: a malformed --slo, a clause naming a model or
-  endpoint the run does not have, or an open-loop metric in a closed-loop run is a
+- `validate(settings, endpoints)` at init and test_start: a malformed --slo, a clause naming
+  a model or endpoint the run does not have, or an open-loop metric in a closed-loop run is a
   SpecError (exit 2) before any load;
-- `finish(environment, run_dir, totals)` after summary.json is written: adds the merged
-  `overall` (and `model_totals`) entries, evaluates every clause on those exact numbers,
-  prints the table, writes `slo` into summary.json and the JUnit file, and sets the
-  process exit code to 3 if a clause failed (4 if the JUnit file could not be written).
+- `add_verdicts(summary, totals, settings)` before summary.json is written (once): adds the
+  merged `overall` (and `model_totals`) entries and evaluates every clause on those exact
+  numbers into `slo`;
+- `report(environment, settings, results)` after: prints the table, writes the JUnit file,
+  and sets the process exit code to 3 if a clause failed (4 if the JUnit file could not be
+  written).
 
     locust -f locustfile.py --headless -u 4 -t 1m TritonHttpUser --model identity \\
         --slo "p99<50ms,fail_ratio<0.01,infer_per_s>100" --junit slo.xml
@@ -17,15 +19,12 @@ The clause grammar and the evaluation are loadtests/run_format/slo/'s (shared wi
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loadtests.endpoints import model_name_for
-from loadtests.errors import SpecError, StartupError
+from loadtests.errors import SpecError
 from loadtests.recording.merged import by_model, merge_stats
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED
@@ -44,57 +43,39 @@ from loadtests.run_format.slo import (
     write_junit,
 )
 from loadtests.run_format.summary import OVERALL, combine
-from loadtests.traffic.constants import CLOSED_LOOP
+from loadtests.settings import CLOSED_LOOP, Settings
 
 if TYPE_CHECKING:
     from hdrh.histogram import HdrHistogram
     from locust.env import Environment
 
     from loadtests.recording.histograms import EndpointStats
-    from loadtests.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
 
-def clauses_from(options) -> list[Clause]:
+def clauses_from(settings: Settings) -> list[Clause]:
     """The parsed --slo option (empty: no gates). Raises SpecError."""
-    text = str(getattr(options, "slo", "") or "").strip()
     try:
-        return parse_slo(text)
+        return parse_slo(settings.slo)
     except SloError as error:
-        raise SpecError(f"--slo '{text}': {error}") from None
+        raise SpecError(f"--slo '{settings.slo}': {error}") from None
 
 
-def run_endpoints(runtime: Runtime) -> dict[str, str]:
-    """Endpoint name -> model of every selected user class, as prepare_endpoint names them."""
-    kinds = runtime.kinds_in_run()
-    names = {endpoint.name: endpoint.model.name for endpoint in runtime.endpoints.values()}
-    for cls in runtime.environment.user_classes:
-        if getattr(cls, "workload", None):
-            try:
-                model = model_name_for(cls.workload, runtime.settings, kinds)
-            except StartupError:
-                continue  # pre-flight reports it
-            names.setdefault(f"{model} [{cls.protocol}]", model)
-    return names
-
-
-def validate(runtime: Runtime) -> list[Clause]:
-    """Parse --slo and check it fits this run. Raises SpecError (exit 2, before any load)."""
-    options = runtime.environment.parsed_options
-    clauses = clauses_from(options)
-    text = str(getattr(options, "slo", "") or "").strip()
-    traffic = str(getattr(options, "traffic", CLOSED_LOOP) or CLOSED_LOOP)
-    if traffic == CLOSED_LOOP:
+def validate(settings: Settings, endpoints: dict[str, str]) -> list[Clause]:
+    """Parse --slo and check it fits this run (`endpoints`: endpoint name -> model of every
+    selected user class). Raises SpecError (exit 2, before any load)."""
+    clauses = clauses_from(settings)
+    if settings.traffic == CLOSED_LOOP:
         for clause in open_loop_clauses(clauses):
             raise SpecError(
-                f"--slo '{text}': clause '{clause.text}': {clause.metric} is measured only with "
+                f"--slo '{settings.slo}': clause '{clause.text}': {clause.metric} is measured only with "
                 "open-loop traffic (--traffic constant|poisson|gamma)"
             )
     try:
-        check_targets(clauses, run_endpoints(runtime))
+        check_targets(clauses, endpoints)
     except SloError as error:
-        raise SpecError(f"--slo '{text}': {error}") from None
+        raise SpecError(f"--slo '{settings.slo}': {error}") from None
     return clauses
 
 
@@ -137,38 +118,37 @@ def histograms_of(totals: dict[str, EndpointStats]) -> Callable[[str | None], Hd
     return histogram_for
 
 
-def finish(environment: Environment, run_dir: Path, totals: dict[str, EndpointStats]) -> list[Result]:
-    """After write_summary: merged totals and SLO verdicts into summary.json, table, JUnit, exit code."""
-    path = Path(run_dir) / "summary.json"
-    summary = json.loads(path.read_text())
+def add_verdicts(summary: dict, totals: dict[str, EndpointStats], settings: Settings) -> list[Result]:
+    """Before summary.json is written: the merged totals, and each --slo clause's verdict in
+    `slo` (evaluated on those exact numbers). Returns the verdicts (none without --slo)."""
     add_merged_totals(summary, totals)
-    options = environment.parsed_options
-    results: list[Result] = []
     try:
-        clauses = clauses_from(options)  # checked at test start; re-read, the web UI may have changed it
+        clauses = clauses_from(settings)  # checked at test start
         results = evaluate(clauses, resolver_for_summary(summary), histograms_of(totals))
     except (SpecError, SloError) as error:
         logger.error("error: %s", error)
         print(f"error: {error}", flush=True)
-        clauses = []
+        return []
     if clauses:
         summary["slo"] = [result.to_json() for result in results]
-    path.write_text(json.dumps(summary, indent=2) + "\n")
-    if not clauses:
-        return results
+    return results
+
+
+def report(environment: Environment, settings: Settings, results: list[Result]) -> None:
+    """After summary.json: the verdicts' table, the --junit file, exit code 3 if a clause failed."""
+    if not results:
+        return
     print(format_table(results), flush=True)
-    junit = str(getattr(options, "junit", "") or "").strip()
-    if junit:
+    if settings.junit:
         try:
-            print(f"JUnit: {write_junit(junit, results)}", flush=True)
+            print(f"JUnit: {write_junit(settings.junit, results)}", flush=True)
         except OSError as error:  # checked in pre-flight, yet the write failed (disk full, removed directory)
-            print(f"error: --junit {junit}: {error.strerror or error}", file=sys.stderr, flush=True)
+            print(f"error: --junit {settings.junit}: {error.strerror or error}", file=sys.stderr, flush=True)
             note_output_failed(environment)
     # 3 outranks 1 (request failures with --exit-code-on-error) and 4 (an output not written),
     # which Locust picks only when process_exit_code is unset; a startup error's 2 (set earlier) stays.
     if failed(results) and environment.process_exit_code in (None, 0, 1, EXIT_OUTPUT_FAILED):
         environment.process_exit_code = EXIT_SLO_FAILED
-    return results
 
 
 def note_output_failed(environment: Environment) -> None:

@@ -22,7 +22,7 @@ built before the first request.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import gevent
 import numpy as np
@@ -34,8 +34,36 @@ from loadtests.clients import TritonClient, open_client
 from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
-from loadtests.runtime import Runtime, runtime_for
+from loadtests.settings import Settings
 from loadtests.traffic.open_loop import OpenLoop
+
+# The attribute of Locust's Environment through which the run wiring (loadtests/run/process.py)
+# hands the users what they need from their process: the users name what they need
+# (`ProcessServices`), not who provides it, so they sit below the wiring.
+PROCESS_ATTRIBUTE = "triton_loadtest"
+
+
+class ProcessServices(Protocol):
+    """What a user needs from its process (the run wiring's `SuiteProcess` provides it)."""
+
+    settings: Settings
+    sender: OpenLoop | None  # the open-loop sender while a test runs (None in closed loop)
+
+    def endpoint(self, kind: str, protocol: str) -> Endpoint: ...
+
+    def next_user_seed(self) -> int: ...
+
+    def fail_startup(self, error: StartupError) -> None: ...
+
+    def record_dropped(self, name: str, model: str, protocol: str) -> None: ...
+
+
+def services_of(environment) -> ProcessServices:
+    """The process's services for the users of an Environment (set at Locust's init)."""
+    services = getattr(environment, PROCESS_ATTRIBUTE, None)
+    if services is None:
+        raise LookupError("loadtests.run.install(events) was not called for this Environment (see locustfile.py)")
+    return services
 
 
 class TritonUser(User):
@@ -48,25 +76,25 @@ class TritonUser(User):
 
     endpoint: Endpoint
     client: TritonClient | None = None
-    runtime: Runtime
+    process: ProcessServices
 
     def on_start(self) -> None:
-        runtime = self.runtime = runtime_for(self.environment)
+        process = self.process = services_of(self.environment)
         try:
-            self.endpoint = runtime.endpoint(self.workload, self.protocol)
+            self.endpoint = process.endpoint(self.workload, self.protocol)
         except StartupError as error:
-            runtime.fail_startup(error)
+            process.fail_startup(error)
             self.stop(force=True)
             return
-        client = open_client(self.protocol, runtime.settings, self.environment.events.request)
+        client = open_client(self.protocol, process.settings, self.environment.events.request)
         client.warm()  # connect now, not inside the first timed request
-        if runtime.traffic is None:
+        if process.sender is None:
             self.client = client
         else:
             # Open loop: the connection goes to the process's pool, connected here rather
             # than in a due request's send path (where it would make that request late).
-            runtime.traffic.clients.checkin(client)
-        self.rng = np.random.default_rng(runtime.next_user_seed())
+            process.sender.clients.checkin(client)
+        self.rng = np.random.default_rng(process.next_user_seed())
 
     @task
     def infer(self) -> None:
@@ -75,7 +103,7 @@ class TritonUser(User):
         # that can land in the *next* request (seen as GreenletExit mid-request under load).
         # Inside this loop the user stays "running", so a stop lets the request in flight
         # finish; the loop ends when Locust marks the user "stopping".
-        traffic = self.runtime.traffic
+        traffic = self.process.sender
         if traffic is not None:
             self._open_loop(traffic)
             return
@@ -98,7 +126,7 @@ class TritonUser(User):
                     continue
                 request = self.endpoint.pick(self.rng)
                 if not traffic.acquire_slot():
-                    self.runtime.recorder.record_dropped(request.endpoint, request.model, self.protocol)
+                    self.process.record_dropped(request.endpoint, request.model, self.protocol)
                     continue
                 if self._stopping():  # the stop came while this user waited for a slot
                     traffic.release_slot()

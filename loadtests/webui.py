@@ -10,19 +10,18 @@
   Locust's form shows in red under its fields, and no test starts.
 - Locust's "Host" field sets HTTP users' base URL, which the suite's users do not read
   (they use --triton-http/--triton-grpc): the field is hidden, and the header's "Host"
-  shows the Triton HTTP address instead (set by the runtime as environment.host).
+  shows the Triton HTTP address instead (set by the run wiring as environment.host).
 """
 
 from __future__ import annotations
 
 import json
-from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from flask import Response, jsonify, request
 from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
-from loadtests.errors import SpecError, StartupError
+from loadtests.errors import StartupError
 from loadtests.recording.live import LiveSnapshot
 
 TAB_KEY = "triton-exact"
@@ -48,36 +47,15 @@ COLUMNS = (
 )
 
 
-# Fields of /swarm that Locust itself interprets (locust/web.py, swarm()); the rest are options.
-LOCUST_FORM_FIELDS = frozenset(
-    {"user_count", "spawn_rate", "host", "user_classes", "run_time", "profile", "shape_class"}
-)
 # Locust's form draws every field as an MUI TextField; the Host one is hidden by its input's name.
 HIDE_HOST_FIELD = '<style>.MuiFormControl-root:has(input[name="host"]) { display: none; }</style>'
 
 
-def apply_form(options: Namespace, form) -> None:
-    """The form's option values onto the parsed options, converted as Locust's /swarm does
-    (to the type of the current value); raises SpecError for a value of the wrong type."""
-    for key, value in form.items():
-        if key in LOCUST_FORM_FIELDS or not hasattr(options, key):
-            continue
-        current = getattr(options, key)
-        if isinstance(current, bool):
-            setattr(options, key, value == "true")
-        elif current is None or isinstance(current, str):
-            setattr(options, key, value)
-        elif isinstance(current, int | float):
-            try:
-                setattr(options, key, type(current)(value))
-            except ValueError:
-                raise SpecError(f"--{key.replace('_', '-')} '{value}' is not a {type(current).__name__}") from None
-
-
-def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[[], None]) -> None:
+def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[[Mapping[str, str]], None]) -> None:
     """Add the tab, the start-up check and the hidden Host field to Locust's web UI.
 
-    `check_start` runs the pre-flight on environment.parsed_options (raises StartupError).
+    `check_start(form)` takes the form's option values and runs the headless pre-flight on
+    them (raises StartupError; the run wiring's `Preflight.check_web_start`).
     """
     environment = web_ui.environment
     web_ui.template_args["extended_tabs"] = [{"title": "Triton (exact)", "key": TAB_KEY}]
@@ -112,8 +90,7 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
             return None  # "Edit" of a running test: only users and spawn rate change
         try:
-            apply_form(environment.parsed_options, request.form)
-            check_start()
+            check_start(request.form)
         except StartupError as error:
             return jsonify({"success": False, "message": f"error: {error}", "host": environment.host})
         return None

@@ -30,7 +30,7 @@ from loadtests.clients.grpc import GrpcClient
 from loadtests.clients.http import HttpClient
 from loadtests.endpoints import prepare_endpoint
 from loadtests.errors import StartupError
-from loadtests.options import Settings
+from loadtests.settings import Settings
 from loadtests.workloads import parse_batch_size, parse_shape_overrides
 
 IDENTITY_SUFFIX = "_OUT"

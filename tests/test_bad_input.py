@@ -62,7 +62,7 @@ def locust_init(argv: list[str], user_classes: tuple[str, ...] = ("ResNetHttpUse
 
     from loadtests import options as suite_options
     from loadtests import users
-    from loadtests.runtime import install
+    from loadtests.run import install
 
     parser = get_empty_argument_parser(add_help=False, default_config_files=[])
     parser.prog = "locust"

@@ -18,7 +18,8 @@ import pytest
 
 from loadtests.errors import PayloadError, SpecError
 from loadtests.model_spec import ModelSpec
-from loadtests.options import Settings
+from loadtests.options import settings_from
+from loadtests.settings import Settings
 from loadtests.workloads import GenericWorkload
 from tests.helpers import model_stats, read_summary, run_locust, triton_options
 from tests.test_preflight import assert_startup_error
@@ -176,14 +177,14 @@ def test_request_parameters_in_an_entry_are_refused(tmp_path):
     ],
 )
 def test_input_data_option_takes_files_or_a_data_mode(given, files, mode):
-    settings = Settings.from_options(argparse.Namespace(input_data=given))
+    settings = settings_from(argparse.Namespace(input_data=given))
     assert settings.input_data == tuple(Path(f) for f in files)
     assert settings.data_mode == mode
 
 
 def test_input_data_mode_and_files_together_are_refused():
     with pytest.raises(SpecError, match="either JSON files or one of random, zero"):
-        Settings.from_options(argparse.Namespace(input_data=["zero", "a.json"]))
+        settings_from(argparse.Namespace(input_data=["zero", "a.json"]))
 
 
 # --- end to end, against the real Triton ---------------------------------------------------
@@ -309,7 +310,6 @@ def test_every_entry_of_a_long_input_file_is_sent(triton, tmp_path, batch):
 
     from loadtests.clients.http import HttpClient
     from loadtests.endpoints import prepare_endpoint
-    from loadtests.options import Settings
     from loadtests.workloads import parse_batch_size
 
     path = tmp_path / "long.json"

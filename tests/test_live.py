@@ -14,9 +14,9 @@ import pytest
 
 from analysis import load_run
 from loadtests.errors import SpecError
+from loadtests.options import apply_form
 from loadtests.recording.metrics import parse
 from loadtests.server import TritonPorts
-from loadtests.webui import apply_form
 from tests.helpers import REPO_ROOT
 
 

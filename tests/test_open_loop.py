@@ -18,7 +18,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from loadtests.errors import SpecError
-from loadtests.options import Settings
+from loadtests.options import settings_from
 from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.hdr import PERCENTILES, UNCORRECTED, read_logs, summarise_us
 from loadtests.server import TritonPorts
@@ -174,7 +174,7 @@ def test_each_process_takes_its_share_by_users():
 )
 def test_bad_traffic_settings(options, message):
     with pytest.raises(SpecError, match=message):
-        Settings.from_options(Namespace(**options))
+        settings_from(Namespace(**options))
 
 
 def test_open_loop_stats_travel_and_merge():

@@ -15,12 +15,12 @@ import pytest
 
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
+from loadtests.options import settings_from as settings_from_options
 from loadtests.traffic import arguments, install
 from loadtests.traffic.constants import RATE, USERS
 from loadtests.traffic.profiles import Ramp, Sine, read_trace, spike, staircase
 from loadtests.traffic.shape import RampShape, SineShape, SpikeShape, StepsShape, TraceShape
 from loadtests.traffic.shape_args import build_profile
-from loadtests.traffic.stand_in import settings_from_options
 from loadtests.traffic.steps import Step, steps_json
 from loadtests.traffic.table import SHAPE_KEYS, parse_shape_args
 from tests.helpers import run_cli

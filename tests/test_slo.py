@@ -22,6 +22,7 @@ from loadtests.run_format.slo import (
     parse_slo,
     resolver_for_summary,
 )
+from loadtests.settings import Settings
 from tests.helpers import model_stats, read_summary, run_cli, run_locust
 
 DURATION_S = 10.0
@@ -196,13 +197,13 @@ def test_junit_has_one_testcase_per_clause(two_endpoints):
 
 @pytest.mark.parametrize(("before", "after"), [(None, 3), (1, 3), (0, 3), (2, 2)])
 def test_a_failed_clause_sets_exit_code_3_over_1_but_not_over_2(tmp_path, two_endpoints, before, after):
-    (tmp_path / "summary.json").write_text(json.dumps({"endpoints": _summary(two_endpoints)["endpoints"]}))
-    options = SimpleNamespace(slo="p99<1ms,rps>1", junit=str(tmp_path / "out" / "slo.xml"))
-    environment = SimpleNamespace(parsed_options=options, process_exit_code=before)
-    results = slo_gate.finish(environment, tmp_path, two_endpoints)
+    summary = {"endpoints": _summary(two_endpoints)["endpoints"]}
+    settings = Settings(slo="p99<1ms,rps>1", junit=str(tmp_path / "out" / "slo.xml"))
+    environment = SimpleNamespace(process_exit_code=before)
+    results = slo_gate.add_verdicts(summary, two_endpoints, settings)  # before summary.json is written
+    slo_gate.report(environment, settings, results)
     assert [r.passed for r in results] == [False, True]
     assert environment.process_exit_code == after
-    summary = json.loads((tmp_path / "summary.json").read_text())
     assert [entry["passed"] for entry in summary["slo"]] == [False, True]
     assert summary["overall"]["requests"] == 251
     assert ET.parse(tmp_path / "out" / "slo.xml").getroot().tag == "testsuites"
@@ -212,20 +213,20 @@ def test_a_failed_clause_sets_exit_code_3_over_1_but_not_over_2(tmp_path, two_en
 def test_a_junit_file_that_cannot_be_written_is_exit_code_4(tmp_path, two_endpoints, capsys, slo, before, after):
     """The run happened, its JUnit file did not: a CI job gating on the exit code must not pass
     (4: an output was not written; a failed clause's 3 still wins)."""
-    (tmp_path / "summary.json").write_text(json.dumps({"endpoints": _summary(two_endpoints)["endpoints"]}))
-    environment = SimpleNamespace(
-        parsed_options=SimpleNamespace(slo=slo, junit="/proc/no-junit-here.xml"), process_exit_code=before
-    )
-    slo_gate.finish(environment, tmp_path, two_endpoints)
+    summary = {"endpoints": _summary(two_endpoints)["endpoints"]}
+    settings = Settings(slo=slo, junit="/proc/no-junit-here.xml")
+    environment = SimpleNamespace(process_exit_code=before)
+    slo_gate.report(environment, settings, slo_gate.add_verdicts(summary, two_endpoints, settings))
     assert environment.process_exit_code == after
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: --junit")]
     assert len(errors) == 1, errors
 
 
 def test_passing_clauses_leave_the_exit_code_to_locust(tmp_path, two_endpoints):
-    (tmp_path / "summary.json").write_text(json.dumps({"endpoints": _summary(two_endpoints)["endpoints"]}))
-    environment = SimpleNamespace(parsed_options=SimpleNamespace(slo="rps>1", junit=""), process_exit_code=None)
-    slo_gate.finish(environment, tmp_path, two_endpoints)
+    summary = {"endpoints": _summary(two_endpoints)["endpoints"]}
+    settings = Settings(slo="rps>1")
+    environment = SimpleNamespace(process_exit_code=None)
+    slo_gate.report(environment, settings, slo_gate.add_verdicts(summary, two_endpoints, settings))
     assert environment.process_exit_code is None  # request failures still give --exit-code-on-error
 
 

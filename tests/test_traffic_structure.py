@@ -64,7 +64,7 @@ print(json.dumps([before, choices()]))
 
 def test_load_shape_choices_do_not_depend_on_import_order_or_reimport():
     runs = {}
-    for first in (["loadtests.options"], ["loadtests.traffic"], ["loadtests.traffic.open_loop", "loadtests.runtime"]):
+    for first in (["loadtests.options"], ["loadtests.traffic"], ["loadtests.traffic.open_loop", "loadtests.run"]):
         for order in ("sorted", "reversed"):
             result = subprocess.run(
                 [sys.executable, "-c", CHOICES_SCRIPT, json.dumps([first, order])],

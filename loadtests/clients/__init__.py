@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from loadtests.clients.base import PreparedRequest, RequestFailure, TritonClient
 
 if TYPE_CHECKING:
-    from loadtests.options import Settings
+    from loadtests.settings import Settings
 
 PROTOCOLS = ("http", "grpc")
 

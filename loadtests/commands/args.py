@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from loadtests import options as suite_options
+from loadtests import settings as suite_options
 from loadtests.server.launcher import TritonPorts, locust_command, triton_options
 from loadtests.traffic.constants import OPEN_LOOP_MODES
 from loadtests.traffic.stability import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT

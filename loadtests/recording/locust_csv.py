@@ -27,9 +27,9 @@ def _writers(environment: Environment) -> list[StatsCSVFileWriter]:
     return [o for o in gc.get_objects() if isinstance(o, StatsCSVFileWriter) and o.environment is environment]
 
 
-def write_final_csv(environment: Environment) -> None:
+def write_final_csv(environment: Environment, csv_prefix: str) -> None:
     """Rewrite Locust's --csv files with the final stats (a no-op without --csv)."""
-    if not getattr(environment.parsed_options, "csv_prefix", None):
+    if not csv_prefix:
         return
     for writer in _writers(environment):
         try:

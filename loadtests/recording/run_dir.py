@@ -28,15 +28,14 @@ from pathlib import Path
 from typing import IO
 
 from hdrh.histogram import HdrHistogram
-from locust.env import Environment
 
 from loadtests import __version__
 from loadtests.errors import SpecError
-from loadtests.options import Settings
 from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.files import RUN_MARKERS
 from loadtests.run_format.hdr import zero_summary
+from loadtests.settings import Settings
 
 RUNS_ROOT = Path("runs")
 VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio", "hdrhistogram")
@@ -80,10 +79,10 @@ def users_by_class_text(by_class: dict[str, int] | None) -> str:
     return ";".join(f"{name}={count}" for name, count in sorted((by_class or {}).items()))
 
 
-def default_run_dir(environment: Environment, now: datetime | None = None) -> Path:
+def default_run_dir(user_classes: list[str], now: datetime | None = None) -> Path:
     """runs/<UTC timestamp>-<user classes>, e.g. runs/20261122T013000Z-bertqagrpcuser."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    names = "-".join(sorted(cls.__name__.lower() for cls in environment.user_classes)) or "run"
+    names = "-".join(sorted(name.lower() for name in user_classes)) or "run"
     short = re.sub(r"[^a-z0-9-]+", "", names)[:48]
     return RUNS_ROOT / f"{stamp}-{short}"
 
@@ -120,18 +119,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return found
-
-
-def _jsonable(options) -> dict:
-    out = {}
-    for key, value in sorted(vars(options).items()) if options is not None else []:
-        if isinstance(value, str | int | float | bool) or value is None:
-            out[key] = value
-        elif isinstance(value, list | tuple):
-            out[key] = [v if isinstance(v, str | int | float | bool) else str(v) for v in value]
-        else:
-            out[key] = str(value)
-    return out
 
 
 def _slug(name: str) -> str:
@@ -188,18 +175,19 @@ class RunDirectory:
 
     @classmethod
     def create(
-        cls, environment: Environment, settings: Settings, triton: dict | None = None, window_s: float = 1.0
+        cls, settings: Settings, user_classes: list[str], triton: dict | None = None, window_s: float = 1.0
     ) -> RunDirectory:
+        """A new directory for one test: config.json written, timeseries.csv and hdr/ opened."""
         # Each test its own directory: a second test from the web UI (the form keeps Run Dir)
         # or a second default name within the same second goes to a numbered sibling.
-        path = free_run_dir(Path(settings.run_dir) if settings.run_dir else default_run_dir(environment))
+        path = free_run_dir(Path(settings.run_dir) if settings.run_dir else default_run_dir(user_classes))
         path.mkdir(parents=True, exist_ok=True)
         started_at = time.time()
         config = {
             "started_at": datetime.fromtimestamp(started_at, UTC).isoformat(),
             "window_s": window_s,
-            "user_classes": sorted(c.__name__ for c in environment.user_classes),
-            "options": _jsonable(environment.parsed_options),
+            "user_classes": sorted(user_classes),
+            "options": dict(settings.as_given),
             "versions": versions(),
             "triton": triton or {},
         }
@@ -287,7 +275,7 @@ class RunDirectory:
         log.flush()
 
     # -- end of run ------------------------------------------------------------------------
-    def write_summary(
+    def summary(
         self,
         totals: dict[str, EndpointStats],
         load_generator_cpu_s: float,
@@ -295,14 +283,15 @@ class RunDirectory:
         extra: dict | None = None,
         traffic: dict | None = None,
         throttle: dict | None = None,
-    ) -> Path:
-        """summary.json; `traffic` (mode, rate, ...) marks an open-loop run's endpoints."""
+    ) -> dict:
+        """summary.json's content (written once, complete, by `write_summary`); `traffic`
+        (mode, rate, ...) marks an open-loop run's endpoints."""
         # Up to the stop, not to now: the master writes this after waiting for the workers'
         # last reports and Triton's final scrapes, which would lower every rate.
         duration = max((self.stopped_at or time.time()) - self.started_at, 1e-9)
         requests = sum(stats.requests for stats in totals.values())
         open_loop = traffic is not None and traffic.get("mode", "closed") != "closed"
-        summary = {
+        return {
             "traffic": traffic or {"mode": "closed"},
             "endpoints": [endpoint_json(totals[name], duration, open_loop) for name in sorted(totals)],
             "server": server or {},
@@ -316,7 +305,10 @@ class RunDirectory:
             },
             **(extra or {}),
         }
-        (self.path / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+    def write_summary(self, summary: dict) -> Path:
+        """summary.json, once per run; returns the run directory."""
+        self.write_json("summary.json", summary)
         return self.path
 
     def write_json(self, name: str, content: dict) -> None:

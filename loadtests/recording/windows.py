@@ -106,6 +106,7 @@ class RunAggregator:
         sink: WindowSink | None = None,
         clock: Callable[[], float] = time.time,
         started_s: float | None = None,
+        on_closed: Callable[[float, float, dict[str, EndpointStats]], None] | None = None,
     ) -> None:
         self.window_s = window_s
         self.grace_s = grace_s
@@ -121,9 +122,9 @@ class RunAggregator:
         self.last_closed: int | None = None
         self.last_window: dict[str, EndpointStats] = {}
         self.late_messages = 0
-        # Called as each window closes, after the sink: (start_s, window_s, endpoints); e.g. the
-        # sweep shape (loadtests/traffic/sweep.py) decides its levels from closed windows.
-        self.observers: list[Callable[[float, float, dict[str, EndpointStats]], None]] = []
+        # Called as each window closes, after the sink: (start_s, end_s, endpoints). The run
+        # wiring fires the suite's `window_closed` event from it (loadtests/events.py).
+        self.on_closed = on_closed
 
     def note_users(self, count: int, target_rate: float | None = None, by_class: dict[str, int] | None = None) -> None:
         """The user count (the total over the classes, and each class's count) and the
@@ -182,11 +183,11 @@ class RunAggregator:
                     users_by_class=_noted_at(self.users_by_class, key, None),
                 )
             self.last_closed = key
-            for observer in self.observers:
+            if self.on_closed is not None:
                 try:
-                    observer(key * self.window_s, self.window_s, endpoints)
-                except Exception:  # an observer's bug must not stop the recording
-                    logger.exception("window observer %r failed", observer)
+                    self.on_closed(key * self.window_s, (key + 1) * self.window_s, endpoints)
+                except Exception:  # a listener's bug must not stop the recording
+                    logger.exception("window listener %r failed", self.on_closed)
         for key in [k for k in self.users if self.last_closed is not None and k < self.last_closed - 1]:
             del self.users[key]
             self.rates.pop(key, None)

@@ -11,16 +11,14 @@ test starts, and `--class-picker`'s shape dropdown lists them all. Without a sha
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
-from loadtests.traffic.arguments import add_arguments
+from loadtests.settings import Settings
 from loadtests.traffic.constants import NO_SHAPE
 from loadtests.traffic.shape import TrafficShape
-from loadtests.traffic.stand_in import ShapeSettings, settings_from_options
 from loadtests.traffic.table import SHAPES, parse_shape_args, shape_name
 
 logger = logging.getLogger(__name__)
@@ -33,7 +31,7 @@ def installed_shapes(environment: Any) -> dict[str, TrafficShape]:
 
 
 def install_shape(
-    environment: Any, web_ui: Any, events: SuiteEvents, settings: Callable[[], ShapeSettings]
+    environment: Any, web_ui: Any, events: SuiteEvents, settings: Callable[[], Settings]
 ) -> TrafficShape | None:
     """Select the `--load-shape` at init (master or single process); raises SpecError.
 
@@ -88,24 +86,3 @@ def _install_web_ui(environment: Any, web_ui: Any, shapes: dict[str, TrafficShap
         except SpecError as error:
             return jsonify({"success": False, "message": str(error), "host": environment.host})
         return None
-
-
-def install(events: Any) -> None:
-    """For a locustfile of your own: register the options and select the shape at init.
-
-    Its shapes fire on a `SuiteEvents` of their own (nobody distributes a rate: kind=rate
-    needs the suite's open-loop traffic). The suite's locustfile gets all this through its
-    run wiring instead.
-    """
-
-    @events.init_command_line_parser.add_listener
-    def _add_options(parser, **_kwargs) -> None:
-        add_arguments(parser)
-
-    @events.init.add_listener
-    def _on_init(environment, web_ui=None, **_kwargs) -> None:
-        try:
-            install_shape(environment, web_ui, SuiteEvents(), lambda: settings_from_options(environment.parsed_options))
-        except SpecError as error:
-            print(f"error: {error}", file=sys.stderr, flush=True)
-            sys.exit(error.exit_code)

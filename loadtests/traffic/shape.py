@@ -24,10 +24,10 @@ from locust import LoadTestShape
 
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
+from loadtests.settings import Settings
 from loadtests.traffic.constants import LOOKAHEAD_S, OPEN_LOOP_HINT, RATE, TICK_S
 from loadtests.traffic.profiles import Profile
 from loadtests.traffic.shape_args import PROFILE_KEYS, profile_args
-from loadtests.traffic.stand_in import ShapeSettings
 from loadtests.traffic.steps import Step, steps_json
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class TrafficShape(LoadTestShape):
     name: ClassVar[str] = ""
     keys: ClassVar[tuple[str, ...]] = ()  # the --shape-args keys it accepts
 
-    def __init__(self, events: SuiteEvents, settings: Callable[[], ShapeSettings]) -> None:
+    def __init__(self, events: SuiteEvents, settings: Callable[[], Settings]) -> None:
         super().__init__()
         self.events = events
         self.settings = settings
@@ -188,7 +188,7 @@ class TrafficShape(LoadTestShape):
         }
 
 
-def rate_shape_users(name: str, settings: ShapeSettings, what: str = "with kind=rate") -> int:
+def rate_shape_users(name: str, settings: Settings, what: str = "with kind=rate") -> int:
     """The constant user count of a rate shape (`-u`, at least 1); raises SpecError in closed loop."""
     if not settings.open_loop:
         raise SpecError(

@@ -36,11 +36,11 @@ from typing import Any
 from loadtests.events import RunStarted, SuiteEvents
 from loadtests.recording import sweep_files
 from loadtests.recording.histograms import EndpointStats
+from loadtests.settings import Settings
 from loadtests.traffic.boundary_snapshots import BoundarySnapshots
 from loadtests.traffic.constants import RATE, USERS
 from loadtests.traffic.profiles import Profile
 from loadtests.traffic.shape import TrafficShape, rate_shape_users
-from loadtests.traffic.stand_in import ShapeSettings
 from loadtests.traffic.steps import Step
 from loadtests.traffic.sweep_args import SWEEP_KEYS, parse_sweep_args
 from loadtests.traffic.sweep_levels import LevelResult, SweepController
@@ -76,7 +76,7 @@ class SweepShape(TrafficShape):
     name = "sweep"
     keys = SWEEP_KEYS
 
-    def __init__(self, events: SuiteEvents, settings: Callable[[], ShapeSettings]) -> None:
+    def __init__(self, events: SuiteEvents, settings: Callable[[], Settings]) -> None:
         super().__init__(events, settings)
         events.run_started.add_listener(self._on_run_started)
         events.window_closed.add_listener(self._on_window_closed)

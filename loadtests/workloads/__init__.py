@@ -18,7 +18,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from loadtests.workloads.batch_spec import BatchSizeSpec, check_batch_size, parse_batch_size
+from loadtests.batch_size import BatchSizeSpec, parse_batch_size
+from loadtests.workloads.batch_spec import check_batch_size
 from loadtests.workloads.bert_qa import (
     BertQAWorkload,
     QAExample,

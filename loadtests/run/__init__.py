@@ -1,0 +1,38 @@
+"""The run wiring: the suite's listeners on one Locust Environment and its `SuiteEvents`.
+
+`install(events)` (from the locustfile) only registers two listeners on Locust's events:
+the suite's options on the parser, and, at init, `wiring.wire(environment, web_ui)`, which
+creates the process object (`process.py`) and registers the small listener classes of the
+process's role (`wiring.py` has the table):
+
+    preflight.py     bad input exits 2 before any load
+    stop_grace.py    how long stopping users may finish their request
+    requests.py      every request into the current window's histograms
+    shipping.py      worker -> master windows, on Locust's worker reports
+    open_loop.py     the open-loop target rate shared out; the local sender
+    lifecycle.py     a run's directory, server watch, windows and end (finish.py)
+    live.py          the web UI tab and the Prometheus exporter
+"""
+
+from __future__ import annotations
+
+from loadtests import options
+from loadtests.run.process import SuiteProcess, process_of
+from loadtests.run.wiring import wire
+
+__all__ = ["SuiteProcess", "install", "process_of"]
+
+
+def install(events) -> None:
+    """Register the suite on Locust's events (call once, from the locustfile)."""
+    events.init_command_line_parser.add_listener(_add_options)
+    events.init.add_listener(_on_init)
+
+
+def _add_options(parser, **_kwargs) -> None:
+    options.add_arguments(parser)
+    options.bind_loopback_by_default(parser)
+
+
+def _on_init(environment, web_ui=None, **_kwargs) -> None:
+    wire(environment, web_ui)

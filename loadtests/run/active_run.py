@@ -1,0 +1,32 @@
+"""The run being recorded on the master or single process: where it writes, what it merges,
+what it polls. Created at test start by `RunLifecycle`, finished once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gevent
+
+from loadtests.recording.faults import FaultLog
+from loadtests.recording.run_dir import RunDirectory
+from loadtests.recording.server_watch import ServerWatch
+from loadtests.recording.windows import RunAggregator
+
+
+@dataclass
+class ActiveRun:
+    """One test on the master or single process."""
+
+    directory: RunDirectory
+    aggregator: RunAggregator
+    server: ServerWatch
+    faults: FaultLog
+    loop: gevent.Greenlet | None = None
+    cpu_s: float = 0.0
+    throttle: dict[str, int] | None = None
+    warned_behind: bool = False
+
+    def merged_slowest_ms(self) -> float:
+        """The slowest request in the merged totals (how the master follows its workers' slowest)."""
+        slowest_us = max((t.histogram.get_max_value() for t in self.aggregator.totals.values()), default=0)
+        return slowest_us / 1000

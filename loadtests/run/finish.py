@@ -1,0 +1,76 @@
+"""The end of a run (master or single process): summary.json written once, complete.
+
+Every window closed, Triton's last snapshot taken, the faults found, the merged totals and
+the --slo verdicts computed, then summary.json written; run_finished fired; the console
+table printed; the JUnit file and exit code 3 last (loadtests/slo_gate.py).
+"""
+
+from __future__ import annotations
+
+import time
+
+from loadtests import slo_gate
+from loadtests.clients.base import CONNECTION_FAILURES
+from loadtests.recording.console import print_exact_summary, print_faults
+from loadtests.run.active_run import ActiveRun
+from loadtests.run.process import SuiteProcess
+from loadtests.settings import Settings
+
+
+def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
+    """Close, compute, write summary.json once, fire run_finished, print, gate."""
+    settings = process.settings
+    totals = run.aggregator.totals
+    run.aggregator.close_windows(final=True, end_s=run.directory.stopped_at or time.time())
+    server = run.server.stop(run.directory)
+    extra: dict = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else {}
+    extra["faults"] = faults = run.faults.to_json(
+        run.server.stats.restarts(),
+        run.server.stats.errors,
+        # Like with like: what reached Triton on both sides (its successes and failures; the
+        # client's requests but those refused before any server answered).
+        {model: delta["requests"] + delta["failed_requests"] for model, delta in server.items()},
+        requests_by_model(totals),
+    )
+    shape = process.environment.shape_class
+    summary = run.directory.summary(
+        totals,
+        run.cpu_s,
+        server=server,
+        extra=extra,
+        traffic=traffic_json(settings, shape),
+        throttle=run.throttle,
+    )
+    results = slo_gate.add_verdicts(summary, totals, settings)
+    path = run.directory.write_summary(summary)
+    process.events.run_finished.fire(path=path, summary=summary)
+    run.directory.close()
+    print(f"Run directory: {path}", flush=True)
+    print_exact_summary(totals, open_loop=settings.open_loop)
+    print_faults(faults)
+    slo_gate.report(process.environment, settings, results)  # the table, --junit, exit code 3
+
+
+def traffic_json(settings: Settings, shape) -> dict:
+    """summary.json's "traffic": what pattern the run used."""
+    if not settings.open_loop:
+        return {"mode": "closed"}
+    rate_shape = getattr(shape, "profile", None) is not None
+    return {
+        "mode": settings.traffic,
+        "rate": None if rate_shape else settings.rate,
+        "rate_shape": shape.name if rate_shape else None,
+        "max_in_flight": settings.max_in_flight,
+        "drop_when_saturated": settings.drop_when_saturated,
+        **({"burstiness": settings.burstiness} if settings.burstiness is not None else {}),
+    }
+
+
+def requests_by_model(totals: dict) -> dict[str, int]:
+    """Per model, over its endpoints (protocols): the client's requests that reached a server
+    (connection-level failures left out, as Triton never saw them)."""
+    out: dict[str, int] = {}
+    for stats in totals.values():
+        refused = sum(n for name, n in stats.failures.items() if name in CONNECTION_FAILURES)
+        out[stats.model] = out.get(stats.model, 0) + stats.requests - refused
+    return out

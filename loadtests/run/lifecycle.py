@@ -1,0 +1,240 @@
+"""A run's life on the master or single process: its directory, server watch, windows and end.
+
+    test_start    -> a new run directory, Triton's metadata, the server pollers, the run loop;
+                     fires run_started
+    step_started  -> steps.json, and Triton's statistics read at the step's boundary
+    (run loop)    -> every window: local data merged, users noted, old windows closed
+                     (each fires window_closed)
+    test_stop     -> fires run_stopping; the single process finishes now, the master once
+                     its workers' final reports are in
+    quitting      -> finishes a run still open (Ctrl-C, an error)
+Finishing (once per run, `finish.py`) writes summary.json complete and fires run_finished.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import gevent
+from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED
+
+from loadtests.events import RunStarted
+from loadtests.recording.console import behind_schedule_warnings
+from loadtests.recording.faults import FaultLog
+from loadtests.recording.run_dir import RunDirectory
+from loadtests.recording.server_stats import compute_delta
+from loadtests.recording.server_watch import ServerWatch
+from loadtests.recording.throttling import add as add_throttle
+from loadtests.recording.triton_info import fetch_triton_info
+from loadtests.recording.windows import RunAggregator
+from loadtests.run.active_run import ActiveRun
+from loadtests.run.finish import finish_run
+from loadtests.run.process import SuiteProcess
+from loadtests.run.role import Role
+from loadtests.run.stop_grace import STOP_GRACE_S, StopGrace
+
+logger = logging.getLogger(__name__)
+# The master waits for every worker's final report (sent when its users have stopped) at
+# most this long past the stop grace; a worker that sends nothing by then is named lost.
+FINAL_REPORT_MARGIN_S = 0.5
+# A single process drains its own recorder just before it closes windows, so a window can
+# close soon after it ends (a master keeps the aggregator's grace for workers' reports).
+LOCAL_GRACE_S = 1.0
+# How often the run loop merges and closes windows (at most once per window): closed
+# windows reach window_closed listeners such as the sweep shape within about a second.
+RUN_LOOP_S = 1.0
+
+
+class RunLifecycle:
+    """Records one run at a time (master or single process)."""
+
+    def __init__(self, process: SuiteProcess, grace: StopGrace, target_rate: Callable[[], float | None]) -> None:
+        self.process = process
+        self.environment = process.environment
+        self.events = process.events
+        self.grace = grace
+        self.target_rate = target_rate
+        self.active: ActiveRun | None = None
+        self.last: ActiveRun | None = None  # the finished run (live views keep showing it)
+
+    def register(self) -> None:
+        locust_events = self.environment.events
+        locust_events.test_start.add_listener(self.on_test_start)
+        locust_events.test_stop.add_listener(self.on_test_stop)
+        locust_events.quitting.add_listener(self.on_quitting)
+        self.events.step_started.add_listener(self.on_step_started)
+
+    # -- start ----------------------------------------------------------------------------
+    def on_test_start(self, **_kwargs) -> None:
+        if self.process.rejected is not None:
+            return
+        self.process.take_cpu()
+        self.process.take_throttle()
+        self.finish()  # a previous web-UI run that was never finished
+        self.start()
+
+    def start(self) -> None:
+        settings = self.process.settings
+        models = self.process.endpoints.models()
+        directory = RunDirectory.create(
+            settings,
+            [cls.__name__ for cls in self.environment.user_classes],
+            triton=fetch_triton_info(settings.triton_http, models),
+            window_s=settings.window_s,
+        )
+        logger.info("run directory: %s", directory.path)
+        server = ServerWatch(
+            settings.triton_http,
+            settings.triton_metrics,
+            models,
+            settings.server_poll_s,
+            self.wait_for_quiet,
+            metrics_csv=directory.path / "server_metrics.csv",
+        )
+        server.start()
+        grace = {"grace_s": LOCAL_GRACE_S} if self.process.role is Role.LOCAL else {}
+        aggregator = RunAggregator(
+            window_s=settings.window_s,
+            sink=directory,
+            started_s=directory.started_at,
+            on_closed=self._window_closed,
+            **grace,
+        )
+        faults = FaultLog(directory.started_at, settings.window_s, outage_gap_s=2 * settings.server_poll_s)
+        run = self.active = ActiveRun(directory, aggregator, server, faults)
+        run.loop = gevent.spawn(self._run_loop, run)
+        self.write_steps(run)  # step 0 began before test_start created the directory
+        started = RunStarted(
+            path=directory.path,
+            started_at=directory.started_at,
+            window_s=settings.window_s,
+            models=tuple(models),
+            snapshot_now=self._snapshot_now,
+            server_delta=compute_delta,
+        )
+        self.events.run_started.fire(run=started)
+
+    def _window_closed(self, start_s: float, end_s: float, endpoints: dict) -> None:
+        self.events.window_closed.fire(start_s=start_s, end_s=end_s, endpoints=endpoints)
+
+    def _snapshot_now(self):
+        """Triton's statistics read now (None if it did not answer or no run is recorded)."""
+        run = self.active
+        snapshot = run.server.stats.snapshot_now() if run is not None else None
+        if snapshot is not None:
+            self.events.server_snapshot_taken.fire(snapshot=snapshot)
+        return snapshot
+
+    def wait_for_quiet(self) -> None:
+        """Before housekeeping that blocks the loop: wait for a gap in this process's send schedule."""
+        if self.process.sender is not None:
+            self.process.sender.wait_for_quiet()
+
+    # -- steps ----------------------------------------------------------------------------
+    def on_step_started(self, step, **_kwargs) -> None:
+        """A load-shape step starts: its boundary in steps.json, and Triton's statistics read
+        right there, so each step's server breakdown is exact (not blended from a polling
+        interval that spans two steps)."""
+        run = self.active
+        if run is None:
+            return
+        self.write_steps(run)
+        if step.index > 0:  # step 0 starts with the run's first snapshot
+            self._snapshot_now()
+
+    def write_steps(self, run: ActiveRun, final: bool = False) -> None:
+        """steps.json: the load shape's step boundaries, on the run directory's clock."""
+        shape = self.environment.shape_class
+        if getattr(shape, "profile", None) is not None and not run.directory.finished:
+            run.directory.write_json("steps.json", shape.record(relative_to=run.directory.started_at, final=final))
+
+    # -- while running --------------------------------------------------------------------
+    def _run_loop(self, run: ActiveRun) -> None:
+        """Every window: merge local data (single process), note users, close old windows."""
+        while True:
+            gevent.sleep(min(run.aggregator.window_s, RUN_LOOP_S))
+            self.wait_for_quiet()
+            self.collect(run)
+            runner = self.environment.runner
+            users = runner.user_count if runner is not None else 0
+            run.aggregator.note_users(users, self.target_rate(), users_by_class(runner))
+            running = runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING)
+            run.faults.check_workers(runner, running=running)
+            run.aggregator.close_windows()
+            if self.process.settings.open_loop and not run.warned_behind:
+                warnings = behind_schedule_warnings(run.aggregator.last_window, " (last window)")
+                for warning in warnings:
+                    logger.warning(warning.removeprefix("warning: "))
+                run.warned_behind = bool(warnings)
+
+    def collect(self, run: ActiveRun) -> None:
+        """The single process drains its own recorder (workers ship theirs); CPU; the stop grace."""
+        local = self.process.role is Role.LOCAL
+        if local:
+            run.aggregator.merge(self.process.recorder.drain())
+        run.cpu_s += self.process.take_cpu()
+        if local:
+            run.throttle = add_throttle(run.throttle, self.process.take_throttle())
+        # The master has no users: it follows the workers' slowest through the merged histograms.
+        self.grace.follow(max(self.process.slowest_ms, run.merged_slowest_ms()))
+
+    # -- the end --------------------------------------------------------------------------
+    def on_test_stop(self, **_kwargs) -> None:
+        run = self.active
+        if run is None:
+            return
+        run.directory.stopped_at = time.time()
+        self.write_steps(run, final=True)  # the last step ends at the real stop
+        self.events.run_stopping.fire(stopped_at=run.directory.stopped_at)
+        if self.process.role is Role.LOCAL:
+            self.finish()
+            return
+
+        def finish_when_workers_reported() -> None:
+            self.wait_for_final_reports(run)
+            if self.active is run:
+                self.finish()
+
+        # Workers send their last windows once their users have stopped; quitting may come first.
+        gevent.spawn(finish_when_workers_reported)
+
+    def on_quitting(self, **_kwargs) -> None:
+        runner = self.environment.runner
+        if self.active is not None and runner is not None and runner.state not in (STATE_STOPPED, STATE_INIT):
+            # Ctrl-C: Locust fires quitting before it stops the runner. Stop it first (users
+            # finish their in-flight requests, workers send their final reports), so nothing
+            # measured is left out of the run directory.
+            runner.quit()
+        if self.active is not None and self.process.role is Role.MASTER:
+            self.wait_for_final_reports(self.active)
+        self.finish()
+
+    def wait_for_final_reports(self, run: ActiveRun) -> None:
+        """On the master: until every worker that reported has sent its final report (its users
+        stopped), or the stop grace and a margin have passed."""
+        deadline = time.monotonic() + (self.environment.stop_timeout or STOP_GRACE_S) + FINAL_REPORT_MARGIN_S
+        while not run.faults.workers_done() and time.monotonic() < deadline:
+            gevent.sleep(0.05)
+
+    def finish(self) -> None:
+        """Close every window, stop the pollers, write the summary once. Idempotent."""
+        run, self.active = self.active, None
+        if run is None:
+            return
+        if run.loop is not None:
+            run.loop.kill(block=False)
+        self.collect(run)
+        self.last = run
+        finish_run(self.process, run)
+
+
+def users_by_class(runner) -> dict[str, int] | None:
+    """Running users per user class: the master counts its workers' reports (its own
+    user_classes_count counts local greenlets, none there); a local runner its greenlets."""
+    if runner is None:
+        return None
+    if hasattr(runner, "reported_user_classes_count"):
+        return dict(runner.reported_user_classes_count)
+    return dict(runner.user_classes_count)

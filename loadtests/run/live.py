@@ -1,0 +1,88 @@
+"""Live views of the run on the master or single process: the web UI tab and `--prometheus-port`.
+
+Both show the same merged numbers the run directory is written from; after a test stops,
+that test's final numbers until the next one starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import replace
+
+from locust.runners import MasterRunner
+
+from loadtests import exporter, webui
+from loadtests.recording.live import LiveEndpoint, LiveSnapshot
+from loadtests.recording.server_stats import compute_delta
+from loadtests.run.active_run import ActiveRun
+from loadtests.run.lifecycle import RunLifecycle
+from loadtests.run.preflight import Preflight
+from loadtests.run.process import SuiteProcess
+
+logger = logging.getLogger(__name__)
+
+
+class LiveViews:
+    """The current numbers for the web UI tab and the Prometheus exporter."""
+
+    def __init__(self, process: SuiteProcess, lifecycle: RunLifecycle) -> None:
+        self.process = process
+        self.lifecycle = lifecycle
+        self.finished: LiveSnapshot | None = None  # the last test's final numbers
+
+    def register(self) -> None:
+        self.process.environment.events.test_start.add_listener(self.on_test_start)
+        self.process.events.run_finished.add_listener(self.on_run_finished)
+
+    def install(self, web_ui, preflight: Preflight) -> None:
+        """At init: the web UI tab (with a web UI) and the exporter (--prometheus-port); exits 2
+        when the exporter's port cannot be bound."""
+        if web_ui is not None:
+            webui.install(web_ui, self.snapshot, preflight.check_web_start)
+        settings = self.process.settings
+        if not settings.prometheus_port:
+            return
+        host, port = settings.prometheus_host, settings.prometheus_port
+        try:
+            exporter.serve(host, port, self.snapshot)
+        except OSError as error:
+            print(f"error: --prometheus-port {port}: {error.strerror}", file=sys.stderr, flush=True)
+            sys.exit(2)
+        logger.info("load generator metrics at http://%s:%d/metrics", host, port)
+
+    def on_test_start(self, **_kwargs) -> None:
+        self.finished = None
+
+    def on_run_finished(self, **_kwargs) -> None:
+        if self.lifecycle.last is not None:
+            self.finished = of_run(self.lifecycle.last, 0, 0, final=True)
+
+    def snapshot(self) -> LiveSnapshot:
+        """The current merged numbers (what the web UI tab and the Prometheus endpoint show)."""
+        runner = self.process.environment.runner
+        users = runner.user_count if runner is not None else 0
+        workers = len(runner.clients.ready + runner.clients.running) if isinstance(runner, MasterRunner) else 0
+        run = self.lifecycle.active
+        if run is not None:
+            return of_run(run, users, workers)
+        if self.finished is not None:
+            return replace(self.finished, users=users, workers=workers)
+        return LiveSnapshot(users=users, workers=workers)
+
+
+def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> LiveSnapshot:
+    """While running: rates and server-side numbers of the latest interval; final: of the whole run."""
+    aggregator, snapshots = run.aggregator, run.server.stats.snapshots
+    if final:
+        duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
+        endpoints = [LiveEndpoint.of(total, total, duration_s) for _, total in sorted(aggregator.totals.items())]
+        server = run.server.stats.total_delta()  # what summary.json's `server` says
+    else:
+        endpoints = [
+            LiveEndpoint.of(total, aggregator.last_window.get(name), aggregator.window_s)
+            for name, total in sorted(aggregator.totals.items())
+        ]
+        server = compute_delta(snapshots[-2], snapshots[-1]) if len(snapshots) >= 2 else {}
+    return LiveSnapshot(endpoints, server, users, workers, run_dir=str(run.directory.path), final=final)

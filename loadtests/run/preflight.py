@@ -1,0 +1,92 @@
+"""Pre-flight: every check that can refuse a run, before any load is sent.
+
+- at init, on a master or single process: the options, the load shape, --traffic and --rate,
+  --slo, the outputs and (headless or --autostart) every selected class's endpoint against
+  the real server: bad input exits with code 2;
+- at test_start, on every process: the options again (workers receive them only now, the
+  web UI may have changed them); a failure stops the test with exit code 2;
+- a test started from the web UI: the same checks on the form's values, answered in the form.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+
+from loadtests import slo_gate
+from loadtests.errors import SpecError, StartupError
+from loadtests.options import apply_form
+from loadtests.outputs import check_outputs
+from loadtests.recording.run_dir import used_run_dir_error
+from loadtests.run.process import SuiteProcess
+from loadtests.settings import Settings
+
+
+class Preflight:
+    """The checks of the options and the target (see the module docstring)."""
+
+    def __init__(self, process: SuiteProcess) -> None:
+        self.process = process
+
+    def reload(self) -> Settings:
+        """The settings re-read from the options (raises SpecError)."""
+        return self.process.reload_settings()
+
+    def register(self) -> None:
+        # First of the suite's test_start listeners: the others skip a rejected test.
+        self.process.environment.events.test_start.add_listener(self.on_test_start)
+
+    def at_init(self, install_shape) -> None:
+        """Master or single process: `install_shape()` selects --load-shape; exits 2 on bad input."""
+        process = self.process
+        try:
+            settings = self.reload()
+            install_shape()
+            self.check_traffic()
+            slo_gate.validate(settings, process.endpoints.names())  # exit 2 before any load
+            check_outputs(settings, settings.junit)  # before, not after, the load
+            if settings.starts_at_once:
+                # (Tests started from the web UI get a new directory each instead.)
+                used = used_run_dir_error(settings.run_dir)
+                if used is not None:
+                    raise used
+                process.endpoints.prepare_all()
+        except StartupError as error:
+            print(f"error: {error}", file=sys.stderr, flush=True)
+            sys.exit(error.exit_code)
+
+    def check_traffic(self) -> None:
+        """Open-loop traffic needs a rate: --rate, or a load shape with kind=rate; raises SpecError."""
+        settings = self.process.settings
+        shape = self.process.environment.shape_class
+        kind = getattr(shape, "target_kind", None)  # the suite's shapes say what their target is
+        if kind is not None:
+            if settings.open_loop and kind != "rate":
+                raise SpecError(
+                    f"--traffic {settings.traffic} with --load-shape {shape.name}: the shape sets the rate, "
+                    "add kind=rate to --shape-args"
+                )
+        elif settings.open_loop and settings.rate <= 0:
+            raise SpecError(f"--traffic {settings.traffic} needs --rate (requests/s) or a load shape with kind=rate")
+
+    def on_test_start(self, **_kwargs) -> None:
+        process = self.process
+        process.rejected = None
+        try:
+            settings = self.reload()
+            slo_gate.validate(settings, process.endpoints.names())  # the web UI may have changed --slo
+            if process.role.records_run:
+                self.check_traffic()  # ... or --traffic and --rate
+                check_outputs(settings, settings.junit)
+        except StartupError as error:
+            process.rejected = error
+            process.fail_startup(error)
+
+    def check_web_start(self, form: Mapping[str, str]) -> None:
+        """A test about to start from the web UI: the headless pre-flight on its form's options;
+        raises StartupError."""
+        apply_form(self.process.environment.parsed_options, form)
+        settings = self.reload()
+        self.check_traffic()
+        slo_gate.validate(settings, self.process.endpoints.names())
+        self.process.endpoints.prepare_all()

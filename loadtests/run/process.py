@@ -1,0 +1,113 @@
+"""The suite's part of one Locust process: created once at init, reached through the Environment.
+
+Holds what the listeners and the users share in this process (the settings of the current
+test, the recorder, the prepared endpoints, the open-loop sender) and nothing about a run
+being recorded (that is `RunLifecycle`'s). There is one per Environment, stored on it, so
+there is no module-level state:
+
+    process = process_of(user.environment)
+    process.endpoints.endpoint("generic", "http"), process.settings.open_loop
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+import gevent
+from locust.env import Environment
+
+from loadtests.endpoints import Endpoint
+from loadtests.errors import StartupError
+from loadtests.events import SuiteEvents
+from loadtests.options import settings_from
+from loadtests.recording.throttling import ThrottleMeter
+from loadtests.recording.windows import WindowRecorder
+from loadtests.run.endpoint_cache import EndpointCache
+from loadtests.run.role import Role
+from loadtests.settings import Settings
+from loadtests.traffic.open_loop import OpenLoop
+from loadtests.users import PROCESS_ATTRIBUTE, services_of
+
+logger = logging.getLogger(__name__)
+
+
+class SuiteProcess:
+    """The suite's state in one process (one per Environment)."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.events = SuiteEvents()
+        self.role = Role.of(environment.runner)
+        self.settings = Settings()
+        self.recorder = WindowRecorder()
+        self.endpoints = EndpointCache(environment.user_classes, lambda: self.settings, environment.events.request)
+        # The open-loop sender while a test runs on a process with users (None in closed loop).
+        self.sender: OpenLoop | None = None
+        # Slowest successful request of this process in this test (ms): the stop grace follows it.
+        self.slowest_ms = 0.0
+        # The check of the current test's options failed: no run, no traffic (the process quits).
+        self.rejected: StartupError | None = None
+        self._user_seed = 0
+        self._cpu_mark = time.process_time()
+        self._throttle = ThrottleMeter()
+
+    def reload_settings(self) -> Settings:
+        """Settings from the options as they are now; raises SpecError.
+
+        Workers receive their options only at test_start, and the web UI may change them.
+        """
+        settings = settings_from(self.environment.parsed_options)
+        if settings != self.settings:
+            self.settings = settings
+            self.endpoints.clear()
+        self.recorder.window_s = settings.window_s
+        if self.role.records_run:
+            # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
+            self.environment.host = f"http://{settings.triton_http}"
+        return settings
+
+    # -- what the users need (loadtests.users.ProcessServices) ---------------------------------
+    def endpoint(self, kind: str, protocol: str) -> Endpoint:
+        """The prepared endpoint of a user class (built once per process; raises StartupError)."""
+        return self.endpoints.endpoint(kind, protocol)
+
+    def record_dropped(self, name: str, model: str, protocol: str) -> None:
+        """An open-loop request that was due but not sent (--drop-when-saturated)."""
+        self.recorder.record_dropped(name, model, protocol)
+
+    def next_user_seed(self) -> int:
+        self._user_seed += 1
+        return self._user_seed
+
+    def fail_startup(self, error: StartupError) -> None:
+        """A startup error found during a run (worker, web UI): one line, exit code 2, stop."""
+        logger.error("error: %s", error)
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        self.environment.process_exit_code = error.exit_code
+        runner = self.environment.runner
+        if runner is not None:
+            gevent.spawn(runner.quit)
+
+    def take_cpu(self) -> float:
+        """CPU seconds of this process since the last call."""
+        now = time.process_time()
+        spent, self._cpu_mark = now - self._cpu_mark, now
+        return spent
+
+    def take_throttle(self) -> dict[str, int] | None:
+        """This container's CPU-throttling counters since the last call (None without a cgroup)."""
+        return self._throttle.take()
+
+
+def process_of(environment: Environment) -> SuiteProcess:
+    """The suite's process object of an Environment (set up by `loadtests.run.install`)."""
+    return services_of(environment)  # type: ignore[return-value]  (the wiring stores a SuiteProcess)
+
+
+def attach_process(environment: Environment) -> SuiteProcess:
+    """Create the process object for an Environment at init (once)."""
+    process = SuiteProcess(environment)
+    setattr(environment, PROCESS_ATTRIBUTE, process)
+    return process

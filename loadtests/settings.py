@@ -1,0 +1,102 @@
+"""The one frozen `Settings` object: every option a run reads, the suite's and Locust's.
+
+Built once per test by `loadtests.options.settings_from(parsed_options)` (which parses and
+checks every value), then handed to whoever needs it: nothing else in the suite reads
+Locust's `parsed_options`. A base-layer module: it imports nothing of the suite but the
+value types its fields hold (`loadtests.batch_size`), so any layer can take a Settings.
+
+    settings = settings_from(environment.parsed_options)
+    settings.batch_size.sizes, settings.open_loop, settings.slo
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loadtests.batch_size import BatchSizeSpec, parse_batch_size
+
+DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
+DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
+DEFAULT_TRITON_METRICS = "127.0.0.1:8002"
+DEFAULT_BERT_MODEL = "bert_qa_dynbatch"
+DEFAULT_RESNET_MODEL = "resnet50"
+DEFAULT_SEQ_LEN = "384"
+DEFAULT_DOC_STRIDE = 128
+DEFAULT_REQUEST_TIMEOUT_S = 30.0
+DATA_MODES = ("random", "zero")
+DEFAULT_WINDOW_S = 1.0
+DEFAULT_SERVER_POLL_S = 5.0
+DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
+# Per worker: enough for a few hundred requests/s at tens of ms each, small enough
+# that a stalled server cannot make one worker open thousands of connections.
+DEFAULT_MAX_IN_FLIGHT = 64
+CLOSED_LOOP = "closed"
+OPEN_LOOP_MODES = ("constant", "poisson", "gamma")
+OPEN_LOOP_HINT = "--traffic " + "|".join(OPEN_LOOP_MODES)
+TRAFFIC_MODES = (CLOSED_LOOP, *OPEN_LOOP_MODES)
+NO_SHAPE = "none"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs from the options, validated once.
+
+    Example: Settings(model="identity", batch_size=parse_batch_size("1-8")).open_loop is False
+    """
+
+    # -- the target and the requests
+    triton_http: str = DEFAULT_TRITON_HTTP
+    triton_grpc: str = DEFAULT_TRITON_GRPC
+    triton_metrics: str = DEFAULT_TRITON_METRICS
+    model: str = ""
+    bert_model: str = ""
+    resnet_model: str = ""
+    batch_size: BatchSizeSpec = field(default_factory=lambda: parse_batch_size("1"))
+    seq_len: int | None = 384  # None: 'variable'
+    doc_stride: int = DEFAULT_DOC_STRIDE
+    vocab: Path | None = None
+    input_map: dict[str, str] = field(default_factory=dict)
+    image_dir: Path | None = None
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    input_data: tuple[Path, ...] = ()
+    data_mode: str = "random"
+    http_json: bool = False
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    validate_responses: bool = False
+    # -- recording and outputs
+    run_dir: Path | None = None
+    window_s: float = DEFAULT_WINDOW_S
+    server_poll_s: float = DEFAULT_SERVER_POLL_S
+    slo: str = ""  # the --slo clauses as given (parsed by loadtests/slo_gate.py)
+    junit: str = ""
+    prometheus_host: str = DEFAULT_PROMETHEUS_HOST
+    prometheus_port: int = 0  # 0: no exporter
+    csv_prefix: str = ""  # Locust's --csv
+    # -- traffic
+    traffic: str = CLOSED_LOOP
+    rate: float = 0.0
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    drop_when_saturated: bool = False
+    burstiness: float | None = None  # --traffic gamma only: the gaps' coefficient of variation
+    load_shape: str = NO_SHAPE
+    shape_args: str = ""
+    # -- Locust's own run options
+    num_users: int | None = None
+    spawn_rate: float | None = None
+    run_time_s: float | None = None
+    stop_timeout_s: float = 0.0  # 0: not given (the suite's stop grace then follows the run)
+    headless: bool = False
+    autostart: bool = False
+    # Every option as given, JSON-friendly (config.json's "options"); not compared.
+    as_given: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def open_loop(self) -> bool:
+        return self.traffic != CLOSED_LOOP
+
+    @property
+    def starts_at_once(self) -> bool:
+        """Headless or --autostart: the test starts without the web UI's form."""
+        return self.headless or self.autostart
