@@ -92,8 +92,6 @@ ANALYSIS_MAY_IMPORT = ("analysis", "loadtests.run_format", "loadtests.errors")
 PENDING_OTHER_BRANCHES: set[str] = {
     # helper "control": server_stats.py split around the one control-plane reader
     "loadtests/recording/server_stats.py",
-    # not assigned in issue 13's split (generic workload: 451 lines)
-    "loadtests/workloads/generic.py",
 }
 
 
