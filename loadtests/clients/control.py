@@ -33,7 +33,8 @@ never answers (a frozen Triton) fails after about `timeout_s`, not a multiple of
 Failures: every one is a ServerError with one line naming the request, e.g.
     GET http://127.0.0.1:8000/v2/models/x/config: HTTP 400 {"error":"Request for unknown model: 'x' ..."}
     GET http://127.0.0.1:8000/v2: ConnectionRefusedError: [Errno 111] Connection refused
-Health checks (`server_live`, `server_ready`, `model_ready`) answer False instead.
+Health checks (`server_live`, `server_ready`, `model_ready`) answer False when Triton says
+no (any status but 200) and raise the ServerError only when there is no Triton to ask.
 """
 
 from __future__ import annotations
@@ -150,6 +151,15 @@ class TritonControl:
         `config` replaces the repository's config.pbtxt for this load: a whole ModelConfig as a
         dict (start from `model_config(model)` and change what you try). Triton accepts loads
         only when started with --model-control-mode=explicit; it refuses them otherwise.
+
+        The config `model_config` returns is auto-completed (Triton 2.51 fills the dynamic
+        batcher's preferred_batch_size with max_batch_size): change or drop such derived
+        fields with the field they came from. A config Triton refuses is answered with HTTP 500
+        "failed to poll from model repository"; the reason is only in Triton's log.
+
+        Back to the repository's config.pbtxt: `unload(model)` then `load(model)`. A plain
+        `load(model)` right after an override keeps the override (Triton 2.51: the model's
+        files did not change, so it does not reread them).
         """
         body = {"parameters": {"config": json.dumps(config)}} if config is not None else {}
         self._json("POST", f"/v2/repository/models/{quote(model, safe='')}/load", body)
@@ -165,10 +175,10 @@ class TritonControl:
     # -- transport ---------------------------------------------------------------------------
     def _ok(self, path: str) -> bool:
         try:
-            _request("GET", f"{base_url(self.http_address)}{path}", None, self.timeout_s)
-        except ServerError:
-            return False
-        return True
+            status, _ = _exchange("GET", f"{base_url(self.http_address)}{path}", None, self.timeout_s)
+        except (OSError, http.client.HTTPException) as error:
+            raise _transport_error("GET", f"{base_url(self.http_address)}{path}", error, self.timeout_s) from None
+        return status == http.client.OK
 
     def _json(self, method: str, path: str, body: dict | None = None) -> Any:
         url = f"{base_url(self.http_address)}{path}"
@@ -195,15 +205,19 @@ def _request(method: str, url: str, body: dict | None, timeout_s: float) -> byte
     """The response body of a 200; anything else is one ServerError line naming the request."""
     try:
         status, answer = _exchange(method, url, body, timeout_s)
-    except TimeoutError:
-        raise ServerError(f"{method} {url}: timed out after {timeout_s:g} s") from None
     except (OSError, http.client.HTTPException) as error:
-        # Refused and reset connections are OSErrors; a malformed or cut response an HTTPException.
-        raise ServerError(f"{method} {url}: {type(error).__name__}: {error}") from None
+        raise _transport_error(method, url, error, timeout_s) from None
     if status != http.client.OK:
         text = " ".join(answer.decode("utf-8", "replace").split())[:ERROR_BODY_CHARS]
         raise ServerError(f"{method} {url}: HTTP {status} {text}".rstrip())
     return answer
+
+
+def _transport_error(method: str, url: str, error: Exception, timeout_s: float) -> ServerError:
+    if isinstance(error, TimeoutError):
+        return ServerError(f"{method} {url}: timed out after {timeout_s:g} s")
+    # Refused and reset connections are OSErrors; a malformed or cut response an HTTPException.
+    return ServerError(f"{method} {url}: {type(error).__name__}: {error}")
 
 
 def _exchange(method: str, url: str, body: dict | None, timeout_s: float) -> tuple[int, bytes]:
