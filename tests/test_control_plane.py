@@ -206,7 +206,7 @@ def test_a_server_that_never_answers_times_out(never_answers):
         lambda: control.statistics(["identity"]),
         control.metrics_text,
         control.repository_index,
-        lambda: control.load("identity", config={"max_batch_size": 1}),
+        lambda: control.load("identity", config={"max_batch_size": 1}, timeout_s=SHORT_TIMEOUT_S),
     ):
         start = time.monotonic()
         with pytest.raises(ServerError, match="timed out"):

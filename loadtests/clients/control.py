@@ -31,7 +31,7 @@ the remaining budget is re-applied before each stage, so a server that accepts a
 never answers (a frozen Triton) fails after about `timeout_s`, not a multiple of it.
 
 Failures: every one is a ServerError with one line naming the request, e.g.
-    GET http://127.0.0.1:8000/v2/models/x/config: HTTP 400 {"error":"Request for unknown model: 'x' ..."}
+    GET http://127.0.0.1:8000/v2/models/x/config: HTTP 404 Request for unknown model: 'x' is not found
     GET http://127.0.0.1:8000/v2: ConnectionRefusedError: [Errno 111] Connection refused
 Health checks (`server_live`, `server_ready`, `model_ready`) answer False when Triton says
 no (any status but 200) and raise the ServerError only when there is no Triton to ask.
@@ -39,6 +39,7 @@ no (any status but 200) and raise the ServerError only when there is no Triton t
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import time
@@ -49,6 +50,8 @@ from urllib.parse import quote
 from loadtests.errors import ServerError
 
 DEFAULT_TIMEOUT_S = 5.0
+# Triton answers a load once the model is initialised (and warmed up): minutes for a big one.
+LOAD_TIMEOUT_S = 300.0
 LIVE_PATH = "/v2/health/live"
 READY_PATH = "/v2/health/ready"
 # Triton's 4xx bodies are short JSON errors; a longer one (an HTML proxy page) is cut here.
@@ -145,7 +148,7 @@ class TritonControl:
         """
         return self._json("POST", "/v2/repository/index", {"ready": ready})
 
-    def load(self, model: str, config: dict[str, Any] | None = None) -> None:
+    def load(self, model: str, config: dict[str, Any] | None = None, timeout_s: float = LOAD_TIMEOUT_S) -> None:
         """Load (or reload) a model; returns once Triton has it ready, raises ServerError if it failed.
 
         `config` replaces the repository's config.pbtxt for this load: a whole ModelConfig as a
@@ -160,9 +163,13 @@ class TritonControl:
         Back to the repository's config.pbtxt: `unload(model)` then `load(model)`. A plain
         `load(model)` right after an override keeps the override (Triton 2.51: the model's
         files did not change, so it does not reread them).
+
+        `timeout_s` is the load's own (not the instance's): Triton answers only once the model
+        is initialised.
         """
         body = {"parameters": {"config": json.dumps(config)}} if config is not None else {}
-        self._json("POST", f"/v2/repository/models/{quote(model, safe='')}/load", body)
+        path = f"/v2/repository/models/{quote(model, safe='')}/load"
+        _request("POST", f"{base_url(self.http_address)}{path}", body, timeout_s)
 
     def unload(self, model: str, unload_dependents: bool = False) -> None:
         """Unload a model (and, with `unload_dependents`, the models an ensemble loaded with it).
@@ -208,9 +215,16 @@ def _request(method: str, url: str, body: dict | None, timeout_s: float) -> byte
     except (OSError, http.client.HTTPException) as error:
         raise _transport_error(method, url, error, timeout_s) from None
     if status != http.client.OK:
-        text = " ".join(answer.decode("utf-8", "replace").split())[:ERROR_BODY_CHARS]
-        raise ServerError(f"{method} {url}: HTTP {status} {text}".rstrip())
+        raise ServerError(f"{method} {url}: HTTP {status} {_error_text(answer)}".rstrip())
     return answer
+
+
+def _error_text(answer: bytes) -> str:
+    """Triton's {"error": "..."} message, or the start of whatever else came back, on one line."""
+    text = answer.decode("utf-8", "replace")
+    with contextlib.suppress(ValueError, AttributeError):  # not JSON, or not an object
+        text = str(json.loads(text).get("error", text))
+    return " ".join(text.split())[:ERROR_BODY_CHARS]
 
 
 def _transport_error(method: str, url: str, error: Exception, timeout_s: float) -> ServerError:
