@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.report import write_report
-from loadtests.recording.server_stats import fetch_stats
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.launcher import locust_command
 
@@ -64,7 +63,7 @@ def server_requests(triton: LocalTriton) -> int:
     """Requests Triton has served for MODEL, from its statistics (the suite's own reader)."""
     return sum(
         int(version["inference_stats"]["success"]["count"])
-        for version in fetch_stats(triton.http_address, [MODEL])[MODEL].values()
+        for version in triton.control().statistics([MODEL])[MODEL].values()
     )
 
 

@@ -8,7 +8,8 @@ import pytest
 from analysis import plots
 from analysis.report import write_report
 from loadtests.recording.histograms import EndpointStats
-from loadtests.recording.server_stats import ServerStatsPoller, compute_delta
+from loadtests.recording.server_stats import compute_delta
+from loadtests.recording.stats_poller import ServerStatsPoller
 from tests.helpers import model_stats, read_summary, run_locust, triton_options
 from tests.test_server_stats import entry, snapshot
 

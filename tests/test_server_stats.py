@@ -17,16 +17,11 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from loadtests.clients.control import TritonControl
 from loadtests.errors import ServerError
 from loadtests.recording.metrics import CSV_HEADER, KEPT_PREFIXES, MetricsPoller, Sample, kept, parse, scrape
-from loadtests.recording.server_stats import (
-    ModelDelta,
-    ServerStatsPoller,
-    StatsSnapshot,
-    compute_delta,
-    fetch_stats,
-    take_snapshot,
-)
+from loadtests.recording.server_stats import ModelDelta, StatsSnapshot, compute_delta
+from loadtests.recording.stats_poller import ServerStatsPoller, take_snapshot
 
 # Batch sizes cycle over the threads, so inferences differ from requests even without batching.
 BATCH_SIZES = (1, 2, 3)
@@ -141,18 +136,18 @@ def test_model_without_traffic_gives_zeros(triton):
     assert ModelDelta().to_json()["avg_batch"] == 0.0
 
 
-def test_fetch_stats_keeps_the_raw_entry_per_version(triton):
-    stats = fetch_stats(triton.http_address, ["identity"])
+def test_statistics_keep_the_raw_entry_per_version(triton):
+    stats = TritonControl(triton.http_address).statistics(["identity"])
     entry = stats["identity"]["1"]
     assert entry["name"] == "identity"
     assert {"inference_count", "execution_count", "inference_stats", "batch_stats"} <= set(entry)
 
 
-def test_fetch_stats_names_what_failed(triton):
+def test_statistics_name_what_failed(triton):
     with pytest.raises(ServerError, match="not available"):
-        fetch_stats(triton.http_address, ["no_such_model"])
+        TritonControl(triton.http_address).statistics(["no_such_model"])
     with pytest.raises(ServerError, match="Connection refused"):
-        fetch_stats(closed_port(), ["identity"], timeout_s=1.0)
+        TritonControl(closed_port(), timeout_s=1.0).statistics(["identity"])
 
 
 # -- deltas on hand-made stats: no stats yet, versions, counter resets ---------------------

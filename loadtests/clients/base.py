@@ -110,6 +110,8 @@ class TritonClient(ABC):
         self.request_event = request_event
 
     # -- control plane (pre-flight) ---------------------------------------------------
+    # Asked over the user's own protocol, so a run checks the port it will load: HTTP through
+    # clients/control.py (the one HTTP control-plane reader), gRPC through tritonclient.grpc.
     @abstractmethod
     def server_live(self) -> bool: ...
 
@@ -117,11 +119,8 @@ class TritonClient(ABC):
     def model_ready(self, model: str) -> bool: ...
 
     @abstractmethod
-    def model_metadata_and_config(self, model: str) -> tuple[dict, dict]: ...
-
-    def model_spec(self, model: str) -> ModelSpec:
-        metadata, config = self.model_metadata_and_config(model)
-        return ModelSpec.from_triton(metadata, config)
+    def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
+        """Triton's metadata and config JSON for the model (pre-flight turns them into a ModelSpec)."""
 
     # -- data plane ---------------------------------------------------------------------
     @abstractmethod

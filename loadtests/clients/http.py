@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from http.client import HTTPException
-from urllib.parse import quote
 
 import gevent
 import numpy as np
@@ -20,6 +19,7 @@ from geventhttpclient.response import HTTPConnectionClosed
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient, connection_failure
+from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
 from loadtests.errors import ServerError
 from loadtests.model_spec import ModelSpec
 
@@ -51,25 +51,18 @@ class HttpClient(TritonClient):
         self._host, self._port = _split_address(address)
         self.binary = binary
         self._http = self._connect()
-        self._control: httpclient.InferenceServerClient | None = None
+        # Pre-flight over the same address, through the suite's one control-plane reader.
+        self.control = TritonControl(address, timeout_s=CONTROL_TIMEOUT_S)
 
     # -- control plane ----------------------------------------------------------------
-    @property
-    def control(self) -> httpclient.InferenceServerClient:
-        if self._control is None:
-            self._control = httpclient.InferenceServerClient(
-                self.address, connection_timeout=CONNECTION_TIMEOUT_S, network_timeout=CONTROL_TIMEOUT_S
-            )
-        return self._control
-
     def server_live(self) -> bool:
-        return bool(self.control.is_server_live())
+        return self.control.server_live()
 
     def model_ready(self, model: str) -> bool:
-        return bool(self.control.is_model_ready(model))
+        return self.control.model_ready(model)
 
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
-        return self.control.get_model_metadata(model), self.control.get_model_config(model)
+        return self.control.model_metadata(model), self.control.model_config(model)
 
     # -- data plane ---------------------------------------------------------------------
     def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> HttpWire:
@@ -81,7 +74,7 @@ class HttpClient(TritonClient):
         outputs = [httpclient.InferRequestedOutput(o.name, binary_data=self.binary) for o in model.outputs]
         body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs)
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
-        return HttpWire(f"/v2/models/{quote(model.name)}/infer", body, headers)
+        return HttpWire(infer_path(model.name), body, headers)
 
     def _connect(self) -> HTTPClient:
         return HTTPClient(
@@ -94,7 +87,7 @@ class HttpClient(TritonClient):
 
     def warm(self) -> bool:
         try:
-            self._http.get("/v2/health/live").read()
+            self._http.get(LIVE_PATH).read()
         except (TimeoutError, gevent.Timeout, OSError, HTTPException):
             self._http.close()
             self._http = self._connect()
@@ -137,8 +130,6 @@ class HttpClient(TritonClient):
 
     def close(self) -> None:
         self._http.close()
-        if self._control is not None:
-            self._control.close()
 
 
 def _transport_failure(error: BaseException) -> RequestFailure:

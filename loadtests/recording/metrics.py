@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl, metrics_url
 from loadtests.errors import ServerError
-from loadtests.recording.server_stats import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S, PeriodicSampler, base_url, http_get
+from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 
 KEPT_PREFIXES = (
     "nv_inference_",
@@ -162,12 +163,11 @@ def scrape(
     Example:
         [s.value for s in scrape("localhost:8002") if s.name == "nv_inference_count"]  # [1234.0, ...]
     """
-    url = f"{base_url(metrics_address)}/metrics"
-    body = http_get(url, timeout_s)
+    text = TritonControl("", metrics_address, timeout_s).metrics_text()
     try:
-        return kept(parse(body.decode("utf-8")), prefixes)
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        raise ServerError(f"GET {url}: not a Prometheus text exposition ({exc})") from exc
+        return kept(parse(text), prefixes)
+    except ValueError as exc:
+        raise ServerError(f"GET {metrics_url(metrics_address)}: not a Prometheus text exposition ({exc})") from exc
 
 
 # -- polling -----------------------------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""Triton's server-side breakdown: /v2/models/<m>/stats snapshots and their deltas.
+"""Triton's server-side breakdown: statistics snapshots and their deltas (pure arithmetic).
+
+The snapshots are taken by loadtests.recording.stats_poller through loadtests.clients.control;
+this module only does the sums, so it imports no network and no gevent.
 
 Triton's statistics are cumulative counters since the model loaded. A load test reads
 them at the start and end of a run (and every few seconds between) and reports the
@@ -43,25 +46,10 @@ requests the counters always included a request by the time its response arrived
 
 from __future__ import annotations
 
-import json
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from bisect import bisect_left
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from http.client import HTTPException
+from itertools import pairwise
 from typing import Any
-
-import gevent
-
-from loadtests.errors import ServerError
-
-DEFAULT_TIMEOUT_S = 5.0
-DEFAULT_INTERVAL_S = 5.0
-# A server unreachable for a whole hour at 5 s is 720 errors; keep the first ones, count the rest.
-MAX_RECORDED_ERRORS = 100
 
 # The cumulative counters of one version's stats entry, by our name.
 _DURATIONS = ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")
@@ -70,67 +58,12 @@ _DURATIONS = ("success", "fail", "queue", "compute_input", "compute_infer", "com
 _BATCH_PREFIX = "batch_size:"
 
 
-# -- HTTP, shared with loadtests.recording.metrics ------------------------------------------
-def base_url(address: str) -> str:
-    """host:port as the options give it, or a URL already: 'localhost:8000' -> 'http://localhost:8000'."""
-    address = address.rstrip("/")
-    return address if address.startswith(("http://", "https://")) else f"http://{address}"
-
-
-def http_get(url: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> bytes:
-    """GET a URL; every way it can fail becomes one ServerError naming the URL.
-
-    urllib, not tritonclient: it works in plain Python and, once Locust has monkey-patched
-    the standard library, cooperatively inside the gevent loop.
-
-    Example:
-        http_get("http://localhost:8002/metrics")[:6]  # b'# HELP'
-    """
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            return response.read()
-    except urllib.error.HTTPError as exc:
-        # Triton explains a 4xx in the body, e.g. {"error":"requested model 'x' is not available"}.
-        raise ServerError(f"GET {url}: HTTP {exc.code} {_error_body(exc)}") from exc
-    except (OSError, HTTPException) as exc:
-        # URLError, timeouts and resets are OSErrors; a truncated body is an HTTPException.
-        raise ServerError(f"GET {url}: {type(exc).__name__}: {exc}") from exc
-
-
-def _error_body(exc: urllib.error.HTTPError) -> str:
-    try:
-        return exc.read().decode("utf-8", "replace").strip()[:200]
-    except (OSError, HTTPException):
-        return ""
-
-
-# -- fetching ---------------------------------------------------------------------------------
-def fetch_stats(http_address: str, models: list[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, dict]:
-    """Each model's raw statistics, per loaded version: {model: {version: model_stats entry}}.
-
-    Raises ServerError if Triton cannot be reached or does not serve one of the models.
-
-    Example:
-        fetch_stats("localhost:8000", ["resnet50"])["resnet50"]["1"]["inference_count"]  # 1234
-    """
-    out = {}
-    for model in models:
-        url = f"{base_url(http_address)}/v2/models/{urllib.parse.quote(model, safe='')}/stats"
-        body = http_get(url, timeout_s)
-        try:
-            entries = json.loads(body)["model_stats"]
-            out[model] = {str(entry["version"]): entry for entry in entries}
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ServerError(f"GET {url}: not a statistics response ({type(exc).__name__}: {exc})") from exc
-    return out
-
-
 @dataclass(frozen=True)
 class StatsSnapshot:
     """Raw statistics of the models under test at one moment (time_s: Unix time, seconds).
 
     Example:
-        StatsSnapshot(time.time(), fetch_stats("localhost:8000", ["resnet50"]))
+        StatsSnapshot(time.time(), TritonControl("localhost:8000").statistics(["resnet50"]))
     """
 
     time_s: float
@@ -138,17 +71,6 @@ class StatsSnapshot:
 
     def to_json(self) -> dict:
         return {"time_s": self.time_s, "models": self.models}
-
-
-def take_snapshot(
-    http_address: str,
-    models: list[str],
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    clock: Callable[[], float] = time.time,
-) -> StatsSnapshot:
-    """fetch_stats, stamped with the time the answers arrived."""
-    stats = fetch_stats(http_address, models, timeout_s)
-    return StatsSnapshot(clock(), stats)
 
 
 # -- deltas ------------------------------------------------------------------------------------
@@ -278,213 +200,51 @@ def compute_delta(before: StatsSnapshot, after: StatsSnapshot) -> dict[str, Mode
     return {model: model_delta(before.models.get(model), raw) for model, raw in after.models.items()}
 
 
-# -- periodic sampling under gevent -----------------------------------------------------------
-class PeriodicSampler:
-    """Calls `sample()` now, every `interval_s` in a gevent greenlet, and once more at stop.
+# -- over a run's list of snapshots (oldest first) ---------------------------------------------
+def nearest_snapshot(snapshots: list[StatsSnapshot], time_s: float) -> StatsSnapshot | None:
+    """The snapshot taken nearest to `time_s` (Unix seconds); None if there is none."""
+    if not snapshots:
+        return None
+    times = [snapshot.time_s for snapshot in snapshots]
+    i = bisect_left(times, time_s)
+    candidates = [j for j in (i - 1, i) if 0 <= j < len(times)]
+    return snapshots[min(candidates, key=lambda j: abs(times[j] - time_s))]
 
-    A ServerError from `sample` (Triton unreachable, a model unloaded) is recorded in
-    `errors` and the next tick tries again: a load test must not die because a scrape did.
-    Other exceptions are bugs and end the greenlet loudly. Shared by both pollers.
 
-    Example:
-        sampler = PeriodicSampler(lambda: print("tick"), interval_s=1.0)
-        sampler.start(); gevent.sleep(2.5); sampler.stop()  # ticks at 0, 1 and 2 s, and at the stop
+def total_delta(snapshots: list[StatsSnapshot]) -> dict[str, ModelDelta]:
+    """First snapshot to last: the whole run. {} without snapshots.
+
+    Summed interval by interval, so a Triton restart mid-run (counters back near zero)
+    adds the new server's counts to the old one's instead of replacing them. What the old
+    server did between its last snapshot and its end is not known (see restarts()).
     """
-
-    def __init__(
-        self,
-        sample: Callable[[], None],
-        interval_s: float,
-        clock: Callable[[], float] = time.time,
-        before_tick: Callable[[], None] | None = None,
-    ) -> None:
-        if interval_s <= 0:
-            raise ValueError(f"interval_s must be positive, got {interval_s}")
-        self._sample = sample
-        # Called before every sample (periodic or on demand): open-loop traffic waits there for
-        # a gap in its send schedule, since a scrape blocks the gevent loop for a few ms.
-        self.before_tick = before_tick
-        self.interval_s = interval_s
-        self.clock = clock
-        self.errors: list[dict[str, Any]] = []
-        self.errors_dropped = 0
-        self._greenlet: gevent.Greenlet | None = None
-        self._stopped = False
-
-    def sample_now(self) -> None:
-        if self.before_tick is not None:
-            self.before_tick()
-        try:
-            self._sample()
-        except ServerError as exc:
-            if len(self.errors) < MAX_RECORDED_ERRORS:
-                self.errors.append({"time_s": self.clock(), "error": str(exc)})
-            else:
-                self.errors_dropped += 1
-
-    def start(self) -> None:
-        if self._greenlet is not None:
-            raise RuntimeError("already started")
-        self.sample_now()
-        self._greenlet = gevent.spawn(self._run)
-
-    def _run(self) -> None:
-        # Ticks on a fixed schedule (no drift from the time a scrape takes); a scrape longer
-        # than the interval skips the ticks it overran instead of firing them back to back.
-        start = time.monotonic()
-        ticks = 0
-        while True:
-            ticks = max(ticks + 1, int((time.monotonic() - start) / self.interval_s) + 1)
-            gevent.sleep(max(0.0, start + ticks * self.interval_s - time.monotonic()))
-            self.sample_now()
-
-    def stop(self) -> None:
-        """Ends the greenlet (waiting for it) and samples a last time; a second call does nothing."""
-        if self._stopped:
-            return
-        self._stopped = True
-        if self._greenlet is not None:
-            self._greenlet.kill(block=True)
-        self.sample_now()
-
-    @property
-    def running(self) -> bool:
-        return self._greenlet is not None and not self._greenlet.dead
+    if not snapshots:
+        return {}
+    totals: dict[str, dict[str, int]] = {model: {} for model in snapshots[0].models}
+    for before, after in pairwise(snapshots):
+        for model, raw in after.models.items():
+            model_totals = totals.setdefault(model, {})
+            for key, value in counter_delta(before.models.get(model), raw).items():
+                model_totals[key] = model_totals.get(key, 0) + value
+    return {model: delta_of_counters(counters) for model, counters in totals.items()}
 
 
-class ServerStatsPoller:
-    """Snapshots Triton's statistics for the models under test every `interval_s` during a run.
-
-    Runs in a gevent greenlet (Locust's loop): start() at test start, stop() at test end.
-    Memory: one raw entry per model per snapshot, about 7 KB as Python objects (1 KB of
-    JSON; more with each distinct batch size seen), so a one-hour run at 5 s keeps about
-    5 MB per model.
-
-    Example:
-        poller = ServerStatsPoller("localhost:8000", ["resnet50"], interval_s=5.0)
-        poller.start()
-        ...  # the load
-        poller.stop()
-        poller.total_delta()["resnet50"].compute_infer_us  # 850.2
-        json.dump(poller.to_json(), open("server_stats.json", "w"))
-    """
-
-    def __init__(
-        self,
-        http_address: str,
-        models: list[str],
-        interval_s: float = DEFAULT_INTERVAL_S,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        clock: Callable[[], float] = time.time,
-        before_tick: Callable[[], None] | None = None,
-    ) -> None:
-        self.http_address = http_address
-        self.models = list(models)
-        self.timeout_s = timeout_s
-        self.snapshots: list[StatsSnapshot] = []
-        self._sampler = PeriodicSampler(self._take, interval_s, clock, before_tick)
-
-    def _take(self) -> None:
-        # All models or none: a snapshot missing a model would make the next delta count
-        # that model's whole history.
-        self.snapshots.append(take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock))
-
-    @property
-    def interval_s(self) -> float:
-        return self._sampler.interval_s
-
-    @property
-    def errors(self) -> list[dict[str, Any]]:
-        """[{"time_s": ..., "error": "GET http://...: ..."}] for every snapshot that failed."""
-        return self._sampler.errors
-
-    @property
-    def running(self) -> bool:
-        return self._sampler.running
-
-    def start(self) -> None:
-        """Takes the first snapshot now and starts the periodic greenlet; never raises for an
-        unreachable server (see errors): check reachability before the load, e.g. with fetch_stats."""
-        self._sampler.start()
-
-    def stop(self) -> None:
-        """Stops the greenlet and takes the final snapshot."""
-        self._sampler.stop()
-
-    def snapshot_now(self) -> StatsSnapshot | None:
-        """An extra snapshot (e.g. at a sweep step's boundary); None if it failed (see errors)."""
-        count = len(self.snapshots)
-        self._sampler.sample_now()
-        return self.snapshots[-1] if len(self.snapshots) > count else None
-
-    def nearest_snapshot(self, time_s: float) -> StatsSnapshot | None:
-        if not self.snapshots:
-            return None
-        times = [snapshot.time_s for snapshot in self.snapshots]
-        i = bisect_left(times, time_s)
-        candidates = [j for j in (i - 1, i) if 0 <= j < len(times)]
-        return self.snapshots[min(candidates, key=lambda j: abs(times[j] - time_s))]
-
-    def delta_between(self, t0: float, t1: float) -> dict[str, ModelDelta]:
-        """The delta between the snapshots nearest to t0 and t1 (Unix seconds); {} before any snapshot."""
-        if t1 < t0:
-            raise ValueError(f"t1 ({t1}) is before t0 ({t0})")
-        before, after = self.nearest_snapshot(t0), self.nearest_snapshot(t1)
-        if before is None or after is None:
-            return {}
-        return compute_delta(before, after)
-
-    def total_delta(self) -> dict[str, ModelDelta]:
-        """First snapshot to last: the whole run. {} before any snapshot.
-
-        Summed interval by interval, so a Triton restart mid-run (counters back near zero)
-        adds the new server's counts to the old one's instead of replacing them. What the old
-        server did between its last snapshot and its end is not known (see restarts()).
-        """
-        if not self.snapshots:
-            return {}
-        totals: dict[str, dict[str, int]] = {model: {} for model in self.snapshots[0].models}
-        for before, after in zip(self.snapshots, self.snapshots[1:], strict=False):
-            for model, raw in after.models.items():
-                model_totals = totals.setdefault(model, {})
-                for key, value in counter_delta(before.models.get(model), raw).items():
-                    model_totals[key] = model_totals.get(key, 0) + value
-        return {model: delta_of_counters(counters) for model, counters in totals.items()}
-
-    def restarts(self) -> list[dict[str, Any]]:
-        """Where the counters went down between two snapshots: Triton (or a model) restarted in
-        between. [{"after_s": last snapshot before, "before_s": first snapshot after, "models": [...]}]"""
-        found = []
-        for before, after in zip(self.snapshots, self.snapshots[1:], strict=False):
-            models = sorted(m for m, raw in after.models.items() if model_restarted(before.models.get(m), raw))
-            if models:
-                found.append({"after_s": before.time_s, "before_s": after.time_s, "models": models})
-        return found
-
-    def interval_deltas(self) -> list[tuple[float, float, dict[str, ModelDelta]]]:
-        """(start_s, end_s, deltas) between each pair of consecutive snapshots."""
-        pairs = zip(self.snapshots, self.snapshots[1:], strict=False)
-        return [(a.time_s, b.time_s, compute_delta(a, b)) for a, b in pairs]
-
-    def to_json(self) -> dict:
-        """The content of server_stats.json: raw snapshots, the run's delta and each interval's."""
-        return {
-            "http_address": self.http_address,
-            "models": self.models,
-            "interval_s": self.interval_s,
-            "snapshots": [snapshot.to_json() for snapshot in self.snapshots],
-            "deltas": {
-                "total": _deltas_json(self.total_delta()),
-                "intervals": [
-                    {"start_s": start, "end_s": end, "models": _deltas_json(deltas)}
-                    for start, end, deltas in self.interval_deltas()
-                ],
-            },
-            "restarts": self.restarts(),
-            "errors": self.errors,
-            "errors_dropped": self._sampler.errors_dropped,
-        }
+def restarts(snapshots: list[StatsSnapshot]) -> list[dict[str, Any]]:
+    """Where the counters went down between two snapshots: Triton (or a model) restarted in
+    between. [{"after_s": last snapshot before, "before_s": first snapshot after, "models": [...]}]"""
+    found = []
+    for before, after in pairwise(snapshots):
+        models = sorted(m for m, raw in after.models.items() if model_restarted(before.models.get(m), raw))
+        if models:
+            found.append({"after_s": before.time_s, "before_s": after.time_s, "models": models})
+    return found
 
 
-def _deltas_json(deltas: dict[str, ModelDelta]) -> dict[str, dict]:
+def interval_deltas(snapshots: list[StatsSnapshot]) -> list[tuple[float, float, dict[str, ModelDelta]]]:
+    """(start_s, end_s, deltas) between each pair of consecutive snapshots."""
+    pairs = pairwise(snapshots)
+    return [(a.time_s, b.time_s, compute_delta(a, b)) for a, b in pairs]
+
+
+def deltas_json(deltas: dict[str, ModelDelta]) -> dict[str, dict]:
     return {model: delta.to_json() for model, delta in deltas.items()}

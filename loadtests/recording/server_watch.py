@@ -12,7 +12,7 @@ from pathlib import Path
 import gevent
 
 from loadtests.recording.metrics import MetricsPoller
-from loadtests.recording.server_stats import ServerStatsPoller
+from loadtests.recording.stats_poller import ServerStatsPoller
 
 # The last snapshot and scrape at the end of a run wait at most this long each: a frozen or
 # dead Triton must not hold up the end of the run (the failure is recorded in the errors).

@@ -22,8 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +29,8 @@ from pathlib import Path
 
 import psutil
 
+from loadtests.clients.control import DEFAULT_TIMEOUT_S as DEFAULT_CONTROL_TIMEOUT_S
+from loadtests.clients.control import TritonControl, metrics_url
 from loadtests.errors import ServerError
 from loadtests.run_format.output_paths import file_problem
 from loadtests.server.install import TritonInstallation
@@ -65,6 +65,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_STARTUP_TIMEOUT_S = 180.0
 DEFAULT_STOP_TIMEOUT_S = 30.0
 READY_POLL_INTERVAL_S = 0.2
+# Each readiness poll waits this long for an answer: a server still starting may not answer yet.
+READY_POLL_TIMEOUT_S = 1.0
 LOG_LINES_ON_FAILURE = 12
 EXIT_TIMEOUT_S = 5
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -203,7 +205,7 @@ class LocalTriton:
 
     @property
     def metrics_url(self) -> str:
-        return f"http://{self.metrics_address}/metrics"
+        return metrics_url(self.metrics_address)
 
     # -- lifecycle --------------------------------------------------------------------
     def __enter__(self) -> LocalTriton:
@@ -295,10 +297,13 @@ class LocalTriton:
 
     def is_ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.http_url}/v2/health/ready", timeout=1.0) as response:
-                return response.status == 200
-        except (urllib.error.URLError, OSError):
+            return self.control(READY_POLL_TIMEOUT_S).server_ready()
+        except ServerError:  # not listening yet
             return False
+
+    def control(self, timeout_s: float = DEFAULT_CONTROL_TIMEOUT_S) -> TritonControl:
+        """This server's control plane (health, metadata, statistics, metrics, repository)."""
+        return TritonControl(self.http_address, self.metrics_address, timeout_s)
 
     def log_text(self) -> str:
         try:

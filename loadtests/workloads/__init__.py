@@ -29,8 +29,8 @@ from loadtests.workloads.bert_qa import (
     parse_input_map,
 )
 from loadtests.workloads.generic import GenericWorkload, parse_shape_overrides
-from loadtests.workloads.input_data import load_input_data
 from loadtests.workloads.images import ImageInput, ImageWorkload, preprocess_image
+from loadtests.workloads.input_data import load_input_data
 
 
 @runtime_checkable

@@ -1,0 +1,91 @@
+"""A sample taken now, every few seconds in a gevent greenlet, and once more at the stop.
+
+Shared by both pollers of Triton's side (stats_poller.py and metrics.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gevent
+
+from loadtests.errors import ServerError
+
+DEFAULT_INTERVAL_S = 5.0
+# A server unreachable for a whole hour at 5 s is 720 errors; keep the first ones, count the rest.
+MAX_RECORDED_ERRORS = 100
+
+
+class PeriodicSampler:
+    """Calls `sample()` now, every `interval_s` in a gevent greenlet, and once more at stop.
+
+    A ServerError from `sample` (Triton unreachable, a model unloaded) is recorded in
+    `errors` and the next tick tries again: a load test must not die because a scrape did.
+    Other exceptions are bugs and end the greenlet loudly. Shared by both pollers.
+
+    Example:
+        sampler = PeriodicSampler(lambda: print("tick"), interval_s=1.0)
+        sampler.start(); gevent.sleep(2.5); sampler.stop()  # ticks at 0, 1 and 2 s, and at the stop
+    """
+
+    def __init__(
+        self,
+        sample: Callable[[], None],
+        interval_s: float,
+        clock: Callable[[], float] = time.time,
+        before_tick: Callable[[], None] | None = None,
+    ) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"interval_s must be positive, got {interval_s}")
+        self._sample = sample
+        # Called before every sample (periodic or on demand): open-loop traffic waits there for
+        # a gap in its send schedule, since a scrape blocks the gevent loop for a few ms.
+        self.before_tick = before_tick
+        self.interval_s = interval_s
+        self.clock = clock
+        self.errors: list[dict[str, Any]] = []
+        self.errors_dropped = 0
+        self._greenlet: gevent.Greenlet | None = None
+        self._stopped = False
+
+    def sample_now(self) -> None:
+        if self.before_tick is not None:
+            self.before_tick()
+        try:
+            self._sample()
+        except ServerError as exc:
+            if len(self.errors) < MAX_RECORDED_ERRORS:
+                self.errors.append({"time_s": self.clock(), "error": str(exc)})
+            else:
+                self.errors_dropped += 1
+
+    def start(self) -> None:
+        if self._greenlet is not None:
+            raise RuntimeError("already started")
+        self.sample_now()
+        self._greenlet = gevent.spawn(self._run)
+
+    def _run(self) -> None:
+        # Ticks on a fixed schedule (no drift from the time a scrape takes); a scrape longer
+        # than the interval skips the ticks it overran instead of firing them back to back.
+        start = time.monotonic()
+        ticks = 0
+        while True:
+            ticks = max(ticks + 1, int((time.monotonic() - start) / self.interval_s) + 1)
+            gevent.sleep(max(0.0, start + ticks * self.interval_s - time.monotonic()))
+            self.sample_now()
+
+    def stop(self) -> None:
+        """Ends the greenlet (waiting for it) and samples a last time; a second call does nothing."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._greenlet is not None:
+            self._greenlet.kill(block=True)
+        self.sample_now()
+
+    @property
+    def running(self) -> bool:
+        return self._greenlet is not None and not self._greenlet.dead
