@@ -90,8 +90,6 @@ ANALYSIS_MAY_IMPORT = ("analysis", "loadtests.run_format", "loadtests.errors")
 # wt-format, wt-control), failing here until those are merged. The lead empties this set
 # after merging: an entry that passes is reported, so it cannot outlive its reason.
 PENDING_OTHER_BRANCHES: set[str] = {
-    # helper "control": server_stats.py split around the one control-plane reader
-    "loadtests/recording/server_stats.py",
 }
 
 
