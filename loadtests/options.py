@@ -42,6 +42,21 @@ DEFAULT_MAX_IN_FLIGHT = 64
 # behind `kubectl port-forward`; a Service, an Ingress or workers on other machines need
 # --web-host 0.0.0.0 / --master-bind-host 0.0.0.0 (docs/web-ui.md).
 LOOPBACK = "127.0.0.1"
+
+# perf_analyzer's gRPC client puts up to 6 of its contexts on one channel (one TCP connection).
+DEFAULT_GRPC_CONNECTIONS = "6"
+GRPC_CONNECTION_POLICIES = {"per-user": 1, "per-process": 0}
+
+
+def parse_grpc_connections(text: str) -> int:
+    """--grpc-connections as users per connection: per-user -> 1, per-process -> 0 (all), N -> N."""
+    if text in GRPC_CONNECTION_POLICIES:
+        return GRPC_CONNECTION_POLICIES[text]
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise SpecError(f"--grpc-connections '{text}' is not per-user, per-process or a positive number of users")
+
+
 LOCUST_BIND_OPTIONS = ("web_host", "master_bind_host")
 
 
@@ -111,6 +126,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_REQUEST_TIMEOUT_S,
         metavar="SECONDS",
         help="per-request timeout",
+    )
+    # --grpc-connections: how many users share one HTTP/2 connection (loadtests/clients/grpc.py).
+    option(
+        "--grpc-connections",
+        default=DEFAULT_GRPC_CONNECTIONS,
+        metavar="per-user|per-process|N",
+        help="gRPC connection sharing: a connection per user, one per worker process, or up to N users per "
+        f"connection (default {DEFAULT_GRPC_CONNECTIONS}, perf_analyzer's sharing)",
     )
     option(
         "--validate-responses",
@@ -249,6 +272,7 @@ class Settings:
     http_json: bool = False
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     validate_responses: bool = False
+    grpc_users_per_connection: int = int(DEFAULT_GRPC_CONNECTIONS)  # 1: per user, 0: per process
     run_dir: Path | None = None
     window_s: float = DEFAULT_WINDOW_S
     server_poll_s: float = DEFAULT_SERVER_POLL_S
@@ -322,6 +346,9 @@ class Settings:
             http_json=bool(getattr(options, "http_json", False)),
             request_timeout_s=timeout,
             validate_responses=bool(getattr(options, "validate_responses", False)),
+            grpc_users_per_connection=parse_grpc_connections(
+                _given(options, "grpc_connections", DEFAULT_GRPC_CONNECTIONS)
+            ),
             run_dir=path("run_dir"),
             window_s=window_s,
             server_poll_s=server_poll_s,
