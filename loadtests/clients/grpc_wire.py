@@ -40,6 +40,7 @@ from urllib.parse import unquote
 
 import gevent
 import gevent.event
+import gevent.socket
 from gevent import getcurrent
 from gevent.hub import Waiter, get_hub
 from gevent.lock import Semaphore
@@ -215,12 +216,15 @@ class Connection:
     def open(self) -> None:
         """Connect (TCP and the HTTP/2 preface); raises CallFailure("connection refused")."""
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self._connect_timeout_s)
+            # gevent's socket whether or not the process is monkey-patched (tests are not).
+            sock = gevent.socket.create_connection((self.host, self.port), timeout=self._connect_timeout_s)
         except OSError as error:
             raise CallFailure("connection refused", str(error)) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
         self._sock = sock
+        # The hub must never wait: it reads and answers on the non-blocking socket gevent wraps.
+        self._raw = sock._sock
         settings = struct.pack(">HI", SETTINGS_ENABLE_PUSH, 0) + struct.pack(
             ">HI", SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW
         )
@@ -273,7 +277,7 @@ class Connection:
             self._pending_control.append(data)
             return
         try:
-            sent = self._sock.send(data)  # non-blocking in gevent: never waits in the hub
+            sent = self._raw.send(data)
         except BlockingIOError:
             sent = 0
         except OSError:
@@ -356,7 +360,7 @@ class Connection:
     # -- receiving (runs in the hub) ------------------------------------------------------
     def _on_readable(self) -> None:
         try:
-            data = self._sock.recv(READ_CHUNK)
+            data = self._raw.recv(READ_CHUNK)
         except BlockingIOError:
             return
         except OSError as error:
