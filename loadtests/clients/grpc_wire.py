@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import time
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -211,7 +212,12 @@ class Connection:
     # -- connection life ----------------------------------------------------------------
     @property
     def usable(self) -> bool:
-        return self._sock is not None and self._dead is None and self._goaway_last_stream is None
+        return (
+            self._sock is not None
+            and self._dead is None
+            and self._goaway_last_stream is None
+            and self._next_stream_id < MAX_STREAM_ID  # stream ids run out: a new connection
+        )
 
     def open(self) -> None:
         """Connect (TCP and the HTTP/2 preface); raises CallFailure("connection refused")."""
@@ -285,8 +291,9 @@ class Connection:
         if sent < len(data):
             gevent.spawn(self._send, data[sent:])
 
-    def _send_body(self, stream_id: int, body: bytes, header_frame: bytes) -> None:
-        """HEADERS, then DATA frames within the peer's frame size and windows."""
+    def _send_body(self, stream_id: int, body: bytes, header_frame: bytes, deadline: float | None) -> None:
+        """HEADERS, then DATA frames within the peer's frame size and windows (waiting for
+        the server to open them, up to the call's deadline)."""
         window = min(self._send_window, self._peer_initial_window)
         if len(body) <= window and len(body) <= self._peer_max_frame:
             self._send_window -= len(body)
@@ -302,8 +309,11 @@ class Connection:
             if stream_id not in self._streams:
                 return  # cancelled or reset by the server
             if available <= 0:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise CallFailure("timeout", "the server's flow-control window stayed closed")
                 self._window_opened.clear()
-                self._window_opened.wait()
+                self._window_opened.wait(remaining)
                 continue
             chunk = view[offset : offset + available]
             offset += len(chunk)
@@ -325,7 +335,8 @@ class Connection:
         header_frame = _header(len(call.header_block), HEADERS, END_HEADERS, stream_id) + call.header_block
         try:
             try:
-                self._send_body(stream_id, call.body, header_frame)
+                deadline = None if timeout_s is None else time.monotonic() + timeout_s
+                self._send_body(stream_id, call.body, header_frame, deadline)
             except OSError as error:
                 self._fail_all(CallFailure("connection reset", str(error)))
                 raise self._dead from None
