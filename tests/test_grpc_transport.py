@@ -31,10 +31,9 @@ event = EventHook()
 event.add_listener(lambda exception=None, **_: failures.append(str(exception)) if exception else None)
 
 
-def data_connections():
-    # The pre-flight's grpcio channel is the one other connection to the port.
+def connections():
     return sum(1 for c in psutil.Process().net_connections("tcp") if c.raddr and c.raddr.port == port
-               and c.status == psutil.CONN_ESTABLISHED) - 1
+               and c.status == psutil.CONN_ESTABLISHED)
 
 
 counts = []
@@ -45,21 +44,22 @@ for users_per_connection in policies:
     for client in clients:
         wire = client.prepare(model, inputs, "identity [grpc]", 1)
         client.infer(PreparedRequest("identity [grpc]", "identity", 1, wire))
-    counts.append(data_connections())
+    counts.append(connections())
     for client in clients:
         client.close()
-    counts.append(data_connections())
+    counts.append(connections())
 print(json.dumps({"connections": counts, "failures": failures}))
 """
 
 
 def test_users_share_connections_as_the_policy_says(triton):
     """7 users: per-user 7 connections, per-process 1, 6 per connection 2 (perf_analyzer's
-    sharing), 3 per connection 3; none left once the users close."""
+    sharing), 3 per connection 3, each plus the pre-flight's grpcio channel; none left once
+    the users close."""
     before = model_stats(triton.http_address, "identity")["requests"]
     result = run_cli(["-c", POLICY_PROBE, triton.grpc_address, "7", "1", "0", "6", "3"], timeout=300)
     probe = json.loads(result.stdout.strip().splitlines()[-1])
-    assert probe == {"connections": [7, 0, 1, 0, 2, 0, 3, 0], "failures": []}, result.stderr[-2000:]
+    assert probe == {"connections": [7 + 1, 0, 1 + 1, 0, 2 + 1, 0, 3 + 1, 0], "failures": []}, result.stderr[-2000:]
     assert model_stats(triton.http_address, "identity")["requests"] - before == 4 * 7
 
 
