@@ -9,9 +9,11 @@ alike. Prints both `make bench` tables (same columns, ratios to the same perf_an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import bench.__main__ as suite_bench
 from loadtests.server import TEST_REPOSITORY, LocalTriton
@@ -43,11 +45,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=int, default=10, help="seconds per suite run")
     parser.add_argument("--pa-stability", type=int, default=suite_bench.PA_STABILITY_PERCENT)
     parser.add_argument("--output", type=Path, default=None, help="also write the tables here")
+    parser.add_argument("--triton-http", help="use this running Triton (with --triton-grpc) instead of starting one")
+    parser.add_argument("--triton-grpc")
     args = parser.parse_args(argv)
+    if args.triton_http:
+        running = SimpleNamespace(
+            http_address=args.triton_http,
+            grpc_address=args.triton_grpc,
+            options=["--triton-http", args.triton_http, "--triton-grpc", args.triton_grpc],
+        )
+        server = contextlib.nullcontext(running)
+    else:
+        server = LocalTriton([TEST_REPOSITORY])
     suite_bench.PA_STABILITY_PERCENT = args.pa_stability
     trees = {"before": args.before.resolve(), "after": suite_bench.REPO_ROOT}
     rows: dict[str, list[str]] = {"before": [], "after": []}
-    with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp, LocalTriton([TEST_REPOSITORY]) as triton:
+    with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp, server as triton:
         workdir = Path(tmp)
         for protocol in suite_bench.PROTOCOLS:
             for level, concurrency in enumerate(suite_bench.CONCURRENCIES):
