@@ -18,8 +18,8 @@ import argparse
 import sys
 import time
 
-from locust.event import Events
 from locust.env import Environment
+from locust.event import Events
 
 from loadtests.clients.base import PreparedRequest, TritonClient
 from loadtests.recording.windows import WindowRecorder
