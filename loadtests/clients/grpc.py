@@ -164,4 +164,9 @@ class GrpcClient(TritonClient):
             self._pool.release(self._slot)
             self._slot = None
         if self._control is not None:
-            self._control.close()
+            # Dropped here, while the hub runs: left to the interpreter's exit, tritonclient's
+            # __del__ closes the grpcio channel again and waits on a hub that is gone (a hang
+            # seen in tests/test_grpc_transport.py's deadline probe).
+            control, self._control = self._control, None
+            control.close()
+            del control
