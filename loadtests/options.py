@@ -16,6 +16,7 @@ import argparse
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from loadtests.addresses import check_address
@@ -25,6 +26,7 @@ from loadtests.settings import (
     DATA_MODES,
     DEFAULT_BERT_MODEL,
     DEFAULT_DOC_STRIDE,
+    DEFAULT_GRPC_CONNECTIONS,
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_PROMETHEUS_HOST,
     DEFAULT_REQUEST_TIMEOUT_S,
@@ -48,6 +50,18 @@ from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_o
 # behind `kubectl port-forward`; a Service, an Ingress or workers on other machines need
 # --web-host 0.0.0.0 / --master-bind-host 0.0.0.0 (docs/web-ui.md).
 LOOPBACK = "127.0.0.1"
+GRPC_CONNECTION_POLICIES = MappingProxyType({"per-user": 1, "per-process": 0})
+
+
+def parse_grpc_connections(text: str) -> int:
+    """--grpc-connections as users per connection: per-user -> 1, per-process -> 0 (all), N -> N."""
+    if text in GRPC_CONNECTION_POLICIES:
+        return GRPC_CONNECTION_POLICIES[text]
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise SpecError(f"--grpc-connections '{text}' is not per-user, per-process or a positive number of users")
+
+
 LOCUST_BIND_OPTIONS = ("web_host", "master_bind_host")
 # Fields of the web UI's /swarm form that Locust itself interprets (locust/web.py, swarm()); the rest are options.
 LOCUST_FORM_FIELDS = frozenset(
@@ -121,6 +135,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_REQUEST_TIMEOUT_S,
         metavar="SECONDS",
         help="per-request timeout",
+    )
+    # --grpc-connections: how many users share one HTTP/2 connection (loadtests/clients/grpc.py).
+    option(
+        "--grpc-connections",
+        default=DEFAULT_GRPC_CONNECTIONS,
+        metavar="per-user|per-process|N",
+        help="gRPC connection sharing: a connection per user, one per worker process, or up to N users per "
+        f"connection (default {DEFAULT_GRPC_CONNECTIONS}, perf_analyzer's sharing)",
     )
     option(
         "--validate-responses",
@@ -292,6 +314,9 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         "http_json": bool(getattr(options, "http_json", False)),
         "request_timeout_s": timeout,
         "validate_responses": bool(getattr(options, "validate_responses", False)),
+        "grpc_users_per_connection": parse_grpc_connections(
+            _given(options, "grpc_connections", DEFAULT_GRPC_CONNECTIONS)
+        ),
     }
 
 

@@ -32,6 +32,8 @@ DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
 # Per worker: enough for a few hundred requests/s at tens of ms each, small enough
 # that a stalled server cannot make one worker open thousands of connections.
 DEFAULT_MAX_IN_FLIGHT = 64
+# perf_analyzer's gRPC client puts up to 6 of its contexts on one channel (one TCP connection).
+DEFAULT_GRPC_CONNECTIONS = "6"
 CLOSED_LOOP = "closed"
 OPEN_LOOP_MODES = ("constant", "poisson", "gamma")
 OPEN_LOOP_HINT = "--traffic " + "|".join(OPEN_LOOP_MODES)
@@ -65,6 +67,7 @@ class Settings:
     http_json: bool = False
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     validate_responses: bool = False
+    grpc_users_per_connection: int = int(DEFAULT_GRPC_CONNECTIONS)  # 1: per user, 0: per process
     # -- recording and outputs
     run_dir: Path | None = None
     window_s: float = DEFAULT_WINDOW_S

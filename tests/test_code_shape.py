@@ -89,8 +89,7 @@ ANALYSIS_MAY_IMPORT = ("analysis", "loadtests.run_format", "loadtests.errors")
 # Modules that other helpers of issue 13 are reshaping in their branches (wt-traffic,
 # wt-format, wt-control), failing here until those are merged. The lead empties this set
 # after merging: an entry that passes is reported, so it cannot outlive its reason.
-PENDING_OTHER_BRANCHES: set[str] = {
-}
+PENDING_OTHER_BRANCHES: set[str] = {}
 
 
 def project_files() -> list[Path]:

@@ -26,7 +26,12 @@ def open_client(protocol: str, settings: Settings, request_event) -> TritonClien
     if protocol == "grpc":
         from loadtests.clients.grpc import GrpcClient
 
-        return GrpcClient(settings.triton_grpc, settings.request_timeout_s, request_event)
+        return GrpcClient(
+            settings.triton_grpc,
+            settings.request_timeout_s,
+            request_event,
+            users_per_connection=settings.grpc_users_per_connection,
+        )
     raise ValueError(f"unknown protocol {protocol!r}")
 
 

@@ -1,42 +1,36 @@
-"""Triton over gRPC: one channel per user, requests serialised once.
+"""Triton over gRPC: HTTP/2 frames written on gevent sockets, requests serialised once.
 
-The ModelInfer method is called with no serializers, so the prepared request is
-protobuf bytes encoded before the test and the response stays bytes unless it is
-validated: no protobuf work on the timed path.
+The ModelInfer request is protobuf bytes encoded before the test, framed once (HTTP/2
+header block and gRPC length prefix, see `grpc_wire.py`), and the response stays bytes
+unless it is validated: no protobuf work and no thread hand-off on the timed path.
+grpcio under gevent moves every call between an OS thread and the hub (`init_gevent`);
+that cost 3-5x perf_analyzer's CPU per request (docs/performance.md). grpcio is still
+what the control plane (pre-flight calls) uses, so `enable_gevent()` still runs first.
 
-grpcio blocks the gevent loop unless `grpc.experimental.gevent.init_gevent()` runs
-before any channel exists; `enable_gevent()` does that once per process and the
-users call it before opening a client. Measured here: 8 users against a model that
-sleeps 20 ms reached 365 requests/s (8 OS threads: 379), and Locust exited cleanly.
+Connections: `users_per_connection` users share one HTTP/2 connection (streams are
+multiplexed), 1 is a connection per user and 0 one per process (`--grpc-connections`).
+perf_analyzer shares a channel between up to 6 of its contexts, the default here.
 """
 
 from __future__ import annotations
 
-import grpc
 import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
 from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient
+from loadtests.clients.grpc_wire import GRPC_STATUS_NAMES, CallFailure, ConnectionPool, PreparedCall, prepare_call
 from loadtests.model_spec import ModelSpec
 
-# Triton's own client raises these limits: inference payloads exceed gRPC's 4 MB default.
-MAX_MESSAGE_BYTES = 2**31 - 1
-# Reconnect soon after Triton comes back: grpc's default backoff grows to 120 s (measured:
-# users resumed about 6 s after a restart). Capped at 800 ms, plus grpc's 20 % jitter,
-# a channel retries within a second; while it waits, calls fail at once as UNAVAILABLE.
-RECONNECT_BACKOFF_MS = 100
-MAX_RECONNECT_BACKOFF_MS = 800
-CHANNEL_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
-    ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
-    ("grpc.max_reconnect_backoff_ms", MAX_RECONNECT_BACKOFF_MS),
-]
-
 MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
+# perf_analyzer's gRPC client shares one channel (one TCP connection) between up to 6 of its
+# concurrent contexts (TRITON_CLIENT_GRPC_CHANNEL_MAX_SHARE_COUNT in tritonclient's C++ library).
+DEFAULT_USERS_PER_CONNECTION = 6
+CONNECT_TIMEOUT_S = 5.0
+
+# One pool per (address, policy) in this process: users share connections through it.
+_pools: dict[tuple[str, int], ConnectionPool] = {}
 
 _gevent_enabled = False
 
@@ -60,30 +54,45 @@ def _tensor_bytes(array: np.ndarray) -> bytes:
     return np.ascontiguousarray(array).tobytes()
 
 
-def _failure(error: grpc.RpcError) -> RequestFailure:
-    code = error.code()
-    details = error.details() or ""
-    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+def _status_failure(name: str, details: str) -> RequestFailure:
+    """A gRPC status as the failure names users rely on (the same as grpcio's client had)."""
+    if name == "DEADLINE_EXCEEDED":
         return RequestFailure("timeout", details)
-    if code == grpc.StatusCode.UNAVAILABLE:
+    if name == "UNAVAILABLE":
         lowered = details.lower()
         if "reset" in lowered or "closed" in lowered or "eof" in lowered:
             return RequestFailure("connection reset", details)
         return RequestFailure("connection refused", details)
-    return RequestFailure(f"gRPC {code.name}", details)
+    return RequestFailure(f"gRPC {name}", details)
+
+
+def _failure(error: CallFailure) -> RequestFailure:
+    if error.kind == "status":
+        return _status_failure(GRPC_STATUS_NAMES.get(error.status, str(error.status)), error.detail)
+    if error.kind == "protocol":
+        return RequestFailure("bad response", error.detail)
+    return RequestFailure(error.kind, error.detail)  # timeout, connection refused/reset
 
 
 class GrpcClient(TritonClient):
-    """Triton gRPC client for one user."""
+    """Triton gRPC client for one user; `users_per_connection` as in the module docstring."""
 
     protocol = "grpc"
 
-    def __init__(self, address: str, timeout_s: float, request_event) -> None:
+    def __init__(
+        self,
+        address: str,
+        timeout_s: float,
+        request_event,
+        users_per_connection: int = DEFAULT_USERS_PER_CONNECTION,
+    ) -> None:
         super().__init__(address, timeout_s, request_event)
-        enable_gevent()
-        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-        # Raw bytes in and out (no serializers): see the module docstring.
-        self._model_infer = self._channel.unary_unary(MODEL_INFER_METHOD)
+        enable_gevent()  # for the control plane's grpcio channel
+        key = (address, users_per_connection)
+        if key not in _pools:
+            _pools[key] = ConnectionPool(address, users_per_connection, CONNECT_TIMEOUT_S)
+        self._pool = _pools[key]
+        self._slot = self._pool.slot_for_new_user()
         self._control: grpcclient.InferenceServerClient | None = None
 
     # -- control plane ----------------------------------------------------------------
@@ -107,12 +116,12 @@ class GrpcClient(TritonClient):
     # -- data plane ---------------------------------------------------------------------
     def warm(self) -> bool:
         try:
-            grpc.channel_ready_future(self._channel).result(timeout=CONTROL_TIMEOUT_S)
-        except grpc.FutureTimeoutError:
+            self._pool.connection(self._slot)
+        except CallFailure:
             return False
         return True
 
-    def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> bytes:
+    def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> PreparedCall:
         request = service_pb2.ModelInferRequest(model_name=model.name)
         for name, array in inputs.items():
             tensor = request.inputs.add()
@@ -122,15 +131,20 @@ class GrpcClient(TritonClient):
             request.raw_input_contents.append(_tensor_bytes(array))
         for output in model.outputs:
             request.outputs.add().name = output.name
-        return request.SerializeToString()
+        return self._call(request.SerializeToString())
 
-    def wire_bytes(self, wire: bytes) -> int:
-        return len(wire)
+    def _call(self, message: bytes) -> PreparedCall:
+        return prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s)
 
-    def _send(self, wire: bytes) -> bytes:
+    def wire_bytes(self, wire: PreparedCall) -> int:
+        return wire.message_bytes
+
+    def _send(self, wire: PreparedCall | bytes) -> bytes:
+        if isinstance(wire, bytes):  # a bare serialised request (tests)
+            wire = self._call(wire)
         try:
-            return self._model_infer(wire, timeout=self.timeout_s)
-        except grpc.RpcError as error:
+            return self._pool.connection(self._slot).unary(wire, self.timeout_s)
+        except CallFailure as error:
             raise _failure(error) from None
 
     def _response_length(self, response: bytes) -> int:
@@ -146,6 +160,13 @@ class GrpcClient(TritonClient):
         return arrays, {o.name: o.datatype for o in response.outputs}
 
     def close(self) -> None:
-        self._channel.close()
+        if self._slot is not None:
+            self._pool.release(self._slot)
+            self._slot = None
         if self._control is not None:
-            self._control.close()
+            # Dropped here, while the hub runs: left to the interpreter's exit, tritonclient's
+            # __del__ closes the grpcio channel again and waits on a hub that is gone (a hang
+            # seen in tests/test_grpc_transport.py's deadline probe).
+            control, self._control = self._control, None
+            control.close()
+            del control

@@ -1,8 +1,9 @@
 """Triton over HTTP/REST (KServe v2), with the binary tensor extension by default.
 
-Request bodies are generated once with tritonclient's public `generate_request_body`
-and posted through one geventhttpclient connection per user (cooperative with
-Locust's gevent loop, and no new connection per request).
+Request bodies are generated once with tritonclient's public `generate_request_body`,
+framed once as a whole HTTP/1.1 request, and written on one keep-alive gevent socket per
+user (`http_wire.py`: only what an inference response needs is parsed). tritonclient's
+own client is used for the pre-flight calls and to decode outputs for validation.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from http.client import HTTPException
 import gevent
 import numpy as np
 import tritonclient.http as httpclient
-from geventhttpclient import HTTPClient
-from geventhttpclient.response import HTTPConnectionClosed
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient, connection_failure
 from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
+from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.errors import ServerError
 from loadtests.model_spec import ModelSpec
 
@@ -29,9 +29,12 @@ CONNECTION_TIMEOUT_S = 5.0
 
 @dataclass(frozen=True)
 class HttpWire:
+    """`request` is the whole HTTP request on the wire (request line, headers, body)."""
+
     path: str
     body: bytes
     headers: dict[str, str]
+    request: bytes = b""
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -50,7 +53,10 @@ class HttpClient(TritonClient):
         super().__init__(address, timeout_s, request_event)
         self._host, self._port = _split_address(address)
         self.binary = binary
-        self._http = self._connect()
+        self._http = HttpConnection(
+            self._host, self._port, connect_timeout_s=min(CONNECTION_TIMEOUT_S, timeout_s), timeout_s=timeout_s
+        )
+        self._health_request = build_request(address, LIVE_PATH, b"", {}, method="GET")
         # Pre-flight over the same address, through the suite's one control-plane reader.
         self.control = TritonControl(address, timeout_s=CONTROL_TIMEOUT_S)
 
@@ -74,54 +80,37 @@ class HttpClient(TritonClient):
         outputs = [httpclient.InferRequestedOutput(o.name, binary_data=self.binary) for o in model.outputs]
         body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs)
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
-        return HttpWire(infer_path(model.name), body, headers)
-
-    def _connect(self) -> HTTPClient:
-        return HTTPClient(
-            self._host,
-            self._port,
-            concurrency=1,
-            connection_timeout=min(CONNECTION_TIMEOUT_S, self.timeout_s),
-            network_timeout=self.timeout_s,
-        )
+        path = infer_path(model.name)
+        return HttpWire(path, body, headers, build_request(self.address, path, body, headers))
 
     def warm(self) -> bool:
         try:
-            self._http.get(LIVE_PATH).read()
-        except (TimeoutError, gevent.Timeout, OSError, HTTPException):
-            self._http.close()
-            self._http = self._connect()
+            self._http.exchange(self._health_request)
+        except (OSError, ResponseError, ValueError):
             return False
         return True
 
     def wire_bytes(self, wire: HttpWire) -> int:
         return len(wire.body)
 
-    def _send(self, wire: HttpWire):
+    def _send(self, wire: HttpWire) -> tuple[int | None, bytes]:
         try:
-            response = self._http.post(wire.path, body=wire.body, headers=wire.headers)
-            body = response.read()
-        except (TimeoutError, gevent.Timeout, OSError, HTTPException) as error:
-            # geventhttpclient returns a keep-alive socket to its pool after a timeout
-            # mid-response; the next request would then read this request's late
-            # response as its own. A failed connection is never reused.
-            self._http.close()
-            self._http = self._connect()
+            # A failed exchange closes its connection: a late response to a timed-out
+            # request is never read as the next request's.
+            status, header_length, body = self._http.exchange(wire.request)
+        except (TimeoutError, gevent.Timeout, OSError, ResponseError, ValueError, HTTPException) as error:
             raise _transport_failure(error) from None
-        if response.status_code != 200:
-            raise RequestFailure(f"HTTP {response.status_code}", _error_text(body))
-        return response, body
+        if status != 200:
+            raise RequestFailure(f"HTTP {status}", _error_text(body))
+        return header_length, body
 
-    def _response_length(self, response) -> int:
+    def _response_length(self, response: tuple[int | None, bytes]) -> int:
         return len(response[1])
 
-    def _decode(self, response) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-        raw, body = response
-        header_length = raw.get(INFER_HEADER)
+    def _decode(self, response: tuple[int | None, bytes]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        header_length, body = response
         try:
-            result = httpclient.InferResult.from_response_body(
-                body, header_length=int(header_length) if header_length else None
-            )
+            result = httpclient.InferResult.from_response_body(body, header_length=header_length)
         except (InferenceServerException, ValueError) as error:
             raise RequestFailure("validation: undecodable response", str(error)) from None
         described = result.get_response().get("outputs", [])
@@ -135,7 +124,7 @@ class HttpClient(TritonClient):
 def _transport_failure(error: BaseException) -> RequestFailure:
     if isinstance(error, TimeoutError | gevent.Timeout):
         return RequestFailure("timeout", str(error))
-    if isinstance(error, HTTPConnectionClosed):
+    if isinstance(error, ConnectionClosed):
         return RequestFailure("connection reset", str(error))
     if isinstance(error, OSError):
         return connection_failure(error)

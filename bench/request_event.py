@@ -1,0 +1,119 @@
+"""`python -m bench.request_event`: what one request costs after the wire, in µs.
+
+Times, per request and in this process (no server involved), the layers every request
+goes through once its response is in:
+- `locust`: Locust's `request` event with only Locust's own statistics listener;
+- `record`: the suite's exact recording alone (`WindowRecorder.record`: window lookup,
+  HDR histogram, counters);
+- `listener`: the suite's request listener as `runtime.install` registers it (Locust's
+  statistics + the listener that classifies and records);
+- `report`: `TritonClient._report` end to end (context dict, event, both listeners),
+  closed loop and open loop (coordinated-omission correction).
+Prints a Markdown table; numbers vary with the machine, compare them within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from locust.env import Environment
+from locust.event import Events
+
+from loadtests.clients.base import PreparedRequest, TritonClient
+from loadtests.recording.windows import WindowRecorder
+
+
+class _Client(TritonClient):
+    """Only the reporting half of a client: the abstract wire methods are never called."""
+
+    protocol = "grpc"
+    server_live = model_ready = model_metadata_and_config = warm = prepare = wire_bytes = None
+    _send = _response_length = _decode = close = None
+
+
+_Client.__abstractmethods__ = frozenset()
+
+
+def per_call_us(function, count: int) -> float:
+    best = float("inf")
+    for _ in range(3):  # the best of three: the machine is shared
+        start = time.perf_counter_ns()
+        for _ in range(count):
+            function()
+        best = min(best, (time.perf_counter_ns() - start) / count / 1e3)
+    return best
+
+
+def environment_with_locust_stats() -> Environment:
+    environment = Environment(user_classes=[], events=Events())
+    environment.create_local_runner()  # registers Locust's statistics listener on the request event
+    return environment
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.request_event", description=__doc__)
+    parser.add_argument("--count", type=int, default=50_000)
+    args = parser.parse_args(argv)
+
+    request = PreparedRequest("identity [grpc]", "identity", 1, b"", request_bytes=96)
+    recorder = WindowRecorder()
+
+    def suite_listener(request_type, name, response_time, response_length=0, exception=None, context=None, **_):
+        # The same work as runtime.install's _on_request.
+        endpoint = (context or {}).get("endpoint")
+        if endpoint is None:
+            return
+        recorder.record(
+            endpoint,
+            name,
+            request_type,
+            response_time * 1000.0,
+            context.get("batch_size", 1),
+            str(exception) if exception is not None else None,
+            context.get("uncorrected_us"),
+            context.get("late", False),
+            context.get("request_bytes", 0),
+            response_length or 0,
+        )
+
+    locust_only = environment_with_locust_stats()
+    full = environment_with_locust_stats()
+    full.events.request.add_listener(suite_listener)
+    client = _Client("127.0.0.1:1", 10.0, full.events.request)
+    context = {"batch_size": 1, "endpoint": "identity [grpc]", "request_bytes": 96}
+
+    def fire(environment):
+        return lambda: environment.events.request.fire(
+            request_type="grpc",
+            name="identity",
+            response_time=0.25,
+            response_length=64,
+            exception=None,
+            context=context,
+        )
+
+    now = time.perf_counter_ns
+    rows = {
+        "locust (Locust's statistics only)": per_call_us(fire(locust_only), args.count),
+        "record (WindowRecorder.record)": per_call_us(
+            lambda: recorder.record("identity [grpc]", "identity", "grpc", 250.0, 1, None, None, False, 96, 64),
+            args.count,
+        ),
+        "listener (Locust's statistics + the suite's)": per_call_us(fire(full), args.count),
+        "report, closed loop (TritonClient._report)": per_call_us(
+            lambda: client._report(request, now() - 250_000, now(), None, 64, None), args.count
+        ),
+        "report, open loop": per_call_us(
+            lambda: client._report(request, now() - 250_000, now(), now() - 300_000, 64, None), args.count
+        ),
+    }
+    print("| layer | µs per request |\n| --- | ---: |")
+    for name, value in rows.items():
+        print(f"| {name} | {value:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,574 @@
+"""Unary gRPC calls over HTTP/2 on gevent sockets, with request frames built before the test.
+
+Why not grpcio: under gevent, grpcio moves every call between an OS thread and the
+gevent hub (`init_gevent`), and that hand-off was half the client's CPU (docs/performance.md).
+A unary ModelInfer call needs few HTTP/2 frames: the client sends one HEADERS and the
+DATA frames carrying the length-prefixed message; Triton answers HEADERS, DATA and a
+trailing HEADERS with `grpc-status`. This module writes those frames itself, keeps the
+request header block constant (HPACK literals that never touch the dynamic table), and
+reads responses in a gevent I/O watcher that runs in the hub and switches straight
+into the waiting greenlet: one greenlet switch each way per request, no thread.
+
+What it handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
+- connection preface, SETTINGS (and its ACK), PING answered, GOAWAY (streams the server
+  did not take fail as "connection reset", the next call opens a new connection);
+- flow control both ways: it advertises the largest windows and tops the connection
+  window up; a request larger than the server's window waits for WINDOW_UPDATE;
+- HEADERS with CONTINUATION, padding and priority; HPACK decoding by the `hpack` package,
+  with a cache of header blocks that leave the dynamic table unchanged (Triton's steady
+  state is a few indexed fields);
+- deadlines: `grpc-timeout` is sent, and a call still unanswered at its deadline is
+  cancelled with RST_STREAM (CANCEL) and fails as a timeout; a greenlet killed mid-call
+  (a stopped run) cancels its stream the same way.
+
+Several users can share one connection (streams are multiplexed): see `ConnectionPool`.
+
+Example:
+    pool = ConnectionPool("127.0.0.1:8001", users_per_connection=6)
+    connection = pool.connection_for_user()
+    call = prepare_call("127.0.0.1:8001", "/inference.GRPCInferenceService/ModelInfer", message, timeout_s=10)
+    reply = connection.unary(call, timeout_s=10)  # raises CallFailure
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import time
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import gevent
+import gevent.event
+import gevent.socket
+from gevent import getcurrent
+from gevent.hub import Waiter, get_hub
+from gevent.lock import Semaphore
+from hpack import Decoder
+from hpack.exceptions import HPACKError
+
+# -- HTTP/2 constants (RFC 9113) --------------------------------------------------------
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
+END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY = 0x1, 0x1, 0x4, 0x8, 0x20
+SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE = 0x2, 0x4, 0x5
+CANCEL = 0x8
+MAX_WINDOW = 2**31 - 1
+DEFAULT_WINDOW = 65_535
+DEFAULT_MAX_FRAME = 16_384
+MAX_STREAM_ID = 2**31 - 1
+# Give the server back the connection window once this much of it is used (not per frame).
+WINDOW_REFILL_AT = 2**30
+READ_CHUNK = 256 * 1024
+
+_frame_header = struct.Struct(">HBBBI")  # length (16 high bits, 8 low), type, flags, stream
+_u32 = struct.Struct(">I")
+_message_prefix = struct.Struct(">BI")  # gRPC: compressed flag, message length
+
+GRPC_STATUS_NAMES = {
+    0: "OK",
+    1: "CANCELLED",
+    2: "UNKNOWN",
+    3: "INVALID_ARGUMENT",
+    4: "DEADLINE_EXCEEDED",
+    5: "NOT_FOUND",
+    6: "ALREADY_EXISTS",
+    7: "PERMISSION_DENIED",
+    8: "RESOURCE_EXHAUSTED",
+    9: "FAILED_PRECONDITION",
+    10: "ABORTED",
+    11: "OUT_OF_RANGE",
+    12: "UNIMPLEMENTED",
+    13: "INTERNAL",
+    14: "UNAVAILABLE",
+    15: "DATA_LOSS",
+    16: "UNAUTHENTICATED",
+}
+
+
+class CallFailure(Exception):
+    """A call that returned no message. `kind` is one of: "status" (the server's grpc-status,
+    in `status`), "timeout", "connection refused", "connection reset", "protocol"."""
+
+    def __init__(self, kind: str, detail: str = "", status: int | None = None) -> None:
+        super().__init__(kind if status is None else f"{kind} {status}")
+        self.kind = kind
+        self.detail = detail
+        self.status = status
+
+
+def _header(length: int, frame_type: int, flags: int, stream_id: int) -> bytes:
+    return _frame_header.pack(length >> 8, length & 0xFF, frame_type, flags, stream_id)
+
+
+def frame(frame_type: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
+    return _header(len(payload), frame_type, flags, stream_id) + payload
+
+
+def _hpack_int(value: int, prefix_bits: int, first_byte: int = 0) -> bytes:
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes((first_byte | value,))
+    out = bytearray((first_byte | limit,))
+    value -= limit
+    while value >= 128:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _literal(name: bytes | int, value: bytes) -> bytes:
+    """An HPACK literal without indexing (the dynamic table is never touched, so the
+    block is the same bytes on every request): name by static index or as a string."""
+    head = _hpack_int(name, 4) if isinstance(name, int) else b"\x00" + _hpack_int(len(name), 7) + name
+    return head + _hpack_int(len(value), 7) + value
+
+
+def grpc_timeout(timeout_s: float) -> bytes:
+    """The `grpc-timeout` header value: at most 8 digits and a unit."""
+    for unit, scale in ((b"u", 1e6), (b"m", 1e3), (b"S", 1.0), (b"M", 1 / 60), (b"H", 1 / 3600)):
+        value = int(timeout_s * scale + 0.999)
+        if value < 100_000_000:
+            return str(max(value, 1)).encode() + unit
+    return b"99999999H"
+
+
+def request_header_block(authority: str, path: str, timeout_s: float | None) -> bytes:
+    block = [
+        b"\x83",  # :method POST (static index 3)
+        b"\x86",  # :scheme http (static index 6)
+        _literal(4, path.encode()),  # :path
+        _literal(1, authority.encode()),  # :authority
+        _literal(31, b"application/grpc"),  # content-type
+        _literal(b"te", b"trailers"),
+    ]
+    if timeout_s:
+        block.append(_literal(b"grpc-timeout", grpc_timeout(timeout_s)))
+    return b"".join(block)
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A unary call's constant parts: the header block and the length-prefixed message."""
+
+    header_block: bytes
+    body: bytes  # gRPC framing: flag byte, 4-byte length, message
+
+    @property
+    def message_bytes(self) -> int:
+        return len(self.body) - 5
+
+
+def prepare_call(authority: str, path: str, message: bytes, timeout_s: float | None) -> PreparedCall:
+    """Frame one unary call's request once, for every connection to `authority`."""
+    return PreparedCall(
+        request_header_block(authority, path, timeout_s), _message_prefix.pack(0, len(message)) + message
+    )
+
+
+class _Stream:
+    __slots__ = ("chunks", "headers_seen", "received", "waiter")
+
+    def __init__(self, waiter: Waiter) -> None:
+        self.waiter = waiter
+        self.headers_seen = False
+        self.chunks: list[bytes] = []
+        self.received = 0
+
+
+_TIMED_OUT = object()
+
+
+class Connection:
+    """One HTTP/2 connection to a gRPC server, shared by any number of greenlets."""
+
+    def __init__(self, host: str, port: int, connect_timeout_s: float) -> None:
+        self.host, self.port = host, port
+        self.authority = f"{host}:{port}"
+        self._connect_timeout_s = connect_timeout_s
+        self._sock: socket.socket | None = None
+        self._watcher = None
+        self._hub = get_hub()
+        self._send_lock = Semaphore()
+        self._pending_control: list[bytes] = []
+        self._streams: dict[int, _Stream] = {}
+        self._next_stream_id = 1
+        self._buffer = bytearray()
+        self._decoder = Decoder()
+        self._decoder.max_allowed_table_size = 65_536
+        self._header_cache: dict[bytes, list[tuple[str, str]]] = {}
+        self._continuation: tuple[int, int, bytearray] | None = None  # stream, flags, block
+        self._send_window = DEFAULT_WINDOW  # connection-level, ours to spend
+        self._peer_initial_window = DEFAULT_WINDOW
+        self._stream_send_windows: dict[int, int] = {}
+        self._window_opened = gevent.event.Event()
+        self._peer_max_frame = DEFAULT_MAX_FRAME
+        self._received_unacknowledged = 0
+        self._dead: CallFailure | None = None
+        self._goaway_last_stream: int | None = None
+
+    # -- connection life ----------------------------------------------------------------
+    @property
+    def usable(self) -> bool:
+        return (
+            self._sock is not None
+            and self._dead is None
+            and self._goaway_last_stream is None
+            and self._next_stream_id < MAX_STREAM_ID  # stream ids run out: a new connection
+        )
+
+    def open(self) -> None:
+        """Connect (TCP and the HTTP/2 preface); raises CallFailure("connection refused")."""
+        try:
+            # gevent's socket whether or not the process is monkey-patched (tests are not).
+            sock = gevent.socket.create_connection((self.host, self.port), timeout=self._connect_timeout_s)
+        except OSError as error:
+            raise CallFailure("connection refused", str(error)) from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(None)
+        self._sock = sock
+        # The hub must never wait: it reads and answers on the non-blocking socket gevent wraps.
+        self._raw = sock._sock
+        settings = struct.pack(">HI", SETTINGS_ENABLE_PUSH, 0) + struct.pack(
+            ">HI", SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW
+        )
+        hello = (
+            PREFACE
+            + frame(SETTINGS, 0, 0, settings)
+            + frame(WINDOW_UPDATE, 0, 0, _u32.pack(MAX_WINDOW - DEFAULT_WINDOW))
+        )
+        try:
+            sock.sendall(hello)
+        except OSError as error:
+            self._fail_all(CallFailure("connection reset", str(error)))
+            raise self._dead from None
+        # Responses are parsed in the hub as bytes arrive (see _on_readable).
+        self._watcher = self._hub.loop.io(sock.fileno(), 1)
+        self._watcher.start(self._on_readable)
+
+    def close(self) -> None:
+        if self._dead is None:
+            self._fail_all(CallFailure("connection reset", "connection closed by the client"))
+
+    def _fail_all(self, failure: CallFailure) -> None:
+        self._dead = failure
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher.close()
+            self._watcher = None
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+        streams, self._streams = self._streams, {}
+        for stream in streams.values():
+            self._wake(stream, failure)
+        self._window_opened.set()
+
+    # -- sending --------------------------------------------------------------------------
+    def _send(self, data: bytes) -> None:
+        with self._send_lock:
+            self._sock.sendall(data)
+            if self._pending_control:
+                control, self._pending_control = b"".join(self._pending_control), []
+                self._sock.sendall(control)
+
+    def _send_control(self, data: bytes) -> None:
+        """Frames the hub itself answers with (ACKs, window updates, cancels). A greenlet
+        may be in the middle of writing a large request: then they go after it."""
+        if self._sock is None or self._dead is not None:
+            return
+        if self._send_lock.locked():
+            self._pending_control.append(data)
+            return
+        try:
+            sent = self._raw.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            return
+        if sent < len(data):
+            gevent.spawn(self._send, data[sent:])
+
+    def _send_body(self, stream_id: int, body: bytes, header_frame: bytes, deadline: float | None) -> None:
+        """HEADERS, then DATA frames within the peer's frame size and windows (waiting for
+        the server to open them, up to the call's deadline)."""
+        window = min(self._send_window, self._peer_initial_window)
+        if len(body) <= window and len(body) <= self._peer_max_frame:
+            self._send_window -= len(body)
+            self._send(header_frame + _header(len(body), DATA, END_STREAM, stream_id) + body)
+            return
+        self._stream_send_windows[stream_id] = self._peer_initial_window
+        self._send(header_frame)
+        view, offset = memoryview(body), 0
+        while offset < len(body):
+            available = min(self._send_window, self._stream_send_windows.get(stream_id, 0), self._peer_max_frame)
+            if self._dead is not None:
+                raise self._dead
+            if stream_id not in self._streams:
+                return  # cancelled or reset by the server
+            if available <= 0:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise CallFailure("timeout", "the server's flow-control window stayed closed")
+                self._window_opened.clear()
+                self._window_opened.wait(remaining)
+                continue
+            chunk = view[offset : offset + available]
+            offset += len(chunk)
+            self._send_window -= len(chunk)
+            self._stream_send_windows[stream_id] -= len(chunk)
+            flags = END_STREAM if offset >= len(body) else 0
+            self._send(_header(len(chunk), DATA, flags, stream_id) + bytes(chunk))
+        self._stream_send_windows.pop(stream_id, None)
+
+    def unary(self, call: PreparedCall, timeout_s: float | None) -> bytes:
+        """Send one call and wait for its message; raises CallFailure."""
+        if self._dead is not None:
+            raise self._dead
+        stream_id = self._next_stream_id
+        self._next_stream_id += 2
+        waiter = Waiter(self._hub)
+        self._streams[stream_id] = _Stream(waiter)
+        timer = None
+        header_frame = _header(len(call.header_block), HEADERS, END_HEADERS, stream_id) + call.header_block
+        try:
+            try:
+                deadline = None if timeout_s is None else time.monotonic() + timeout_s
+                self._send_body(stream_id, call.body, header_frame, deadline)
+            except OSError as error:
+                self._fail_all(CallFailure("connection reset", str(error)))
+                raise self._dead from None
+            if timeout_s is not None:
+                timer = self._hub.loop.timer(timeout_s)
+                timer.start(waiter.switch, _TIMED_OUT)
+            result = waiter.get()
+        except BaseException:
+            # Killed (a stopped run) or failed while sending: the server must not go on with it.
+            if self._streams.pop(stream_id, None) is not None:
+                self._send_control(frame(RST_STREAM, 0, stream_id, _u32.pack(CANCEL)))
+            raise
+        finally:
+            if timer is not None:
+                timer.close()
+        if result is _TIMED_OUT:
+            if self._streams.pop(stream_id, None) is not None:
+                self._send_control(frame(RST_STREAM, 0, stream_id, _u32.pack(CANCEL)))
+            raise CallFailure("timeout", f"no response within {timeout_s} s")
+        if isinstance(result, CallFailure):
+            raise result
+        return result
+
+    def _wake(self, stream: _Stream, result) -> None:
+        # Runs in the hub (I/O watcher or _fail_all from a greenlet): a Waiter switches
+        # straight into the greenlet waiting on it.
+        if getcurrent() is self._hub:
+            stream.waiter.switch(result)
+        else:  # a greenlet closing the connection: the hub delivers it
+            self._hub.loop.run_callback(stream.waiter.switch, result)
+
+    # -- receiving (runs in the hub) ------------------------------------------------------
+    def _on_readable(self) -> None:
+        try:
+            data = self._raw.recv(READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError as error:
+            self._fail_all(CallFailure("connection reset", str(error)))
+            return
+        if not data:
+            self._fail_all(CallFailure("connection reset", "connection closed by the server"))
+            return
+        buffer = self._buffer
+        if buffer:
+            buffer += data
+            data = bytes(buffer)
+            buffer.clear()
+        offset, end = 0, len(data)
+        try:
+            while end - offset >= 9:
+                length = data[offset] << 16 | data[offset + 1] << 8 | data[offset + 2]
+                if end - offset - 9 < length:
+                    break
+                frame_type, flags = data[offset + 3], data[offset + 4]
+                stream_id = _u32.unpack_from(data, offset + 5)[0] & 0x7FFFFFFF
+                payload = data[offset + 9 : offset + 9 + length]
+                offset += 9 + length
+                self._on_frame(frame_type, flags, stream_id, payload)
+                if self._dead is not None:
+                    return
+        except (HPACKError, struct.error, IndexError, ValueError) as error:
+            self._fail_all(CallFailure("protocol", f"malformed HTTP/2 from the server: {error}"))
+            return
+        if offset < end:
+            buffer += data[offset:]
+
+    def _on_frame(self, frame_type: int, flags: int, stream_id: int, payload: bytes) -> None:
+        if self._continuation is not None and frame_type != CONTINUATION:
+            raise ValueError("expected CONTINUATION")
+        if frame_type == DATA:
+            self._on_data(flags, stream_id, payload)
+        elif frame_type == HEADERS:
+            if flags & PADDED:
+                payload = payload[1 : len(payload) - payload[0]]
+            if flags & PRIORITY:
+                payload = payload[5:]
+            if flags & END_HEADERS:
+                self._on_headers(stream_id, flags, payload)
+            else:
+                self._continuation = (stream_id, flags, bytearray(payload))
+        elif frame_type == CONTINUATION:
+            if self._continuation is None:
+                raise ValueError("CONTINUATION without HEADERS")
+            first_stream, first_flags, block = self._continuation
+            block += payload
+            if flags & END_HEADERS:
+                self._continuation = None
+                self._on_headers(first_stream, first_flags, bytes(block))
+        elif frame_type == SETTINGS:
+            if not flags & ACK:
+                self._on_settings(payload)
+                self._send_control(frame(SETTINGS, ACK, 0))
+        elif frame_type == PING:
+            if not flags & ACK:
+                self._send_control(frame(PING, ACK, 0, payload))
+        elif frame_type == WINDOW_UPDATE:
+            increment = _u32.unpack(payload)[0] & 0x7FFFFFFF
+            if stream_id == 0:
+                self._send_window += increment
+            elif stream_id in self._stream_send_windows:
+                self._stream_send_windows[stream_id] += increment
+            self._window_opened.set()
+        elif frame_type == RST_STREAM:
+            stream = self._streams.pop(stream_id, None)
+            if stream is not None:
+                code = _u32.unpack(payload)[0]
+                # REFUSED_STREAM (7): the server never processed it.
+                kind = "connection refused" if code == 7 else "connection reset"
+                self._wake(stream, CallFailure(kind, f"stream reset by the server (HTTP/2 error {code})"))
+        elif frame_type == GOAWAY:
+            last_stream = _u32.unpack_from(payload, 0)[0] & 0x7FFFFFFF
+            code = _u32.unpack_from(payload, 4)[0]
+            self._goaway_last_stream = last_stream
+            detail = f"server going away (HTTP/2 GOAWAY {code}): {payload[8:].decode(errors='replace')}"
+            for sid in [sid for sid in self._streams if sid > last_stream]:
+                self._wake(self._streams.pop(sid), CallFailure("connection reset", detail))
+            if not self._streams:
+                self._fail_all(CallFailure("connection reset", detail))
+
+    def _on_settings(self, payload: bytes) -> None:
+        for index in range(0, len(payload) - 5, 6):
+            key, value = struct.unpack_from(">HI", payload, index)
+            if key == SETTINGS_INITIAL_WINDOW_SIZE:
+                delta = value - self._peer_initial_window
+                self._peer_initial_window = value
+                for sid in self._stream_send_windows:
+                    self._stream_send_windows[sid] += delta
+                self._window_opened.set()
+            elif key == SETTINGS_MAX_FRAME_SIZE:
+                self._peer_max_frame = value
+
+    def _on_data(self, flags: int, stream_id: int, payload: bytes) -> None:
+        self._received_unacknowledged += len(payload)
+        if self._received_unacknowledged >= WINDOW_REFILL_AT:
+            self._send_control(frame(WINDOW_UPDATE, 0, 0, _u32.pack(self._received_unacknowledged)))
+            self._received_unacknowledged = 0
+        if flags & PADDED:
+            payload = payload[1 : len(payload) - payload[0]]
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return  # a cancelled call's late data
+        stream.chunks.append(payload)
+        stream.received += len(payload)
+        if stream.received >= WINDOW_REFILL_AT:
+            self._send_control(frame(WINDOW_UPDATE, 0, stream_id, _u32.pack(stream.received)))
+            stream.received = 0
+        if flags & END_STREAM:
+            self._streams.pop(stream_id)
+            self._wake(stream, CallFailure("protocol", "stream ended without grpc-status"))
+
+    def _decode(self, block: bytes) -> list[tuple[str, str]]:
+        cached = self._header_cache.get(block)
+        if cached is not None:
+            return cached
+        table = self._decoder.header_table.dynamic_entries
+        before = (len(table), id(table[0]) if table else None)
+        headers = self._decoder.decode(block, raw=False)
+        if (len(table), id(table[0]) if table else None) == before:
+            # Only indexed fields and unindexed literals: the same bytes always mean the same.
+            if len(self._header_cache) < 256:
+                self._header_cache[block] = headers
+        else:
+            self._header_cache.clear()  # the table changed: cached meanings may be stale
+        return headers
+
+    def _on_headers(self, stream_id: int, flags: int, block: bytes) -> None:
+        headers = self._decode(block)  # always, to keep the HPACK table in step
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return
+        if not stream.headers_seen and not flags & END_STREAM:
+            stream.headers_seen = True
+            status = next((v for k, v in headers if k == ":status"), "")
+            if status != "200":
+                self._streams.pop(stream_id)
+                self._wake(stream, CallFailure("protocol", f"HTTP status {status} from the gRPC server"))
+            return
+        if not flags & END_STREAM:
+            return
+        # Trailers (or a trailers-only error response): the call's outcome.
+        self._streams.pop(stream_id)
+        fields = dict(headers)
+        status = fields.get("grpc-status")
+        if status != "0":
+            message = unquote(fields.get("grpc-message", ""))
+            if status is None:
+                self._wake(stream, CallFailure("protocol", f"no grpc-status (HTTP {fields.get(':status')})"))
+            else:
+                self._wake(stream, CallFailure("status", message, int(status)))
+            return
+        body = stream.chunks[0] if len(stream.chunks) == 1 else b"".join(stream.chunks)
+        if len(body) < 5:
+            self._wake(stream, CallFailure("protocol", "grpc-status 0 without a message"))
+            return
+        self._wake(stream, body[5 : 5 + _u32.unpack_from(body, 1)[0]])
+
+
+class ConnectionPool:
+    """Which connection a user's calls go on: `users_per_connection` users share one
+    (1: a connection per user; 0: one for the whole process)."""
+
+    def __init__(self, address: str, users_per_connection: int, connect_timeout_s: float = 5.0) -> None:
+        host, _, port = address.rpartition(":")
+        self.host, self.port = host, int(port)
+        self.users_per_connection = users_per_connection
+        self.connect_timeout_s = connect_timeout_s
+        self._slots: list[Connection | None] = []
+        self._users: list[int] = []
+
+    def slot_for_new_user(self) -> int:
+        """The slot a new user is given: the first with room, else a new one."""
+        limit = self.users_per_connection
+        for slot, count in enumerate(self._users):
+            if limit == 0 or count < limit:
+                self._users[slot] += 1
+                return slot
+        self._slots.append(None)
+        self._users.append(1)
+        return len(self._slots) - 1
+
+    def release(self, slot: int) -> None:
+        self._users[slot] -= 1
+        if self._users[slot] == 0 and self._slots[slot] is not None:
+            self._slots[slot].close()
+            self._slots[slot] = None
+
+    def connection(self, slot: int) -> Connection:
+        """The slot's connection, opened (again) if it is closed or going away."""
+        connection = self._slots[slot]
+        if connection is None or not connection.usable:
+            connection = Connection(self.host, self.port, self.connect_timeout_s)
+            self._slots[slot] = connection
+            connection.open()
+        return connection
