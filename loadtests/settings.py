@@ -1,6 +1,6 @@
 """The one frozen `Settings` object: every option a run reads, the suite's and Locust's.
 
-Built once per test by `loadtests.options.settings_from(parsed_options)` (which parses and
+Built once per test by `loadtests.option_values.settings_from(parsed_options)` (which parses and
 checks every value), then handed to whoever needs it: nothing else in the suite reads
 Locust's `parsed_options`. A base-layer module: it imports nothing of the suite but the
 value types its fields hold (`loadtests.batch_size`), so any layer can take a Settings.

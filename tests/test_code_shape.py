@@ -63,6 +63,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.exporter",
             "loadtests.slo_gate",
             "loadtests.options",
+            "loadtests.option_values",  # the options read into Settings
             "loadtests.outputs",  # the pre-flight of the run's outputs
             "loadtests.interrupts",  # Ctrl-C routing, installed by the wiring
             "analysis",

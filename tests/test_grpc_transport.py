@@ -11,7 +11,7 @@ import json
 import pytest
 
 from loadtests.errors import SpecError
-from loadtests.options import parse_grpc_connections
+from loadtests.option_values import parse_grpc_connections
 from tests.helpers import model_stats, run_cli
 
 POLICY_PROBE = """

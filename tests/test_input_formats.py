@@ -18,7 +18,7 @@ import pytest
 
 from loadtests.errors import PayloadError, SpecError
 from loadtests.model_spec import ModelSpec
-from loadtests.options import settings_from
+from loadtests.option_values import settings_from
 from loadtests.settings import Settings
 from loadtests.workloads import GenericWorkload
 from tests.helpers import model_stats, read_summary, run_locust, triton_options

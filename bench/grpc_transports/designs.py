@@ -50,7 +50,8 @@ class Grpcio:
 
 class Wire:
     def __init__(self, address: str, users_per_connection: int) -> None:
-        from loadtests.clients.grpc_wire import ConnectionPool, prepare_call
+        from loadtests.clients.grpc_frames import prepare_call
+        from loadtests.clients.grpc_pool import ConnectionPool
 
         self.pool = ConnectionPool(address, users_per_connection)
         self.address, self.prepare_call = address, prepare_call

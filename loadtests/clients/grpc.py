@@ -20,7 +20,8 @@ from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
 from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient
-from loadtests.clients.grpc_wire import GRPC_STATUS_NAMES, CallFailure, ConnectionPool, PreparedCall, prepare_call
+from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
+from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.model_spec import ModelSpec
 
 MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"

@@ -9,25 +9,8 @@ request header block constant (HPACK literals that never touch the dynamic table
 reads responses in a gevent I/O watcher that runs in the hub and switches straight
 into the waiting greenlet: one greenlet switch each way per request, no thread.
 
-What it handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
-- connection preface, SETTINGS (and its ACK), PING answered, GOAWAY (streams the server
-  did not take fail as "connection reset", the next call opens a new connection);
-- flow control both ways: it advertises the largest windows and tops the connection
-  window up; a request larger than the server's window waits for WINDOW_UPDATE;
-- HEADERS with CONTINUATION, padding and priority; HPACK decoding by the `hpack` package,
-  with a cache of header blocks that leave the dynamic table unchanged (Triton's steady
-  state is a few indexed fields);
-- deadlines: `grpc-timeout` is sent, and a call still unanswered at its deadline is
-  cancelled with RST_STREAM (CANCEL) and fails as a timeout; a greenlet killed mid-call
-  (a stopped run) cancels its stream the same way.
-
-Several users can share one connection (streams are multiplexed): see `ConnectionPool`.
-
-Example:
-    pool = ConnectionPool("127.0.0.1:8001", users_per_connection=6)
-    connection = pool.connection_for_user()
-    call = prepare_call("127.0.0.1:8001", "/inference.GRPCInferenceService/ModelInfer", message, timeout_s=10)
-    reply = connection.unary(call, timeout_s=10)  # raises CallFailure
+The bytes, and what of HTTP/2 is handled: `grpc_frames.py`; which users share a connection
+(streams are multiplexed): `grpc_pool.py`.
 """
 
 from __future__ import annotations
@@ -36,8 +19,6 @@ import contextlib
 import socket
 import struct
 import time
-from dataclasses import dataclass
-from urllib.parse import unquote
 
 import gevent
 import gevent.event
@@ -45,127 +26,41 @@ import gevent.socket
 from gevent import getcurrent
 from gevent.hub import Waiter, get_hub
 from gevent.lock import Semaphore
-from hpack import Decoder
 from hpack.exceptions import HPACKError
 
-# -- HTTP/2 constants (RFC 9113) --------------------------------------------------------
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
-END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY = 0x1, 0x1, 0x4, 0x8, 0x20
-SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE = 0x2, 0x4, 0x5
-CANCEL = 0x8
-MAX_WINDOW = 2**31 - 1
-DEFAULT_WINDOW = 65_535
-DEFAULT_MAX_FRAME = 16_384
-MAX_STREAM_ID = 2**31 - 1
-# Give the server back the connection window once this much of it is used (not per frame).
-WINDOW_REFILL_AT = 2**30
-READ_CHUNK = 256 * 1024
-
-_frame_header = struct.Struct(">HBBBI")  # length (16 high bits, 8 low), type, flags, stream
-_u32 = struct.Struct(">I")
-_message_prefix = struct.Struct(">BI")  # gRPC: compressed flag, message length
-
-GRPC_STATUS_NAMES = {
-    0: "OK",
-    1: "CANCELLED",
-    2: "UNKNOWN",
-    3: "INVALID_ARGUMENT",
-    4: "DEADLINE_EXCEEDED",
-    5: "NOT_FOUND",
-    6: "ALREADY_EXISTS",
-    7: "PERMISSION_DENIED",
-    8: "RESOURCE_EXHAUSTED",
-    9: "FAILED_PRECONDITION",
-    10: "ABORTED",
-    11: "OUT_OF_RANGE",
-    12: "UNIMPLEMENTED",
-    13: "INTERNAL",
-    14: "UNAVAILABLE",
-    15: "DATA_LOSS",
-    16: "UNAUTHENTICATED",
-}
-
-
-class CallFailure(Exception):
-    """A call that returned no message. `kind` is one of: "status" (the server's grpc-status,
-    in `status`), "timeout", "connection refused", "connection reset", "protocol"."""
-
-    def __init__(self, kind: str, detail: str = "", status: int | None = None) -> None:
-        super().__init__(kind if status is None else f"{kind} {status}")
-        self.kind = kind
-        self.detail = detail
-        self.status = status
-
-
-def _header(length: int, frame_type: int, flags: int, stream_id: int) -> bytes:
-    return _frame_header.pack(length >> 8, length & 0xFF, frame_type, flags, stream_id)
-
-
-def frame(frame_type: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
-    return _header(len(payload), frame_type, flags, stream_id) + payload
-
-
-def _hpack_int(value: int, prefix_bits: int, first_byte: int = 0) -> bytes:
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes((first_byte | value,))
-    out = bytearray((first_byte | limit,))
-    value -= limit
-    while value >= 128:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _literal(name: bytes | int, value: bytes) -> bytes:
-    """An HPACK literal without indexing (the dynamic table is never touched, so the
-    block is the same bytes on every request): name by static index or as a string."""
-    head = _hpack_int(name, 4) if isinstance(name, int) else b"\x00" + _hpack_int(len(name), 7) + name
-    return head + _hpack_int(len(value), 7) + value
-
-
-def grpc_timeout(timeout_s: float) -> bytes:
-    """The `grpc-timeout` header value: at most 8 digits and a unit."""
-    for unit, scale in ((b"u", 1e6), (b"m", 1e3), (b"S", 1.0), (b"M", 1 / 60), (b"H", 1 / 3600)):
-        value = int(timeout_s * scale + 0.999)
-        if value < 100_000_000:
-            return str(max(value, 1)).encode() + unit
-    return b"99999999H"
-
-
-def request_header_block(authority: str, path: str, timeout_s: float | None) -> bytes:
-    block = [
-        b"\x83",  # :method POST (static index 3)
-        b"\x86",  # :scheme http (static index 6)
-        _literal(4, path.encode()),  # :path
-        _literal(1, authority.encode()),  # :authority
-        _literal(31, b"application/grpc"),  # content-type
-        _literal(b"te", b"trailers"),
-    ]
-    if timeout_s:
-        block.append(_literal(b"grpc-timeout", grpc_timeout(timeout_s)))
-    return b"".join(block)
-
-
-@dataclass(frozen=True)
-class PreparedCall:
-    """A unary call's constant parts: the header block and the length-prefixed message."""
-
-    header_block: bytes
-    body: bytes  # gRPC framing: flag byte, 4-byte length, message
-
-    @property
-    def message_bytes(self) -> int:
-        return len(self.body) - 5
-
-
-def prepare_call(authority: str, path: str, message: bytes, timeout_s: float | None) -> PreparedCall:
-    """Frame one unary call's request once, for every connection to `authority`."""
-    return PreparedCall(
-        request_header_block(authority, path, timeout_s), _message_prefix.pack(0, len(message)) + message
-    )
+from loadtests.clients.grpc_frames import (
+    ACK,
+    CANCEL,
+    CONTINUATION,
+    DATA,
+    DEFAULT_MAX_FRAME,
+    DEFAULT_WINDOW,
+    END_HEADERS,
+    END_STREAM,
+    GOAWAY,
+    HEADERS,
+    MAX_STREAM_ID,
+    MAX_WINDOW,
+    PADDED,
+    PING,
+    PREFACE,
+    PRIORITY,
+    READ_CHUNK,
+    RST_STREAM,
+    SETTINGS,
+    SETTINGS_ENABLE_PUSH,
+    SETTINGS_INITIAL_WINDOW_SIZE,
+    SETTINGS_MAX_FRAME_SIZE,
+    U32,
+    WINDOW_REFILL_AT,
+    WINDOW_UPDATE,
+    CallFailure,
+    HeaderDecoder,
+    PreparedCall,
+    call_outcome,
+    frame,
+    frame_header,
+)
 
 
 class _Stream:
@@ -196,9 +91,7 @@ class Connection:
         self._streams: dict[int, _Stream] = {}
         self._next_stream_id = 1
         self._buffer = bytearray()
-        self._decoder = Decoder()
-        self._decoder.max_allowed_table_size = 65_536
-        self._header_cache: dict[bytes, list[tuple[str, str]]] = {}
+        self._headers = HeaderDecoder()
         self._continuation: tuple[int, int, bytearray] | None = None  # stream, flags, block
         self._send_window = DEFAULT_WINDOW  # connection-level, ours to spend
         self._peer_initial_window = DEFAULT_WINDOW
@@ -237,7 +130,7 @@ class Connection:
         hello = (
             PREFACE
             + frame(SETTINGS, 0, 0, settings)
-            + frame(WINDOW_UPDATE, 0, 0, _u32.pack(MAX_WINDOW - DEFAULT_WINDOW))
+            + frame(WINDOW_UPDATE, 0, 0, U32.pack(MAX_WINDOW - DEFAULT_WINDOW))
         )
         try:
             sock.sendall(hello)
@@ -297,7 +190,7 @@ class Connection:
         window = min(self._send_window, self._peer_initial_window)
         if len(body) <= window and len(body) <= self._peer_max_frame:
             self._send_window -= len(body)
-            self._send(header_frame + _header(len(body), DATA, END_STREAM, stream_id) + body)
+            self._send(header_frame + frame_header(len(body), DATA, END_STREAM, stream_id) + body)
             return
         self._stream_send_windows[stream_id] = self._peer_initial_window
         self._send(header_frame)
@@ -320,7 +213,7 @@ class Connection:
             self._send_window -= len(chunk)
             self._stream_send_windows[stream_id] -= len(chunk)
             flags = END_STREAM if offset >= len(body) else 0
-            self._send(_header(len(chunk), DATA, flags, stream_id) + bytes(chunk))
+            self._send(frame_header(len(chunk), DATA, flags, stream_id) + bytes(chunk))
         self._stream_send_windows.pop(stream_id, None)
 
     def unary(self, call: PreparedCall, timeout_s: float | None) -> bytes:
@@ -332,7 +225,7 @@ class Connection:
         waiter = Waiter(self._hub)
         self._streams[stream_id] = _Stream(waiter)
         timer = None
-        header_frame = _header(len(call.header_block), HEADERS, END_HEADERS, stream_id) + call.header_block
+        header_frame = frame_header(len(call.header_block), HEADERS, END_HEADERS, stream_id) + call.header_block
         try:
             try:
                 deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -347,14 +240,14 @@ class Connection:
         except BaseException:
             # Killed (a stopped run) or failed while sending: the server must not go on with it.
             if self._streams.pop(stream_id, None) is not None:
-                self._send_control(frame(RST_STREAM, 0, stream_id, _u32.pack(CANCEL)))
+                self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
             raise
         finally:
             if timer is not None:
                 timer.close()
         if result is _TIMED_OUT:
             if self._streams.pop(stream_id, None) is not None:
-                self._send_control(frame(RST_STREAM, 0, stream_id, _u32.pack(CANCEL)))
+                self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
             raise CallFailure("timeout", f"no response within {timeout_s} s")
         if isinstance(result, CallFailure):
             raise result
@@ -392,7 +285,7 @@ class Connection:
                 if end - offset - 9 < length:
                     break
                 frame_type, flags = data[offset + 3], data[offset + 4]
-                stream_id = _u32.unpack_from(data, offset + 5)[0] & 0x7FFFFFFF
+                stream_id = U32.unpack_from(data, offset + 5)[0] & 0x7FFFFFFF
                 payload = data[offset + 9 : offset + 9 + length]
                 offset += 9 + length
                 self._on_frame(frame_type, flags, stream_id, payload)
@@ -434,7 +327,7 @@ class Connection:
             if not flags & ACK:
                 self._send_control(frame(PING, ACK, 0, payload))
         elif frame_type == WINDOW_UPDATE:
-            increment = _u32.unpack(payload)[0] & 0x7FFFFFFF
+            increment = U32.unpack(payload)[0] & 0x7FFFFFFF
             if stream_id == 0:
                 self._send_window += increment
             elif stream_id in self._stream_send_windows:
@@ -443,13 +336,13 @@ class Connection:
         elif frame_type == RST_STREAM:
             stream = self._streams.pop(stream_id, None)
             if stream is not None:
-                code = _u32.unpack(payload)[0]
+                code = U32.unpack(payload)[0]
                 # REFUSED_STREAM (7): the server never processed it.
                 kind = "connection refused" if code == 7 else "connection reset"
                 self._wake(stream, CallFailure(kind, f"stream reset by the server (HTTP/2 error {code})"))
         elif frame_type == GOAWAY:
-            last_stream = _u32.unpack_from(payload, 0)[0] & 0x7FFFFFFF
-            code = _u32.unpack_from(payload, 4)[0]
+            last_stream = U32.unpack_from(payload, 0)[0] & 0x7FFFFFFF
+            code = U32.unpack_from(payload, 4)[0]
             self._goaway_last_stream = last_stream
             detail = f"server going away (HTTP/2 GOAWAY {code}): {payload[8:].decode(errors='replace')}"
             for sid in [sid for sid in self._streams if sid > last_stream]:
@@ -472,7 +365,7 @@ class Connection:
     def _on_data(self, flags: int, stream_id: int, payload: bytes) -> None:
         self._received_unacknowledged += len(payload)
         if self._received_unacknowledged >= WINDOW_REFILL_AT:
-            self._send_control(frame(WINDOW_UPDATE, 0, 0, _u32.pack(self._received_unacknowledged)))
+            self._send_control(frame(WINDOW_UPDATE, 0, 0, U32.pack(self._received_unacknowledged)))
             self._received_unacknowledged = 0
         if flags & PADDED:
             payload = payload[1 : len(payload) - payload[0]]
@@ -482,29 +375,14 @@ class Connection:
         stream.chunks.append(payload)
         stream.received += len(payload)
         if stream.received >= WINDOW_REFILL_AT:
-            self._send_control(frame(WINDOW_UPDATE, 0, stream_id, _u32.pack(stream.received)))
+            self._send_control(frame(WINDOW_UPDATE, 0, stream_id, U32.pack(stream.received)))
             stream.received = 0
         if flags & END_STREAM:
             self._streams.pop(stream_id)
             self._wake(stream, CallFailure("protocol", "stream ended without grpc-status"))
 
-    def _decode(self, block: bytes) -> list[tuple[str, str]]:
-        cached = self._header_cache.get(block)
-        if cached is not None:
-            return cached
-        table = self._decoder.header_table.dynamic_entries
-        before = (len(table), id(table[0]) if table else None)
-        headers = self._decoder.decode(block, raw=False)
-        if (len(table), id(table[0]) if table else None) == before:
-            # Only indexed fields and unindexed literals: the same bytes always mean the same.
-            if len(self._header_cache) < 256:
-                self._header_cache[block] = headers
-        else:
-            self._header_cache.clear()  # the table changed: cached meanings may be stale
-        return headers
-
     def _on_headers(self, stream_id: int, flags: int, block: bytes) -> None:
-        headers = self._decode(block)  # always, to keep the HPACK table in step
+        headers = self._headers.decode(block)  # always, to keep the HPACK table in step
         stream = self._streams.get(stream_id)
         if stream is None:
             return
@@ -519,56 +397,4 @@ class Connection:
             return
         # Trailers (or a trailers-only error response): the call's outcome.
         self._streams.pop(stream_id)
-        fields = dict(headers)
-        status = fields.get("grpc-status")
-        if status != "0":
-            message = unquote(fields.get("grpc-message", ""))
-            if status is None:
-                self._wake(stream, CallFailure("protocol", f"no grpc-status (HTTP {fields.get(':status')})"))
-            else:
-                self._wake(stream, CallFailure("status", message, int(status)))
-            return
-        body = stream.chunks[0] if len(stream.chunks) == 1 else b"".join(stream.chunks)
-        if len(body) < 5:
-            self._wake(stream, CallFailure("protocol", "grpc-status 0 without a message"))
-            return
-        self._wake(stream, body[5 : 5 + _u32.unpack_from(body, 1)[0]])
-
-
-class ConnectionPool:
-    """Which connection a user's calls go on: `users_per_connection` users share one
-    (1: a connection per user; 0: one for the whole process)."""
-
-    def __init__(self, address: str, users_per_connection: int, connect_timeout_s: float = 5.0) -> None:
-        host, _, port = address.rpartition(":")
-        self.host, self.port = host, int(port)
-        self.users_per_connection = users_per_connection
-        self.connect_timeout_s = connect_timeout_s
-        self._slots: list[Connection | None] = []
-        self._users: list[int] = []
-
-    def slot_for_new_user(self) -> int:
-        """The slot a new user is given: the first with room, else a new one."""
-        limit = self.users_per_connection
-        for slot, count in enumerate(self._users):
-            if limit == 0 or count < limit:
-                self._users[slot] += 1
-                return slot
-        self._slots.append(None)
-        self._users.append(1)
-        return len(self._slots) - 1
-
-    def release(self, slot: int) -> None:
-        self._users[slot] -= 1
-        if self._users[slot] == 0 and self._slots[slot] is not None:
-            self._slots[slot].close()
-            self._slots[slot] = None
-
-    def connection(self, slot: int) -> Connection:
-        """The slot's connection, opened (again) if it is closed or going away."""
-        connection = self._slots[slot]
-        if connection is None or not connection.usable:
-            connection = Connection(self.host, self.port, self.connect_timeout_s)
-            self._slots[slot] = connection
-            connection.open()
-        return connection
+        self._wake(stream, call_outcome(headers, stream.chunks))

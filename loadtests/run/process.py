@@ -21,7 +21,7 @@ from locust.env import Environment
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
-from loadtests.options import settings_from
+from loadtests.option_values import settings_from
 from loadtests.recording.throttling import ThrottleMeter
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.endpoint_cache import EndpointCache

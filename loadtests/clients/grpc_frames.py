@@ -1,0 +1,188 @@
+"""gRPC over HTTP/2, the bytes: frame headers, the constant HPACK request header block, the
+length-prefixed message, grpc-status names, and the failure a call raises.
+
+Built once per endpoint before the test (`prepare_call`), so a request costs one write of
+bytes that never change; the connection that sends them is `grpc_wire.Connection`.
+
+What it handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
+- connection preface, SETTINGS (and its ACK), PING answered, GOAWAY (streams the server
+  did not take fail as "connection reset", the next call opens a new connection);
+- flow control both ways: it advertises the largest windows and tops the connection
+  window up; a request larger than the server's window waits for WINDOW_UPDATE;
+- HEADERS with CONTINUATION, padding and priority; HPACK decoding by the `hpack` package,
+  with a cache of header blocks that leave the dynamic table unchanged (Triton's steady
+  state is a few indexed fields);
+- deadlines: `grpc-timeout` is sent, and a call still unanswered at its deadline is
+  cancelled with RST_STREAM (CANCEL) and fails as a timeout; a greenlet killed mid-call
+  (a stopped run) cancels its stream the same way.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from types import MappingProxyType
+from urllib.parse import unquote
+
+from hpack import Decoder
+
+# -- HTTP/2 constants (RFC 9113) --------------------------------------------------------
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
+END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY = 0x1, 0x1, 0x4, 0x8, 0x20
+SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE = 0x2, 0x4, 0x5
+CANCEL = 0x8
+MAX_WINDOW = 2**31 - 1
+DEFAULT_WINDOW = 65_535
+DEFAULT_MAX_FRAME = 16_384
+MAX_STREAM_ID = 2**31 - 1
+# Give the server back the connection window once this much of it is used (not per frame).
+WINDOW_REFILL_AT = 2**30
+READ_CHUNK = 256 * 1024
+
+FRAME_HEADER = struct.Struct(">HBBBI")  # length (16 high bits, 8 low), type, flags, stream
+U32 = struct.Struct(">I")
+MESSAGE_PREFIX = struct.Struct(">BI")  # gRPC: compressed flag, message length
+
+GRPC_STATUS_NAMES = MappingProxyType(
+    {
+        0: "OK",
+        1: "CANCELLED",
+        2: "UNKNOWN",
+        3: "INVALID_ARGUMENT",
+        4: "DEADLINE_EXCEEDED",
+        5: "NOT_FOUND",
+        6: "ALREADY_EXISTS",
+        7: "PERMISSION_DENIED",
+        8: "RESOURCE_EXHAUSTED",
+        9: "FAILED_PRECONDITION",
+        10: "ABORTED",
+        11: "OUT_OF_RANGE",
+        12: "UNIMPLEMENTED",
+        13: "INTERNAL",
+        14: "UNAVAILABLE",
+        15: "DATA_LOSS",
+        16: "UNAUTHENTICATED",
+    }
+)
+
+
+class CallFailure(Exception):
+    """A call that returned no message. `kind` is one of: "status" (the server's grpc-status,
+    in `status`), "timeout", "connection refused", "connection reset", "protocol"."""
+
+    def __init__(self, kind: str, detail: str = "", status: int | None = None) -> None:
+        super().__init__(kind if status is None else f"{kind} {status}")
+        self.kind = kind
+        self.detail = detail
+        self.status = status
+
+
+def frame_header(length: int, frame_type: int, flags: int, stream_id: int) -> bytes:
+    return FRAME_HEADER.pack(length >> 8, length & 0xFF, frame_type, flags, stream_id)
+
+
+def frame(frame_type: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
+    return frame_header(len(payload), frame_type, flags, stream_id) + payload
+
+
+def hpack_int(value: int, prefix_bits: int, first_byte: int = 0) -> bytes:
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes((first_byte | value,))
+    out = bytearray((first_byte | limit,))
+    value -= limit
+    while value >= 128:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def hpack_literal(name: bytes | int, value: bytes) -> bytes:
+    """An HPACK literal without indexing (the dynamic table is never touched, so the
+    block is the same bytes on every request): name by static index or as a string."""
+    head = hpack_int(name, 4) if isinstance(name, int) else b"\x00" + hpack_int(len(name), 7) + name
+    return head + hpack_int(len(value), 7) + value
+
+
+def grpc_timeout(timeout_s: float) -> bytes:
+    """The `grpc-timeout` header value: at most 8 digits and a unit."""
+    for unit, scale in ((b"u", 1e6), (b"m", 1e3), (b"S", 1.0), (b"M", 1 / 60), (b"H", 1 / 3600)):
+        value = int(timeout_s * scale + 0.999)
+        if value < 100_000_000:
+            return str(max(value, 1)).encode() + unit
+    return b"99999999H"
+
+
+def request_header_block(authority: str, path: str, timeout_s: float | None) -> bytes:
+    block = [
+        b"\x83",  # :method POST (static index 3)
+        b"\x86",  # :scheme http (static index 6)
+        hpack_literal(4, path.encode()),  # :path
+        hpack_literal(1, authority.encode()),  # :authority
+        hpack_literal(31, b"application/grpc"),  # content-type
+        hpack_literal(b"te", b"trailers"),
+    ]
+    if timeout_s:
+        block.append(hpack_literal(b"grpc-timeout", grpc_timeout(timeout_s)))
+    return b"".join(block)
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A unary call's constant parts: the header block and the length-prefixed message."""
+
+    header_block: bytes
+    body: bytes  # gRPC framing: flag byte, 4-byte length, message
+
+    @property
+    def message_bytes(self) -> int:
+        return len(self.body) - 5
+
+
+def prepare_call(authority: str, path: str, message: bytes, timeout_s: float | None) -> PreparedCall:
+    """Frame one unary call's request once, for every connection to `authority`."""
+    return PreparedCall(
+        request_header_block(authority, path, timeout_s), MESSAGE_PREFIX.pack(0, len(message)) + message
+    )
+
+
+class HeaderDecoder:
+    """HPACK decoding of response header blocks, with a cache of the blocks that leave the
+    dynamic table unchanged (Triton's steady state is a few indexed fields)."""
+
+    def __init__(self) -> None:
+        self._decoder = Decoder()
+        self._decoder.max_allowed_table_size = 65_536
+        self._cache: dict[bytes, list[tuple[str, str]]] = {}
+
+    def decode(self, block: bytes) -> list[tuple[str, str]]:
+        cached = self._cache.get(block)
+        if cached is not None:
+            return cached
+        table = self._decoder.header_table.dynamic_entries
+        before = (len(table), id(table[0]) if table else None)
+        headers = self._decoder.decode(block, raw=False)
+        if (len(table), id(table[0]) if table else None) == before:
+            # Only indexed fields and unindexed literals: the same bytes always mean the same.
+            if len(self._cache) < 256:
+                self._cache[block] = headers
+        else:
+            self._cache.clear()  # the table changed: cached meanings may be stale
+        return headers
+
+
+def call_outcome(trailers: list[tuple[str, str]], chunks: list[bytes]) -> bytes | CallFailure:
+    """A finished call from its trailers (or a trailers-only response) and its DATA: the
+    reply message, or the failure."""
+    fields = dict(trailers)
+    status = fields.get("grpc-status")
+    if status != "0":
+        if status is None:
+            return CallFailure("protocol", f"no grpc-status (HTTP {fields.get(':status')})")
+        return CallFailure("status", unquote(fields.get("grpc-message", "")), int(status))
+    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if len(body) < 5:
+        return CallFailure("protocol", "grpc-status 0 without a message")
+    return body[5 : 5 + U32.unpack_from(body, 1)[0]]

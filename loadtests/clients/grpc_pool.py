@@ -1,0 +1,51 @@
+"""Which gRPC connection a user's calls go on (`--grpc-connections`): users share connections
+up to a limit, and a connection that broke or is going away is reopened on next use.
+
+Example:
+    pool = ConnectionPool("127.0.0.1:8001", users_per_connection=6)
+    call = prepare_call("127.0.0.1:8001", "/inference.GRPCInferenceService/ModelInfer", message, timeout_s=10)
+    reply = pool.connection(pool.slot_for_new_user()).unary(call, timeout_s=10)  # raises CallFailure
+"""
+
+from __future__ import annotations
+
+from loadtests.clients.grpc_wire import Connection
+
+
+class ConnectionPool:
+    """Which connection a user's calls go on: `users_per_connection` users share one
+    (1: a connection per user; 0: one for the whole process)."""
+
+    def __init__(self, address: str, users_per_connection: int, connect_timeout_s: float = 5.0) -> None:
+        host, _, port = address.rpartition(":")
+        self.host, self.port = host, int(port)
+        self.users_per_connection = users_per_connection
+        self.connect_timeout_s = connect_timeout_s
+        self._slots: list[Connection | None] = []
+        self._users: list[int] = []
+
+    def slot_for_new_user(self) -> int:
+        """The slot a new user is given: the first with room, else a new one."""
+        limit = self.users_per_connection
+        for slot, count in enumerate(self._users):
+            if limit == 0 or count < limit:
+                self._users[slot] += 1
+                return slot
+        self._slots.append(None)
+        self._users.append(1)
+        return len(self._slots) - 1
+
+    def release(self, slot: int) -> None:
+        self._users[slot] -= 1
+        if self._users[slot] == 0 and self._slots[slot] is not None:
+            self._slots[slot].close()
+            self._slots[slot] = None
+
+    def connection(self, slot: int) -> Connection:
+        """The slot's connection, opened (again) if it is closed or going away."""
+        connection = self._slots[slot]
+        if connection is None or not connection.usable:
+            connection = Connection(self.host, self.port, self.connect_timeout_s)
+            self._slots[slot] = connection
+            connection.open()
+        return connection

@@ -1,0 +1,223 @@
+"""Locust's parsed options read into the one frozen `Settings` (loadtests/settings.py):
+every option checked, a bad one raising SpecError that names it (exit 2 before any load).
+
+    settings = settings_from(environment.parsed_options)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from loadtests.addresses import check_address
+from loadtests.errors import SpecError
+from loadtests.settings import (
+    CLOSED_LOOP,
+    DATA_MODES,
+    DEFAULT_DOC_STRIDE,
+    DEFAULT_GRPC_CONNECTIONS,
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_PROMETHEUS_HOST,
+    DEFAULT_REQUEST_TIMEOUT_S,
+    DEFAULT_SEQ_LEN,
+    DEFAULT_SERVER_POLL_S,
+    DEFAULT_TRITON_GRPC,
+    DEFAULT_TRITON_HTTP,
+    DEFAULT_TRITON_METRICS,
+    DEFAULT_WINDOW_S,
+    NO_SHAPE,
+    OPEN_LOOP_HINT,
+    TRAFFIC_MODES,
+    Settings,
+)
+from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_overrides
+
+GRPC_CONNECTION_POLICIES = MappingProxyType({"per-user": 1, "per-process": 0})
+
+
+def parse_grpc_connections(text: str) -> int:
+    """--grpc-connections as users per connection: per-user -> 1, per-process -> 0 (all), N -> N."""
+    if text in GRPC_CONNECTION_POLICIES:
+        return GRPC_CONNECTION_POLICIES[text]
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise SpecError(f"--grpc-connections '{text}' is not per-user, per-process or a positive number of users")
+
+
+def settings_from(options: argparse.Namespace | None) -> Settings:
+    """Parse and check every option into the one Settings; raises SpecError naming the bad one.
+
+    Example: settings_from(environment.parsed_options).window_s
+    """
+    if options is None:
+        return Settings()
+    return Settings(
+        **_target(options),
+        **_recording(options),
+        **_traffic(options),
+        **_locust_run(options),
+        as_given=_jsonable(options),
+    )
+
+
+def _text(options: argparse.Namespace, name: str) -> str:
+    value = getattr(options, name, "")
+    return str(value).strip() if value is not None else ""
+
+
+def _given(options: argparse.Namespace, name: str, default: str) -> str:
+    """The option as given; `default` only when it is absent (`--batch-size ""` is an error, not 1)."""
+    return _text(options, name) if getattr(options, name, None) is not None else default
+
+
+def _path(options: argparse.Namespace, name: str) -> Path | None:
+    text = _text(options, name)
+    return Path(text) if text else None
+
+
+def _target(options: argparse.Namespace) -> dict[str, Any]:
+    """Where the requests go and what they hold."""
+    seq_len_text = _given(options, "seq_len", DEFAULT_SEQ_LEN)
+    if seq_len_text == "variable":
+        seq_len = None
+    elif seq_len_text.isdigit() and int(seq_len_text) > 0:
+        seq_len = int(seq_len_text)
+    else:
+        raise SpecError(f"--seq-len '{seq_len_text}' is not a positive integer or 'variable'")
+    timeout = float(getattr(options, "request_timeout", DEFAULT_REQUEST_TIMEOUT_S))
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise SpecError(f"--request-timeout must be positive, got {timeout}")
+    data_mode = _text(options, "data_mode") or "random"
+    if data_mode not in DATA_MODES:
+        raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
+    input_data, data_mode = _input_data(getattr(options, "input_data", None), data_mode)
+    return {
+        "triton_http": check_address("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
+        "triton_grpc": check_address("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
+        "triton_metrics": check_address("--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS),
+        "model": _text(options, "model"),
+        "bert_model": _text(options, "bert_model"),
+        "resnet_model": _text(options, "resnet_model"),
+        "batch_size": parse_batch_size(_given(options, "batch_size", "1")),
+        "seq_len": seq_len,
+        "doc_stride": int(getattr(options, "doc_stride", DEFAULT_DOC_STRIDE)),
+        "vocab": _path(options, "vocab"),
+        "input_map": parse_input_map(_text(options, "input_map") or None),
+        "image_dir": _path(options, "image_dir"),
+        "shapes": parse_shape_overrides(_text(options, "shape") or None),
+        "input_data": input_data,
+        "data_mode": data_mode,
+        "http_json": bool(getattr(options, "http_json", False)),
+        "request_timeout_s": timeout,
+        "validate_responses": bool(getattr(options, "validate_responses", False)),
+        "grpc_users_per_connection": parse_grpc_connections(
+            _given(options, "grpc_connections", DEFAULT_GRPC_CONNECTIONS)
+        ),
+    }
+
+
+def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:
+    """perf_analyzer's --input-data: JSON files (repeatable), or its spellings of the data
+    modes, `zero` and `random`. The web UI gives one string: several files are separated
+    by commas there, as Locust's form does for its own list options."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    items = [str(item).strip() for item in items if str(item).strip()]
+    modes = [item for item in items if item in DATA_MODES]
+    if not modes:
+        return tuple(Path(item) for item in items), data_mode
+    if len(items) > 1:
+        raise SpecError(
+            f"--input-data {' '.join(items)}: give either JSON files or one of {', '.join(DATA_MODES)}, not both"
+        )
+    return (), modes[0]
+
+
+def _recording(options: argparse.Namespace) -> dict[str, Any]:
+    """Windows, polling and the run's outputs (SLO text is parsed by loadtests/slo_gate.py)."""
+    window_s = float(getattr(options, "window", DEFAULT_WINDOW_S))
+    server_poll_s = float(getattr(options, "server_stats_interval", DEFAULT_SERVER_POLL_S))
+    if not all(math.isfinite(s) and s > 0 for s in (window_s, server_poll_s)):
+        raise SpecError("--window and --server-stats-interval must be positive")
+    return {
+        "run_dir": _path(options, "run_dir"),
+        "window_s": window_s,
+        "server_poll_s": server_poll_s,
+        "slo": _text(options, "slo"),
+        "junit": _text(options, "junit"),
+        "prometheus_host": _text(options, "prometheus_host") or DEFAULT_PROMETHEUS_HOST,
+        "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
+        "csv_prefix": _text(options, "csv_prefix"),
+    }
+
+
+def _traffic(options: argparse.Namespace) -> dict[str, Any]:
+    """Closed or open loop, the rate, and the load shape."""
+    traffic = _text(options, "traffic") or CLOSED_LOOP
+    rate = float(getattr(options, "rate", 0.0) or 0.0)
+    max_in_flight = int(getattr(options, "max_in_flight", DEFAULT_MAX_IN_FLIGHT))
+    if traffic not in TRAFFIC_MODES:
+        raise SpecError(f"--traffic '{traffic}' is not one of {', '.join(TRAFFIC_MODES)}")
+    if not math.isfinite(rate) or rate < 0:
+        raise SpecError(f"--rate must be a finite number >= 0, got {rate}")
+    if traffic == CLOSED_LOOP and rate:
+        raise SpecError(f"--rate applies to open-loop traffic: add {OPEN_LOOP_HINT}")
+    if max_in_flight < 1:
+        raise SpecError(f"--max-in-flight must be at least 1, got {max_in_flight}")
+    return {
+        "traffic": traffic,
+        "rate": rate,
+        "max_in_flight": max_in_flight,
+        "drop_when_saturated": bool(getattr(options, "drop_when_saturated", False)),
+        "burstiness": _burstiness(options, traffic),
+        "load_shape": _text(options, "load_shape") or NO_SHAPE,
+        "shape_args": _text(options, "shape_args"),
+    }
+
+
+def _burstiness(options: argparse.Namespace, traffic: str) -> float | None:
+    """--burstiness: required by --traffic gamma, refused with any other traffic."""
+    value = getattr(options, "burstiness", None)
+    if value is None or (isinstance(value, str) and not value.strip()):  # the web UI sends ""
+        if traffic == "gamma":
+            raise SpecError("--traffic gamma needs --burstiness CV (the gaps' coefficient of variation; 1 = Poisson)")
+        return None
+    if traffic != "gamma":
+        raise SpecError(f"--burstiness applies to --traffic gamma, not --traffic {traffic}")
+    try:
+        burstiness = float(value)
+    except ValueError:
+        raise SpecError(f"--burstiness '{value}' is not a number") from None
+    if not (math.isfinite(burstiness) and burstiness > 0):
+        raise SpecError(f"--burstiness must be a finite number > 0, got {value}")
+    return burstiness
+
+
+def _locust_run(options: argparse.Namespace) -> dict[str, Any]:
+    """Locust's own options the suite reads (already parsed by Locust: timespans in seconds)."""
+    num_users = getattr(options, "num_users", None)
+    spawn_rate = getattr(options, "spawn_rate", None)
+    run_time = getattr(options, "run_time", None)
+    return {
+        "num_users": int(num_users) if num_users is not None else None,
+        "spawn_rate": float(spawn_rate) if spawn_rate is not None else None,
+        "run_time_s": float(run_time) if run_time else None,
+        "stop_timeout_s": float(getattr(options, "stop_timeout", 0) or 0),
+        "headless": bool(getattr(options, "headless", False)),
+        "autostart": bool(getattr(options, "autostart", False)),
+    }
+
+
+def _jsonable(options: argparse.Namespace) -> dict[str, Any]:
+    """Every option as given, for config.json."""
+    out: dict[str, Any] = {}
+    for key, value in sorted(vars(options).items()):
+        if isinstance(value, str | int | float | bool) or value is None:
+            out[key] = value
+        elif isinstance(value, list | tuple):
+            out[key] = [v if isinstance(v, str | int | float | bool) else str(v) for v in value]
+        else:
+            out[key] = str(value)
+    return out
