@@ -78,6 +78,9 @@ class WindowRecorder:
         messages = [
             {"window": key, **stats.to_message()} for key, window in self.pending.items() for stats in window.values()
         ]
+        for window in self.pending.values():
+            for stats in window.values():
+                stats.release()  # shipped: freed now, not at a full garbage collection
         self.pending = {}
         return messages
 
@@ -145,10 +148,12 @@ class RunAggregator:
             if self.last_closed is not None and key <= self.last_closed:
                 # Arrived after its window was written: counted in the totals, not in the series.
                 self.late_messages += 1
+                incoming.release()
                 continue
             window = self.open.setdefault(key, {})
             if incoming.name in window:
                 window[incoming.name].merge(incoming)
+                incoming.release()  # merged: freed now (see release_histogram)
             else:
                 window[incoming.name] = incoming
 
@@ -171,6 +176,8 @@ class RunAggregator:
                 keys.update(range(first, max(keys)))
         for key in sorted(keys):
             endpoints = self.open.pop(key, None) or self._empty_window()
+            for stats in self.last_window.values():
+                stats.release()  # written and observed: freed now (see release_histogram)
             self.last_window = endpoints
             if self.sink is not None:
                 self.sink.write_window(
