@@ -48,7 +48,11 @@ def _times(text: str) -> list[int]:
 
 
 def _restart(triton: LocalTriton) -> LocalTriton:
-    fresh = LocalTriton(triton.model_repositories, ports=triton.ports)
+    # Next to the first log when it is kept (--logs); a default log went with the old server's workdir.
+    log_file = triton.log_file.with_name(f"{triton.log_file.stem}.restarted{triton.log_file.suffix}")
+    if not log_file.parent.exists():
+        log_file = None
+    fresh = LocalTriton(triton.model_repositories, ports=triton.ports, log_file=log_file)
     for _ in range(60):
         try:
             fresh.start()
@@ -113,12 +117,16 @@ def main() -> int:
     parser.add_argument("--server-stats-interval", type=float, default=2.0, help="seconds (default 2)")
     parser.add_argument("--trace-memory", metavar="DIR", help="trace the master's allocations into DIR")
     parser.add_argument("--trace-at", default="120,600", help="seconds of the tracing snapshots (default 120,600)")
+    parser.add_argument("--logs", metavar="DIR", help="keep the processes' logs and the run directory in DIR")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     processes: list[subprocess.Popen] = []
     triton: LocalTriton | None = None
     try:
-        triton = LocalTriton([TEST_REPOSITORY])
+        if args.logs:
+            Path(args.logs).mkdir(parents=True, exist_ok=True)
+        log_file = Path(args.logs) / "triton.log" if args.logs else None
+        triton = LocalTriton([TEST_REPOSITORY], log_file=log_file)
         triton.start()
         return _soak(args, triton, processes)
     except KeyboardInterrupt:
@@ -143,6 +151,9 @@ def _soak(args: argparse.Namespace, triton: LocalTriton, processes: list[subproc
     counted = 0  # Triton's count over the server lifetimes that ended
     before = model_stats(triton.http_address, "identity")["requests"]
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
+        if args.logs:
+            tmp = Path(args.logs)
+            tmp.mkdir(parents=True, exist_ok=True)
         run_dir, port = Path(tmp) / "run", TritonPorts.free().http
         logs = Path(tmp)
         master = subprocess.Popen(
