@@ -62,13 +62,22 @@ def _restart(triton: LocalTriton) -> LocalTriton:
     raise RuntimeError("Triton did not come back")
 
 
+def _requests(triton: LocalTriton) -> int | None:
+    """Triton's request count of the model under test; None when it does not answer."""
+    try:
+        return model_stats(triton.http_address, "identity")["requests"]
+    except Exception:  # refused, reset, timed out: whatever a dead server gives
+        return None
+
+
 def _rss_mb(process: subprocess.Popen) -> float | None:
     if process.poll() is not None:
         return None  # ended (an exited child not yet reaped reads as 0 MB)
     try:
-        return round(psutil.Process(process.pid).memory_info().rss / 1e6, 1)
+        rss = psutil.Process(process.pid).memory_info().rss
     except psutil.NoSuchProcess:
         return None
+    return round(rss / 1e6, 1) if rss else None  # 0 while it exits: no sample
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -121,26 +130,28 @@ def main() -> int:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     processes: list[subprocess.Popen] = []
-    triton: LocalTriton | None = None
+    tritons: list[LocalTriton] = []  # the first and every restarted one
     try:
         if args.logs:
             Path(args.logs).mkdir(parents=True, exist_ok=True)
         log_file = Path(args.logs) / "triton.log" if args.logs else None
-        triton = LocalTriton([TEST_REPOSITORY], log_file=log_file)
-        triton.start()
-        return _soak(args, triton, processes)
+        tritons.append(LocalTriton([TEST_REPOSITORY], log_file=log_file))
+        tritons[0].start()
+        return _soak(args, tritons, processes)
     except KeyboardInterrupt:
         print("soak interrupted: stopping the master, the workers and Triton", file=sys.stderr)
         return 130
     finally:
         for process in processes:  # master first: it ends the run; then the workers
             _stop(process)
-        if triton is not None:
-            triton.stop()
+        for triton in tritons:
+            triton.stop()  # a stopped one: nothing to do
 
 
-def _soak(args: argparse.Namespace, triton: LocalTriton, processes: list[subprocess.Popen]) -> int:
-    """The run itself; every process it starts goes into `processes` at once, for main() to stop."""
+def _soak(args: argparse.Namespace, tritons: list[LocalTriton], processes: list[subprocess.Popen]) -> int:
+    """The run itself; every process (and Triton) it starts goes into `processes` (`tritons`) at
+    once, for main() to stop."""
+    triton = tritons[0]
     locustfile = "bench/traced_locustfile.py" if args.trace_memory else "locustfile.py"
     master_env = dict(os.environ)
     if args.trace_memory:
@@ -149,7 +160,7 @@ def _soak(args: argparse.Namespace, triton: LocalTriton, processes: list[subproc
     traffic = ["--traffic", "constant", "--rate", f"{args.rate:g}"] if args.rate else []
     restarts, kills = _times(args.restart_triton_at), _times(args.kill_worker_at)
     counted = 0  # Triton's count over the server lifetimes that ended
-    before = model_stats(triton.http_address, "identity")["requests"]
+    before = last_seen = model_stats(triton.http_address, "identity")["requests"]
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         if args.logs:
             tmp = Path(args.logs)
@@ -191,15 +202,21 @@ def _soak(args: argparse.Namespace, triton: LocalTriton, processes: list[subproc
         start = time.time()
         while master.poll() is None:
             now = time.time() - start
-            if restarts and now >= restarts[0]:
-                restarts.pop(0)
-                counted += model_stats(triton.http_address, "identity")["requests"] - before
-                _signal_group(triton.process.pid, signal.SIGKILL)
+            died = triton.process.poll() is not None  # killed from outside: restarted too, and said
+            if died or (restarts and now >= restarts[0]):
+                if not died:
+                    restarts.pop(0)
+                seen = _requests(triton)
+                counted += (seen if seen is not None else last_seen) - before
+                if not died:
+                    _signal_group(triton.process.pid, signal.SIGKILL)
                 triton.process.wait()
                 triton.stop()  # its stubs and shared memory
                 triton = _restart(triton)
-                before = 0
-                events.append(f"{now:.0f} s: Triton killed, back after {time.time() - start - now:.1f} s")
+                tritons.append(triton)
+                before = last_seen = 0
+                what = "found dead (not by the soak; its count since the last sample is lost)" if died else "killed"
+                events.append(f"{now:.0f} s: Triton {what}, back after {time.time() - start - now:.1f} s")
             if kills and now >= kills[0]:
                 kills.pop(0)
                 victim = next(w for w in workers if w.poll() is None)
@@ -207,12 +224,15 @@ def _soak(args: argparse.Namespace, triton: LocalTriton, processes: list[subproc
                 events.append(f"{now:.0f} s: worker {victim.pid} killed")
             if not samples or now - samples[-1][0] >= SAMPLE_EVERY_S:
                 samples.append((round(now), *(_rss_mb(process) for process in (master, *workers))))
+                seen = _requests(triton)
+                last_seen = seen if seen is not None else last_seen
             time.sleep(0.5)
         end = time.time() - start
         for worker in workers:
             if worker.poll() is None:
                 worker.wait(timeout=60)
-        counted += model_stats(triton.http_address, "identity")["requests"] - before
+        seen = _requests(triton)
+        counted += (seen if seen is not None else last_seen) - before
         summary = json.loads((run_dir / "summary.json").read_text())
         (endpoint,) = summary["endpoints"]
         names = ["master"] + [f"worker{i}" for i in range(args.workers)]

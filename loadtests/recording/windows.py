@@ -10,7 +10,9 @@
 Windows are keyed by absolute time (epoch seconds // window length), so all processes
 agree on them without a shared start. A window stays open on the master for a grace
 period (late worker reports), then is written out and dropped: memory stays bounded
-whatever the run length (a histogram is ~170 KB; only open windows and totals are kept).
+whatever the run length (a histogram is ~170 KB; only open windows and totals are kept). What is
+dropped (a shipped or merged window, a closed one) is released at once: hdrh's histograms sit in a
+reference cycle, and would otherwise wait for a rare full garbage collection (histograms.py).
 """
 
 from __future__ import annotations
