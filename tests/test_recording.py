@@ -296,3 +296,17 @@ def test_histograms_the_master_is_done_with_are_freed_at_once_not_at_a_full_coll
         assert len(live) == len(held), f"{len(live)} histograms alive, {len(held)} held by the aggregator"
     finally:
         gc.enable()
+
+
+def test_a_released_window_is_still_readable_and_can_be_merged_from():
+    """What the aggregator releases may still be read by whoever held it (the live view, a window
+    listener): its percentiles, and merging it into another."""
+    stats = EndpointStats("m [http]", "m", "http")
+    for value in known_latencies(2_000):
+        stats.record(float(value), 1, None, uncorrected_us=float(value) / 2)
+    summary = stats.latency_summary_us()
+    stats.release()
+    assert stats.latency_summary_us() == summary
+    total = EndpointStats("m [http]", "m", "http")
+    total.merge(stats)
+    assert (total.requests, total.latency_summary_us()) == (stats.requests, summary)

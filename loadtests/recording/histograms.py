@@ -109,8 +109,8 @@ class EndpointStats:
     def release(self) -> None:
         """Free the histograms' counts as soon as this object is dropped; call it when done with one.
 
-        Still readable afterwards (counts, percentiles, merging it into another), but no longer
-        encodable. See release_histogram.
+        Still readable afterwards (counts, percentiles, merging it into another), but it can no
+        longer be encoded or merged into. See release_histogram.
         """
         release_histogram(self.histogram)
         release_histogram(self.uncorrected)
@@ -174,9 +174,11 @@ def release_histogram(histogram: HdrHistogram | None) -> None:
     collector's next full collection. Those are rare in a process with many long-lived objects:
     between two of them a soak's master kept every histogram it had decoded and merged (85 MB
     in 30 minutes at 500 requests/s from 2 workers; tracemalloc named new_histogram's counts).
-    The histogram must not be encoded afterwards; counts and percentiles stay readable."""
+
+    Only the encoder's back-reference goes: the histogram stays readable (counts, percentiles)
+    and can still be added into another one, but can no longer be encoded or added to."""
     if histogram is not None:
-        histogram.encoder = None
+        histogram.encoder.histogram = None
 
 
 def _decode(encoded: str) -> HdrHistogram:
