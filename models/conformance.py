@@ -1,6 +1,7 @@
-"""The conformance models of the test repository: one identity model per Triton datatype
-and batching mode, written by `python -m models.conformance` (the files are checked in;
-tests/test_conformance.py checks they match this generator).
+"""The conformance models (models/conformance_repository): one identity model per Triton
+datatype and batching mode, written by `python -m models.conformance` (the files are checked
+in; tests/test_conformance.py checks they match this generator and serves them from a Triton
+of their own: in models/test_repository every test Triton would start their 28 stubs).
 
 Each model `echo_<datatype>` (max_batch_size 8) and `echo_<datatype>_nobatch`
 (max_batch_size 0) has two inputs, `FIXED` [2, 3] and `VARIABLE` [-1], and returns each
@@ -13,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-TEST_REPOSITORY = Path(__file__).resolve().parent / "test_repository"
+CONFORMANCE_REPOSITORY = Path(__file__).resolve().parent / "conformance_repository"
 # Every datatype Triton's model configuration knows (TYPE_STRING is BYTES on the wire).
 DATATYPES = (
     "BOOL",
@@ -74,7 +75,7 @@ def config_text(datatype: str, batching: bool) -> str:
     )
 
 
-def expected_files(repository: Path = TEST_REPOSITORY) -> dict[Path, str]:
+def expected_files(repository: Path = CONFORMANCE_REPOSITORY) -> dict[Path, str]:
     """Every file the generator writes, with its content."""
     files = {}
     for datatype in DATATYPES:
@@ -85,11 +86,11 @@ def expected_files(repository: Path = TEST_REPOSITORY) -> dict[Path, str]:
     return files
 
 
-def write(repository: Path = TEST_REPOSITORY) -> None:
+def write(repository: Path = CONFORMANCE_REPOSITORY) -> None:
     for path, text in expected_files(repository).items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
 
 
 if __name__ == "__main__":
-    write(Path(sys.argv[1]) if len(sys.argv) > 1 else TEST_REPOSITORY)
+    write(Path(sys.argv[1]) if len(sys.argv) > 1 else CONFORMANCE_REPOSITORY)

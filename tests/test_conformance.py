@@ -1,7 +1,8 @@
 """Conformance matrix: every Triton datatype x HTTP binary, HTTP JSON, gRPC x batching and
 non-batching models x fixed and variable dims x random, zero and --input-data sources,
 through the suite's own path (endpoints.prepare_endpoint, workloads/generic.py, the
-suite's clients and validator; tests/conformance_probe.py), against the real local Triton.
+suite's clients and validator; tests/conformance_probe.py), against a real local Triton that
+serves the conformance models (models/conformance_repository, started by this module).
 
 Each cell must either succeed with the identity model's outputs equal to what was sent,
 or be one of the cells refused on purpose (REFUSED, each with its reason), refused in
@@ -18,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.conformance import DATATYPES, expected_files, model_name
+from loadtests.server import TEST_REPOSITORY, LocalTriton
+from models.conformance import CONFORMANCE_REPOSITORY, DATATYPES, expected_files, model_name
 from tests.helpers import model_stats, read_summary, run_cli, run_locust, triton_options
 
 PROTOCOLS = ("http", "http_json", "grpc")
@@ -35,6 +37,16 @@ REFUSED = {
 # without full precision, so an FP64 sent as JSON can come back 1 unit in the last place off
 # (measured: 0.9127555772777216 echoed as 0.9127555772777215; binary tensors are exact).
 ULPS = {("FP64", "http_json"): 1}
+
+
+@pytest.fixture(scope="module")
+def conformance_triton(tmp_path_factory):
+    """A Triton of the conformance models alone (models/conformance_repository): only this
+    module needs their 28 Python stubs, so the session's Triton does not start them."""
+    with LocalTriton(
+        [CONFORMANCE_REPOSITORY], log_file=tmp_path_factory.mktemp("conformance") / "triton.log"
+    ) as server:
+        yield server
 
 
 def refusal(datatype: str, protocol: str) -> str | None:
@@ -102,6 +114,16 @@ def test_conformance_models_match_their_generator():
         assert path.read_text() == text, f"{path} differs from models/conformance.py: run python -m models.conformance"
 
 
+def test_conformance_models_live_apart_from_the_session_repository():
+    """Every Triton the tests start on models/test_repository would otherwise start 28 more
+    Python stubs (about 1 GB, 10-15 s): the conformance models have their own repository,
+    served by this module's Triton only."""
+    assert not sorted(p.name for p in TEST_REPOSITORY.glob("echo_*"))
+    assert {path.relative_to(CONFORMANCE_REPOSITORY).parts[0] for path in expected_files()} <= {
+        p.name for p in CONFORMANCE_REPOSITORY.iterdir()
+    }
+
+
 def test_bytes_inputs_over_grpc_through_the_suites_client(triton, tmp_path):
     """Finding 1: BYTES over gRPC sent an 8-byte pointer (serialize_byte_tensor(...).tobytes())."""
     data = tmp_path / "text.json"
@@ -121,7 +143,8 @@ def test_bytes_inputs_over_grpc_through_the_suites_client(triton, tmp_path):
         assert result["failures"] == {}, result["failures"]
 
 
-def test_datatype_protocol_batching_matrix(triton, tmp_path):
+def test_datatype_protocol_batching_matrix(conformance_triton, tmp_path):
+    triton = conformance_triton
     all_cells = cells(tmp_path)
     before = {c["model"]: model_stats(triton.http_address, c["model"]) for c in all_cells}
     started = time.monotonic()
@@ -160,7 +183,8 @@ def test_datatype_protocol_batching_matrix(triton, tmp_path):
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_bf16_model_is_refused_before_any_request(triton, protocol):
+def test_bf16_model_is_refused_before_any_request(conformance_triton, protocol):
+    triton = conformance_triton
     before = model_stats(triton.http_address, "echo_bf16")
     [result] = probe(triton, [{"model": "echo_bf16", "protocol": protocol, "shape": "VARIABLE:2"}])
     assert result["error"] is not None and "BF16" in result["error"] and "FIXED" in result["error"]

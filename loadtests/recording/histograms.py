@@ -107,6 +107,15 @@ class EndpointStats:
                 self.uncorrected = new_histogram()
             self.uncorrected.add(other.uncorrected)
 
+    def release(self) -> None:
+        """Free the histograms' counts as soon as this object is dropped; call it when done with one.
+
+        Still readable afterwards (counts, percentiles, merging it into another), but it can no
+        longer be encoded or merged into. See release_histogram.
+        """
+        release_histogram(self.histogram)
+        release_histogram(self.uncorrected)
+
     def to_message(self) -> dict:
         """A msgpack-friendly dict for Locust's worker report."""
         return {
@@ -160,8 +169,23 @@ class EndpointStats:
         return summarise_us(self.uncorrected) or zero_summary()
 
 
+def release_histogram(histogram: HdrHistogram | None) -> None:
+    """Break hdrh's reference cycle (a histogram and its encoder refer to each other), so that the
+    histogram's counts array (86-170 KB) is freed when its last reference goes, not at the garbage
+    collector's next full collection. Those are rare in a process with many long-lived objects:
+    between two of them a soak's master kept every histogram it had decoded and merged (85 MB
+    in 30 minutes at 500 requests/s from 2 workers; tracemalloc named new_histogram's counts).
+
+    Only the encoder's back-reference goes: the histogram stays readable (counts, percentiles)
+    and can still be added into another one, but can no longer be encoded or added to."""
+    if histogram is not None:
+        histogram.encoder.histogram = None
+
+
 def _decode(encoded: str) -> HdrHistogram:
     # Decoded histograms are re-added to one of our own range, so merges never overflow.
     histogram = new_histogram()
-    histogram.add(HdrHistogram.decode(encoded.encode("ascii")))
+    decoded = HdrHistogram.decode(encoded.encode("ascii"))
+    histogram.add(decoded)
+    release_histogram(decoded)
     return histogram

@@ -8,7 +8,9 @@ freed blocks are reused but the heap rarely shrinks: measured in a 30-minute soa
 requests/s with 2 workers, the master's RSS grew 113 MB while tracemalloc saw under 50 MB of
 live Python objects. Lowering the threshold below one counts array makes each of them its own
 mapping, returned to the system when freed (a few µs of mmap/munmap per histogram, a few
-histograms per worker report). The master only: in a process that sends requests the same
+histograms per worker report). The histograms are freed as soon as they are dropped
+(histograms.release_histogram: hdrh's reference cycle would keep them until a full garbage
+collection, which was most of that growth). The master only: in a process that sends requests the same
 threshold would map and fault in every large request or response buffer (a 600 KB ResNet
 image, gRPC's copies of it) on every request.
 """

@@ -10,7 +10,9 @@
 Windows are keyed by absolute time (epoch seconds // window length), so all processes
 agree on them without a shared start. A window stays open on the master for a grace
 period (late worker reports), then is written out and dropped: memory stays bounded
-whatever the run length (a histogram is ~170 KB; only open windows and totals are kept).
+whatever the run length (a histogram is ~170 KB; only open windows and totals are kept). What is
+dropped (a shipped or merged window, a closed one) is released at once: hdrh's histograms sit in a
+reference cycle, and would otherwise wait for a rare full garbage collection (histograms.py).
 """
 
 from __future__ import annotations
@@ -78,6 +80,9 @@ class WindowRecorder:
         messages = [
             {"window": key, **stats.to_message()} for key, window in self.pending.items() for stats in window.values()
         ]
+        for window in self.pending.values():
+            for stats in window.values():
+                stats.release()  # shipped: freed now, not at a full garbage collection
         self.pending = {}
         return messages
 
@@ -146,10 +151,12 @@ class RunAggregator:
             if self.last_closed is not None and key <= self.last_closed:
                 # Arrived after its window was written: counted in the totals, not in the series.
                 self.late_messages += 1
+                incoming.release()
                 continue
             window = self.open.setdefault(key, {})
             if incoming.name in window:
                 window[incoming.name].merge(incoming)
+                incoming.release()  # merged: freed now (see release_histogram)
             else:
                 window[incoming.name] = incoming
 
@@ -172,6 +179,8 @@ class RunAggregator:
                 keys.update(range(first, max(keys)))
         for key in sorted(keys):
             endpoints = self.open.pop(key, None) or self._empty_window()
+            for stats in self.last_window.values():
+                stats.release()  # written and observed: freed now (see release_histogram)
             self.last_window = endpoints
             if self.sink is not None:
                 self.sink.write_window(
