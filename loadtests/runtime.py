@@ -405,6 +405,16 @@ class Runtime:
             server = compute_delta(snapshots[-2], snapshots[-1]) if len(snapshots) >= 2 else {}
         return LiveSnapshot(endpoints, server, users, workers, run_dir=str(run.directory.path), final=final)
 
+    def merge_worker_report(self, client_id: str, report: dict, user_count: int | None) -> None:
+        """On the master: one worker's drained windows (the suite's part of its report) into the run."""
+        run = self.run
+        if run is None:
+            return
+        run.aggregator.merge(report["windows"])
+        run.faults.worker_reported(client_id, report["windows"], user_count, final=report.get("final", False))
+        run.cpu_s += report["cpu_s"]
+        run.throttle = add_throttle(run.throttle, report.get("throttle"))
+
     def wait_for_final_reports(self, run: Run) -> None:
         """On the master: until every worker that reported has sent its final report (its users
         stopped), or the stop grace and a margin have passed."""
@@ -612,14 +622,8 @@ def install(events) -> None:
     def _on_worker_report(client_id, data, **_kwargs) -> None:
         runtime = bound.get("runtime")
         report = data.get(REPORT_KEY)
-        if runtime is None or report is None or runtime.run is None:
-            return
-        runtime.run.aggregator.merge(report["windows"])
-        runtime.run.faults.worker_reported(
-            client_id, report["windows"], data.get("user_count"), final=report.get("final", False)
-        )
-        runtime.run.cpu_s += report["cpu_s"]
-        runtime.run.throttle = add_throttle(runtime.run.throttle, report.get("throttle"))
+        if runtime is not None and report is not None:
+            runtime.merge_worker_report(client_id, report, data.get("user_count"))
 
     @events.quitting.add_listener
     def _on_quitting(environment: Environment, **_kwargs) -> None:
