@@ -27,6 +27,7 @@ from locust.runners import STATE_MISSING, MasterRunner
 SENT_KEY = "bench_sent_s"
 WINDOWS_MESSAGE = "triton_loadtest_windows"
 LAG_PROBE_S = 0.1
+WRITE_EVERY_S = 5.0
 
 
 @events.init.add_listener
@@ -35,12 +36,18 @@ def _install_probe(environment, **_kwargs) -> None:
     out = os.environ.get("BENCH_PROBE_OUT")
     if not isinstance(runner, MasterRunner) or not out:
         return
-    seen: dict[str, list] = {"report_latency_s": [], "loop_lag_s": [], "missing": [0]}
+    # Per merged report: when it was merged (Unix s) and how long after the worker sent it.
+    seen: dict[str, list] = {"merged_at": [], "report_latency_s": [], "loop_lag_s": [], "missing": [0]}
+
+    def merged(sent: float) -> None:
+        now = time.time()
+        seen["merged_at"].append(now)
+        seen["report_latency_s"].append(now - sent)
 
     def on_worker_report(client_id, data, **_kw) -> None:
         sent = data.get(SENT_KEY)
         if sent is not None and data.get("triton_loadtest", {}).get("windows"):
-            seen["report_latency_s"].append(time.time() - sent)
+            merged(sent)
 
     environment.events.worker_report.add_listener(on_worker_report)
 
@@ -49,22 +56,30 @@ def _install_probe(environment, **_kwargs) -> None:
 
         def on_windows(environment, msg, **_kw) -> None:
             runtime_for(environment).merge_worker_report(msg.node_id, msg.data, None)
-            seen["report_latency_s"].append(time.time() - msg.data[SENT_KEY])
+            merged(msg.data[SENT_KEY])
 
         runner.register_message(WINDOWS_MESSAGE, on_windows, concurrent=True)
 
+    def write() -> None:
+        with open(out + ".tmp", "w") as file:
+            json.dump({**seen, "missing": max(seen["missing"])}, file)
+        os.replace(out + ".tmp", out)
+
     def watch() -> None:
+        last_write = time.monotonic()
         while True:
             before = time.monotonic()
             gevent.sleep(LAG_PROBE_S)
             seen["loop_lag_s"].append(time.monotonic() - before - LAG_PROBE_S)
             missing = sum(1 for client in runner.clients.values() if client.state == STATE_MISSING)
             seen["missing"].append(missing)
+            if time.monotonic() - last_write > WRITE_EVERY_S:  # a master that never ends still tells
+                write()
+                last_write = time.monotonic()
 
     watcher = gevent.spawn(watch)
 
     @environment.events.quit.add_listener
     def _write(**_kw) -> None:
         watcher.kill(block=False)
-        with open(out, "w") as file:
-            json.dump({**seen, "missing": max(seen["missing"])}, file)
+        write()

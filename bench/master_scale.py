@@ -54,6 +54,9 @@ WORKERS_PER_PROCESS = 125  # simulated workers per simulator process (one poll l
 WARMUP_S = 8.0  # two report intervals: every worker has reported, windows have started closing
 POLL_S = 0.2
 GRACE_S = 8.0  # loadtests/recording/windows.py DEFAULT_GRACE_S: the floor of the closing delay
+# A master still running this long after its -t has fallen behind for good (saturated).
+FINISH_ALLOWANCE_S = 90.0
+REPORT_INTERVAL_S = 3.0
 
 
 @dataclass
@@ -66,7 +69,11 @@ class Level:
     reports_per_s: float
     kb_per_report: float
     master_cpu: float
+    cpu_ms_per_report: float
+    merged_per_s: float
     sim_cpu: float
+    load_avg: float
+    finished: bool
     report_p50_ms: float
     report_p99_ms: float
     report_max_ms: float
@@ -81,10 +88,13 @@ class Level:
     merged_requests: int
     exit_code: int
     run_dir: str
+    # Per endpoint, what the simulated workers reported and what summary.json says (requests, inferences).
+    sent: dict[str, list[int]]
+    merged: dict[str, list[int]]
 
     @property
     def exact(self) -> bool:
-        return self.sent_requests == self.merged_requests
+        return self.sent == self.merged
 
 
 def _free_port() -> int:
@@ -192,17 +202,29 @@ def run_level(
         for sim in sims:
             sim.kill()
         raise RuntimeError(f"the master never started the test: see {master_log.name}")
-    begin, end = started + WARMUP_S, started + duration_s - 1.0
+    begin, end = started + min(WARMUP_S, duration_s / 3), started + duration_s - 1.0
     marks: dict[str, tuple[float, float, float]] = {}
     spy = None
+    load_avg = float("nan")
+    give_up = started + duration_s + FINISH_ALLOWANCE_S
     while master.poll() is None:
         now = time.time()
+        if now > give_up:  # a master that fell this far behind never catches up: saturated
+            marks.setdefault("end", (now, _cpu_s(master_process), sum(_cpu_s(p) for p in sim_processes)))
+            master.terminate()
+            try:
+                master.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                master.kill()
+                master.wait()
+            break
         if "begin" not in marks and now >= begin:
             marks["begin"] = (now, _cpu_s(master_process), sum(_cpu_s(p) for p in sim_processes))
             if profile:
                 spy = _start_profile(master.pid, end - now, work / f"profile-{tag}.txt")
         if "end" not in marks and now >= end:
             marks["end"] = (now, _cpu_s(master_process), sum(_cpu_s(p) for p in sim_processes))
+            load_avg = os.getloadavg()[0]
         watch.poll()
         time.sleep(POLL_S)
     watch.poll()
@@ -212,34 +234,50 @@ def run_level(
             sim.wait(timeout=30)
         except subprocess.TimeoutExpired:
             sim.terminate()
-            sim.wait(timeout=10)
+            try:
+                sim.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                sim.kill()
+                sim.wait()
     if spy is not None:
         spy.wait(timeout=60)
     (t0, master0, sim0), (t1, master1, sim1) = marks["begin"], marks["end"]
     wall = t1 - t0
     sent: Counter = Counter()
+    sent_inferences: Counter = Counter()
     reports = report_bytes = 0
     heartbeat_rtt: list[float] = []
     for out in sim_outs:
+        if not out.exists():  # killed before it could write: what it sent is unknown
+            sent["(unknown)"] += 1
+            continue
         result = json.loads(out.read_text())
         sent.update(result["sent_requests"])
+        sent_inferences.update(result["sent_inferences"])
         reports += result["reports"]
         report_bytes += result["report_bytes"]
         heartbeat_rtt += result["heartbeat_rtt_s"]
-    summary = json.loads((run_dir / "summary.json").read_text())
-    merged = {e["name"]: e["requests"] for e in summary["endpoints"]}
+    summary_path = run_dir / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"endpoints": []}
+    merged = {e["name"]: [e["requests"], e["inferences"]] for e in summary["endpoints"]}
     probe = json.loads(probe_out.read_text())
-    latency = [seconds * 1000 for seconds in probe["report_latency_s"]]
+    merges = zip(probe["merged_at"], probe["report_latency_s"], strict=True)
+    in_window = [(at, seconds) for at, seconds in merges if t0 <= at <= t1]
+    latency = [seconds * 1000 for _, seconds in in_window]
     lag = [seconds * 1000 for seconds in probe["loop_lag_s"]]
     delays = watch.delays_s(until=started + duration_s)
     return Level(
         workers=workers,
         transport=transport,
         endpoints=len(ENDPOINTS),
-        reports_per_s=round(workers / 3.0, 1),
+        reports_per_s=round(workers / REPORT_INTERVAL_S, 1),
         kb_per_report=round(report_bytes / max(reports, 1) / 1024, 1),
         master_cpu=round((master1 - master0) / wall, 3),
+        cpu_ms_per_report=round((master1 - master0) * 1000 / max(len(in_window), 1), 3),
+        merged_per_s=round(len(in_window) / wall, 1),
         sim_cpu=round((sim1 - sim0) / wall, 3),
+        load_avg=round(load_avg, 1),
+        finished=summary_path.exists(),
         report_p50_ms=round(_percentile(latency, 50), 2),
         report_p99_ms=round(_percentile(latency, 99), 2),
         report_max_ms=round(max(latency, default=float("nan")), 2),
@@ -251,9 +289,11 @@ def run_level(
         missing_max=int(probe["missing"]),
         workers_lost=len(summary.get("faults", {}).get("workers_lost", [])),
         sent_requests=sum(sent.values()),
-        merged_requests=sum(merged.get(name, 0) for name in ENDPOINTS),
+        merged_requests=sum(merged.get(name, [0])[0] for name in ENDPOINTS),
         exit_code=master.returncode,
         run_dir=str(run_dir),
+        sent={name: [sent[name], sent_inferences[name]] for name in sorted(sent)},
+        merged=dict(sorted(merged.items())),
     )
 
 
@@ -268,37 +308,33 @@ def _start_profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | No
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def sizing(levels: list[Level]) -> tuple[float, float, int | None]:
-    """CPU = fixed + per_worker x workers (least squares); the worker count at one core."""
-    points = [(level.workers, level.master_cpu) for level in levels]
-    if len(points) < 2:
-        return float("nan"), float("nan"), None
-    n = len(points)
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    sxx = sum((x - mean_x) ** 2 for x, _ in points)
-    per_worker = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx if sxx else float("nan")
-    fixed = mean_y - per_worker * mean_x
-    at_one_core = int((1.0 - fixed) / per_worker) if per_worker > 0 else None
-    return fixed, per_worker, at_one_core
+def sizing(levels: list[Level]) -> tuple[float, int]:
+    """The master's CPU per merged report (median over the levels) and the worker count one
+    core merges: 1 s of CPU / cost per report x the report interval."""
+    costs = [level.cpu_ms_per_report for level in levels if level.merged_per_s > 0]
+    if not costs:
+        return float("nan"), 0
+    cost_ms = statistics.median(costs)
+    return cost_ms, int(1000.0 / cost_ms * REPORT_INTERVAL_S)
 
 
 def table(levels: list[Level]) -> str:
     header = (
-        "| workers | transport | reports/s | KB/report | master CPU (cores) | simulator CPU "
-        "| report latency p50 / p99 / max ms | window closing delay p50 / max s "
-        "| heartbeat RTT p99 / max ms | loop lag max ms | missing | lost | exact |"
+        "| workers | transport | reports/s sent / merged | KB per report | master CPU (cores) | CPU ms per report "
+        "| CPU needed (cores) | report latency p50 / p99 ms | window closing delay p50 / max s "
+        "| heartbeat RTT p99 / max ms | missing / lost | exact | simulator CPU | load avg |"
     )
-    rows = [header, "|" + " ---: |" * 2 + " ---: |" * 11]
+    rows = [header, "|" + " ---: |" * 14]
     for level in levels:
+        needed = level.reports_per_s * level.cpu_ms_per_report / 1000
+        exact = "yes" if level.exact else ("not finished" if not level.finished else "NO")
         rows.append(
-            f"| {level.workers} | {level.transport} | {level.reports_per_s:g} | {level.kb_per_report:g} "
-            f"| {level.master_cpu:.2f} | {level.sim_cpu:.2f} "
-            f"| {level.report_p50_ms:g} / {level.report_p99_ms:g} / {level.report_max_ms:g} "
+            f"| {level.workers} | {level.transport} | {level.reports_per_s:g} / {level.merged_per_s:g} "
+            f"| {level.kb_per_report:g} | {level.master_cpu:.2f} | {level.cpu_ms_per_report:.2f} | {needed:.2f} "
+            f"| {level.report_p50_ms:g} / {level.report_p99_ms:g} "
             f"| {level.close_delay_p50_s:g} / {level.close_delay_max_s:g} "
-            f"| {level.heartbeat_p99_ms:g} / {level.heartbeat_max_ms:g} | {level.loop_lag_max_ms:g} "
-            f"| {level.missing_max} | {level.workers_lost} "
-            f"| {'yes' if level.exact else f'NO ({level.merged_requests} of {level.sent_requests})'} |"
+            f"| {level.heartbeat_p99_ms:g} / {level.heartbeat_max_ms:g} | {level.missing_max} / {level.workers_lost} "
+            f"| {exact} | {level.sim_cpu:.2f} | {level.load_avg:g} |"
         )
     return "\n".join(rows)
 
@@ -337,7 +373,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 levels.append(level)
                 print(table([level]).splitlines()[-1], flush=True)
-    fixed, per_worker, at_one_core = sizing([level for level in levels if level.transport == transports[0]])
+    sizing_text = []
+    for transport in transports:
+        cost_ms, at_one_core = sizing([level for level in levels if level.transport == transport])
+        sizing_text.append(
+            f"{transport}: {cost_ms:.2f} ms of master CPU per worker report ({len(ENDPOINTS)} endpoints, "
+            f"{args.rate_per_endpoint:g} requests/s each): one master core merges about {at_one_core} workers."
+        )
     command = "python -m bench.master_scale " + " ".join(argv if argv is not None else sys.argv[1:])
     text = [
         f"Command: `{command.strip()}` ({args.duration} s per count, {len(ENDPOINTS)} endpoints, "
@@ -346,8 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         table(levels),
         "",
-        f"Fit ({transports[0]}): master CPU = {fixed:.3f} + {per_worker * 1000:.2f} x workers / 1000 cores; "
-        f"one core at about {at_one_core} workers.",
+        *sizing_text,
     ]
     Path(args.out + ".md").write_text("\n".join(text) + "\n")
     Path(args.out + ".json").write_text(json.dumps([asdict(level) for level in levels], indent=1) + "\n")

@@ -60,8 +60,8 @@ TEMPLATES_PER_FRACTION = 3  # distinct histograms per (endpoint, fraction): not 
 # The demo's two models over both protocols: the endpoints the master's user classes name.
 # Median latency (ms) per endpoint: a small BERT and a ResNet on a GPU, gRPC a little faster.
 ENDPOINTS = {
-    "bert_qa [http]": ("bert_qa", "http", 4.0),
-    "bert_qa [grpc]": ("bert_qa", "grpc", 3.6),
+    "bert_qa_dynbatch [http]": ("bert_qa_dynbatch", "http", 4.0),
+    "bert_qa_dynbatch [grpc]": ("bert_qa_dynbatch", "grpc", 3.6),
     "resnet50 [http]": ("resnet50", "http", 9.0),
     "resnet50 [grpc]": ("resnet50", "grpc", 8.2),
 }

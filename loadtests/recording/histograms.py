@@ -22,6 +22,7 @@ from hdrh.histogram import HdrHistogram
 from analysis.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
 from analysis.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
 from loadtests.clients.base import CONNECTION_FAILURES
+from loadtests.recording.histogram_merge import add_encoded
 
 
 def clamp_us(latency_us: float) -> int:
@@ -157,6 +158,31 @@ class EndpointStats:
         if self.uncorrected is None:
             return None
         return summarise_us(self.uncorrected) or zero_summary()
+
+
+def add_message(message: dict, targets: list[EndpointStats]) -> None:
+    """Add one drained message (`to_message()`) into each target, decoding its histograms once:
+    the master's merge of a worker's window into the window and the run's total alike
+    (the same result as `target.merge(EndpointStats.from_message(message))`, for less CPU)."""
+    failures = message["failures"]
+    batch_sizes = {int(size): int(count) for size, count in message.get("batch_sizes", {}).items()}
+    for target in targets:
+        target.requests += int(message["requests"])
+        target.inferences += int(message["inferences"])
+        if failures:
+            target.failures.update(failures)
+        target.batch_sizes.update(batch_sizes)
+        target.late += int(message.get("late", 0))
+        target.dropped += int(message.get("dropped", 0))
+        target.bytes_sent += int(message.get("bytes_sent", 0))
+        target.bytes_received += int(message.get("bytes_received", 0))
+    add_encoded(message["histogram"], [target.histogram for target in targets])
+    uncorrected = message.get("uncorrected")
+    if uncorrected:
+        for target in targets:
+            if target.uncorrected is None:
+                target.uncorrected = new_histogram()
+        add_encoded(uncorrected, [target.uncorrected for target in targets])
 
 
 def _decode(encoded: str) -> HdrHistogram:
