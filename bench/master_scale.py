@@ -176,7 +176,7 @@ def run_level(
     master = subprocess.Popen(
         master_command, cwd=REPO_ROOT, env=environment, stdout=master_log, stderr=subprocess.STDOUT
     )
-    sims, sim_outs = [], []
+    sims, sim_outs, sim_logs = [], [], []
     processes = max(1, -(-workers // WORKERS_PER_PROCESS))
     for index in range(processes):
         count = workers // processes + (1 if index < workers % processes else 0)
@@ -186,6 +186,7 @@ def run_level(
         command += ["--transport", transport, "--out", str(out), "--max-seconds", str(duration_s + 300)]
         command += ["--open-loop"] if open_loop else []
         log = (work / f"sim-{tag}-{index}.log").open("w")
+        sim_logs.append(log)
         sims.append(subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT))
         sim_outs.append(out)
     master_process = psutil.Process(master.pid)
@@ -201,6 +202,8 @@ def run_level(
         master.kill()
         for sim in sims:
             sim.kill()
+        for log in (master_log, *sim_logs):
+            log.close()
         raise RuntimeError(f"the master never started the test: see {master_log.name}")
     begin, end = started + min(WARMUP_S, duration_s / 3), started + duration_s - 1.0
     marks: dict[str, tuple[float, float, float]] = {}
@@ -239,6 +242,8 @@ def run_level(
             except subprocess.TimeoutExpired:
                 sim.kill()
                 sim.wait()
+    for log in sim_logs:
+        log.close()
     if spy is not None:
         spy.wait(timeout=60)
     (t0, master0, sim0), (t1, master1, sim1) = marks["begin"], marks["end"]
