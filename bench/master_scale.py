@@ -265,7 +265,9 @@ def run_level(
     summary_path = run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"endpoints": []}
     merged = {e["name"]: [e["requests"], e["inferences"]] for e in summary["endpoints"]}
-    probe = json.loads(probe_out.read_text())
+    # A master that never got to write its probe (saturated from the start) merged nothing we saw.
+    empty = {"merged_at": [], "report_latency_s": [], "loop_lag_s": [], "missing": -1}
+    probe = json.loads(probe_out.read_text()) if probe_out.exists() else empty
     merges = zip(probe["merged_at"], probe["report_latency_s"], strict=True)
     in_window = [(at, seconds) for at, seconds in merges if t0 <= at <= t1]
     latency = [seconds * 1000 for _, seconds in in_window]
@@ -313,14 +315,20 @@ def _start_profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | No
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def sizing(levels: list[Level]) -> tuple[float, int]:
-    """The master's CPU per merged report (median over the levels) and the worker count one
-    core merges: 1 s of CPU / cost per report x the report interval."""
-    costs = [level.cpu_ms_per_report for level in levels if level.merged_per_s > 0]
-    if not costs:
-        return float("nan"), 0
-    cost_ms = statistics.median(costs)
-    return cost_ms, int(1000.0 / cost_ms * REPORT_INTERVAL_S)
+def sizing(levels: list[Level]) -> tuple[float, float, int]:
+    """Master CPU = fixed + cost x reports merged per second (least squares over the levels):
+    the fixed part (Triton polling, closing windows, Locust's own loops) in cores, the cost of
+    one worker report in ms, and the worker count at which the master needs one core."""
+    points = [(level.merged_per_s, level.master_cpu) for level in levels if level.merged_per_s > 0]
+    if len(points) < 2:
+        return float("nan"), float("nan"), 0
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    sxx = sum((x - mean_x) ** 2 for x, _ in points)
+    cost = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx if sxx else float("nan")
+    fixed = mean_y - cost * mean_x
+    workers = int((1.0 - fixed) / cost * REPORT_INTERVAL_S) if cost > 0 else 0
+    return fixed, cost * 1000, workers
 
 
 def table(levels: list[Level]) -> str:
@@ -354,7 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="py-spy the master (bench/ profile-*.txt kept)")
     parser.add_argument("--out", default=str(BENCH_DIR / "master_results"), help="writes OUT.md and OUT.json")
     parser.add_argument("--keep", action="store_true", help="keep the run directories and logs")
+    parser.add_argument("--render", metavar="JSON", help="only print the table of an earlier OUT.json")
     args = parser.parse_args(argv)
+    if args.render:
+        rendered = [Level(**level) for level in json.loads(Path(args.render).read_text())]
+        print(table(rendered))
+        for transport in sorted({level.transport for level in rendered}):
+            print(transport, sizing([level for level in rendered if level.transport == transport]))
+        return 0
     counts = [int(c) for c in args.workers.split(",") if c]
     transports = [t for t in args.transport.split(",") if t]
     levels: list[Level] = []
@@ -380,10 +395,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(table([level]).splitlines()[-1], flush=True)
     sizing_text = []
     for transport in transports:
-        cost_ms, at_one_core = sizing([level for level in levels if level.transport == transport])
+        fixed, cost_ms, at_one_core = sizing([level for level in levels if level.transport == transport])
         sizing_text.append(
-            f"{transport}: {cost_ms:.2f} ms of master CPU per worker report ({len(ENDPOINTS)} endpoints, "
-            f"{args.rate_per_endpoint:g} requests/s each): one master core merges about {at_one_core} workers."
+            f"{transport}: master CPU = {fixed:.3f} cores + {cost_ms:.2f} ms per worker report "
+            f"({len(ENDPOINTS)} endpoints, {args.rate_per_endpoint:g} requests/s each, a report every "
+            f"{REPORT_INTERVAL_S:g} s): one master core merges about {at_one_core} workers."
         )
     command = "python -m bench.master_scale " + " ".join(argv if argv is not None else sys.argv[1:])
     text = [
