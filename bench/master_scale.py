@@ -280,7 +280,7 @@ def run_level(
         reports_per_s=round(workers / REPORT_INTERVAL_S, 1),
         kb_per_report=round(report_bytes / max(reports, 1) / 1024, 1),
         master_cpu=round((master1 - master0) / wall, 3),
-        cpu_ms_per_report=round((master1 - master0) * 1000 / max(len(in_window), 1), 3),
+        cpu_ms_per_report=round((master1 - master0) * 1000 / len(in_window), 3) if in_window else float("nan"),
         merged_per_s=round(len(in_window) / wall, 1),
         sim_cpu=round((sim1 - sim0) / wall, 3),
         load_avg=round(load_avg, 1),
@@ -319,7 +319,7 @@ def sizing(levels: list[Level]) -> tuple[float, float, int]:
     """Master CPU = fixed + cost x reports merged per second (least squares over the levels):
     the fixed part (Triton polling, closing windows, Locust's own loops) in cores, the cost of
     one worker report in ms, and the worker count at which the master needs one core."""
-    points = [(level.merged_per_s, level.master_cpu) for level in levels if level.merged_per_s > 0]
+    points = [(level.merged_per_s, level.master_cpu) for level in levels if level.merged_per_s > 0 and level.finished]
     if len(points) < 2:
         return float("nan"), float("nan"), 0
     mean_x = sum(x for x, _ in points) / len(points)
