@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 TINY_WEIGHTS := models/weights/tiny/build.json
 
-.PHONY: setup test-tools demo test lint format bench serve clean
+.PHONY: setup test-tools demo test lint format bench bench-master serve clean
 
 setup: $(INSTALLED) $(TINY_WEIGHTS)
 
@@ -49,6 +49,10 @@ serve: setup
 bench: setup
 	bash bench/install_perf_analyzer.sh
 	$(PY) -m bench
+
+# How many workers one master merges (docs/performance.md): a real master, simulated workers.
+bench-master: setup
+	$(PY) -m bench.master_scale
 
 clean:
 	rm -rf $(VENV) .venv-pa models/weights .pytest_cache .ruff_cache

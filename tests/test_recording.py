@@ -310,3 +310,59 @@ def test_a_released_window_is_still_readable_and_can_be_merged_from():
     total = EndpointStats("m [http]", "m", "http")
     total.merge(stats)
     assert (total.requests, total.latency_summary_us()) == (stats.requests, summary)
+
+
+def _state(histogram: HdrHistogram) -> tuple:
+    return list(histogram.counts), histogram.get_total_count(), histogram.get_max_value(), histogram.encode()
+
+
+@pytest.mark.parametrize("first_value", [1, 400, 900_000])
+def test_merging_an_encoded_histogram_in_place_equals_decoding_and_adding_it(first_value):
+    from loadtests.recording.histogram_merge import _buffer, add_encoded
+
+    rng = np.random.default_rng(first_value)
+    incoming = [new_histogram() for _ in range(4)]
+    for index, histogram in enumerate(incoming):
+        histogram.record_value(first_value)
+        for value in rng.lognormal(np.log(300 * (index + 1)), 0.8, 2_000):
+            histogram.record_value(max(1, round(value)))
+    incoming.append(new_histogram())  # an empty window (a worker that only saw failures)
+    slow, fast = [new_histogram(), new_histogram()], [new_histogram(), new_histogram()]
+    slow[1].record_value(5)
+    fast[1].record_value(5)  # one target empty, one not
+    for histogram in incoming:
+        encoded = histogram.encode().decode("ascii")
+        for target in slow:
+            target.add(HdrHistogram.decode(encoded.encode("ascii")))
+        add_encoded(encoded, fast)
+    for a, b in zip(slow, fast, strict=True):
+        assert _state(a) == _state(b)
+    # The smallest value, which hdrh's add turns to 0 when it adds an empty histogram.
+    smallest = min(h.get_min_value() for h in incoming if h.get_total_count())
+    assert [h.get_min_value() for h in fast] == [smallest, min(smallest, 5)]
+    assert not any(_buffer().counts)  # the reused buffer is left empty
+
+
+def test_the_aggregator_merges_exactly_what_the_workers_recorded():
+    clock = FakeClock()
+    workers = [WindowRecorder(window_s=1.0, clock=clock) for _ in range(3)]
+    expected = EndpointStats("m [grpc]", "m", "grpc")
+    values = known_latencies(3_000)
+    for index, value in enumerate(values):
+        clock.now = 1_700_000_000.0 + index / 1000
+        failure = "timeout" if index % 31 == 0 else None
+        args = (float(value), 1 + index % 8, failure, float(value) * 0.9, index % 7 == 0, 100 + index, 7)
+        workers[index % 3].record("m [grpc]", "m", "grpc", *args)
+        expected.record(*args)
+    aggregator = RunAggregator(clock=clock)
+    for worker in workers:
+        aggregator.merge(worker.drain())
+    total = aggregator.totals["m [grpc]"]
+    fields = ("requests", "inferences", "failures", "batch_sizes", "late", "dropped", "bytes_sent", "bytes_received")
+    assert [getattr(total, f) for f in fields] == [getattr(expected, f) for f in fields]
+    assert list(total.histogram.counts) == list(expected.histogram.counts)
+    assert list(total.uncorrected.counts) == list(expected.uncorrected.counts)
+    assert total.latency_summary_us() == expected.latency_summary_us()
+    windows = [stats for window in aggregator.open.values() for stats in window.values()]
+    assert sum(w.requests for w in windows) == expected.requests
+    assert sum(w.histogram.get_total_count() for w in windows) == expected.histogram.get_total_count()

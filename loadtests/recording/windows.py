@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.histograms import EndpointStats, add_message
 
 logger = logging.getLogger(__name__)
 
@@ -141,24 +141,25 @@ class RunAggregator:
 
     def merge(self, messages: list[dict]) -> None:
         for message in messages:
-            incoming = EndpointStats.from_message(message)
-            total = self.totals.get(incoming.name)
+            name = message["name"]
+            total = self.totals.get(name)
             if total is None:
-                self.totals[incoming.name] = EndpointStats.from_message(message)
-            else:
-                total.merge(incoming)
+                total = self.totals[name] = EndpointStats(name, message["model"], message["protocol"])
+            targets = [total]
             key = int(message["window"])
             if self.last_closed is not None and key <= self.last_closed:
                 # Arrived after its window was written: counted in the totals, not in the series.
                 self.late_messages += 1
-                incoming.release()
-                continue
-            window = self.open.setdefault(key, {})
-            if incoming.name in window:
-                window[incoming.name].merge(incoming)
-                incoming.release()  # merged: freed now (see release_histogram)
             else:
-                window[incoming.name] = incoming
+                window = self.open.setdefault(key, {})
+                stats = window.get(name)
+                if stats is None:
+                    stats = window[name] = EndpointStats(name, message["model"], message["protocol"])
+                targets.append(stats)
+            # Decoded once into a reused buffer and added to both (the master's largest cost
+            # per worker report); no histogram is created per message, so none waits for the
+            # garbage collector either.
+            add_message(message, targets)
 
     def close_windows(self, final: bool = False, end_s: float | None = None) -> None:
         """Write out every window older than the grace period (all of them when final).
