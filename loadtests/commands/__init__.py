@@ -1,0 +1,1 @@
+"""The suite's commands beside plain Locust: `python -m loadtests <command>`."""
