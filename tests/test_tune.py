@@ -343,3 +343,15 @@ def test_ranking_is_by_capacity_then_p99_at_the_rate_with_failures_last():
     assert [r.settings["n"] for r in ranked] == ["c", "d", "a", "e", "b"]
     assert [r.rank for r in ranked] == [1, 2, 3, 4, 5]
     assert "load failed: no GPU" in ranking.table(ranked, 50.0)
+
+
+def test_options_the_search_refuses_stop_tune_after_restoring(explicit_triton, tmp_path):
+    """A forwarded option only capacity checks (here --measurement-interval 0) ends tune, exit 2."""
+    api = RepositoryApi(explicit_triton.http_address)
+    before = api.config(MODEL)
+    args = tune_args(explicit_triton, tmp_path / "refused", "--model", MODEL, "--vary", "instances=2", "--slo", SLO)
+    result = run_cli([*args, "--measurement-interval", "0"])
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "--measurement-interval must be positive" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: the capacity search refused its options")
+    assert api.config(MODEL) == before
