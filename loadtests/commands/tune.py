@@ -25,9 +25,11 @@ import argparse
 import json
 import math
 import re
+import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 
 from analysis import slo
 from analysis.output_paths import directory_problem
@@ -194,6 +196,10 @@ def write_winner(out_dir: Path, winner: ranking.VariantResult, slo_text: str) ->
     return f"{WINNER_PBTXT} (and Triton's JSON of it, {WINNER_JSON})"
 
 
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def run_tune(args: argparse.Namespace) -> int:
     extra = list(getattr(args, "extra", []))
     check_options(args, extra)
@@ -218,6 +224,7 @@ def run_tune(args: argparse.Namespace) -> int:
 
     results: list[ranking.VariantResult] = []
     interrupted = False
+    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM, like Ctrl-C, still restores the original
     try:
         for number, variant in enumerate(variants):
             results.append(measure_variant(api, target, variant, out_dir, search, args.rate, first=number == 0))
