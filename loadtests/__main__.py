@@ -1,4 +1,4 @@
-"""`python -m loadtests COMMAND`: the suite's command line (serve, demo, sweep, capacity)."""
+"""`python -m loadtests COMMAND`: the suite's command line (serve, demo, sweep, capacity, tune)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from loadtests import demo
-from loadtests.commands import capacity, sweep
+from loadtests.commands import capacity, sweep, tune
 from loadtests.errors import StartupError
 from loadtests.server import serve
 
@@ -18,12 +18,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(subparsers)
     sweep.add_parser(subparsers)
     capacity.add_parser(subparsers)
+    tune.add_parser(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    # A command that passes options on to Locust (sweep, capacity) takes the ones it does not know.
+    # A command that passes options on to Locust (sweep, capacity, tune) takes the ones it does not know.
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "pass_through", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

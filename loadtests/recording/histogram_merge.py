@@ -20,10 +20,11 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 
-from analysis.hdr import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, new_histogram
 from hdrh.codec import HdrHistogramEncoder, payload_header_size
 from hdrh.histogram import HdrHistogram
 from pyhdrh import add_array, decode  # hdrh's C helpers (the package's own decode and add use them)
+
+from loadtests.run_format.hdr import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, new_histogram
 
 WORD_BYTES = 8  # the suite's histograms count in 64-bit words (hdrh's default)
 _scratch: HdrHistogram | None = None

@@ -353,7 +353,10 @@ class LocalTriton:
         for pid in self.started_processes_alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        psutil.wait_procs([p for p in map(_process_or_none, self._started_pids) if p], timeout=5)
+        # A process can exit between the lookup and the wait: psutil's pidfd_open then raises
+        # FileNotFoundError (seen in explicit mode, where reloads replace the stub processes).
+        with contextlib.suppress(psutil.Error, FileNotFoundError, ProcessLookupError):
+            psutil.wait_procs([p for p in map(_process_or_none, self._started_pids) if p], timeout=5)
         self.process = None
         for region in Path(SHM_DIR).glob(f"{self.shm_prefix}*"):
             with contextlib.suppress(OSError):

@@ -3,6 +3,7 @@
 python -m loadtests serve                       # demo models, tiny preset, ports 8000-8002
 python -m loadtests serve --preset full         # BERT-base and ResNet-50 dimensions
 python -m loadtests serve --model-repository ~/my_models --include-demo
+python -m loadtests serve --model-control explicit   # models load/unload through the API (tune)
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import sys
 import threading
 from pathlib import Path
 
+from loadtests.errors import SpecError
 from loadtests.server.launcher import DEMO_REPOSITORY, LocalTriton, TritonPorts
 
 DEFAULT_PORTS = TritonPorts(http=8000, grpc=8001, metrics=8002)
 PRESETS = ("tiny", "full")
+MODEL_CONTROL_MODES = ("none", "explicit")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +41,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--include-demo", action="store_true", help="with --model-repository: serve the demo models as well"
     )
+    parser.add_argument(
+        "--model-control",
+        choices=MODEL_CONTROL_MODES,
+        default="none",
+        help="explicit: Triton's --model-control-mode=explicit, so models can be loaded, reloaded with "
+        "another config and unloaded through its repository API (python -m loadtests tune); default none",
+    )
+    parser.add_argument(
+        "--load-model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --model-control explicit: load this model at start (repeatable; default: every model)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--http-port", type=int, default=DEFAULT_PORTS.http, help="default: 8000")
     parser.add_argument("--grpc-port", type=int, default=DEFAULT_PORTS.grpc, help="default: 8001")
@@ -55,7 +72,20 @@ def demo_environment(preset: str) -> dict[str, str]:
     return {"TRITON_LOADTEST_WEIGHTS_DIR": str(ensure_built(preset))}
 
 
+def model_control_args(mode: str, load_models: list[str]) -> list[str]:
+    """Triton's options for a model control mode. Explicit mode loads nothing at start unless
+    told: `--load-model=*` (alone) loads every model, as the default mode does."""
+    if mode == "none":
+        if load_models:
+            raise SpecError("--load-model needs --model-control explicit")
+        return []
+    if "*" in load_models and len(load_models) > 1:
+        raise SpecError("--load-model '*' loads every model: give it alone")
+    return ["--model-control-mode=explicit", *(f"--load-model={name}" for name in load_models or ["*"])]
+
+
 def run(args: argparse.Namespace) -> int:
+    control = model_control_args(args.model_control, args.load_model)
     repositories = list(args.model_repository)
     include_demo = args.include_demo or not repositories
     if include_demo:
@@ -67,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         log_file=args.log_file,
         environment=environment,
+        extra_args=control,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -77,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  HTTP     {triton.http_url}", flush=True)
         print(f"  gRPC     {triton.grpc_url}", flush=True)
         print(f"  metrics  {triton.metrics_url}", flush=True)
+        if control:
+            print("  model control: explicit (load/unload through POST /v2/repository/models/<m>/load)", flush=True)
         print("Ctrl-C stops it.", flush=True)
         while not stop.wait(1.0):
             if triton.process is None or triton.process.poll() is not None:

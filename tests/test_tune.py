@@ -1,0 +1,357 @@
+"""`python -m loadtests tune` against a real Triton in explicit model-control mode.
+
+The module's own Triton (started as `python -m loadtests serve --model-control explicit` would
+start it) loads `sleep_40ms_batch4` (models/test_repository: 40 ms per execution, batches of up
+to 4, one instance, no batcher), whose variants have known capacities: instances x (4 with the
+dynamic batcher, else 1) / 40 ms = 25, 50, 100 and 200 requests/s. The search is coarse
+(growth 4, precision 100 %) to keep the test short: it still separates variants 2x apart.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from loadtests.errors import SpecError
+from loadtests.server import TEST_REPOSITORY, LocalTriton
+from loadtests.server.serve import model_control_args
+from loadtests.tuning import ranking
+from loadtests.tuning.pbtxt import config_pbtxt, normalised, parse_pbtxt
+from loadtests.tuning.repository_api import RepositoryApi, RepositoryError
+from loadtests.tuning.restore import restore_original
+from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
+from tests.helpers import REPO_ROOT, model_stats, run_cli, triton_options
+
+MODEL = "sleep_40ms_batch4"
+NO_BATCH_MODEL = "echo_fp32_nobatch"
+SLO = "p99<200ms"
+QUICK_SEARCH = [
+    "--start-rate",
+    "20",
+    "--growth",
+    "4",
+    "--precision",
+    "100",
+    "--measurement-interval",
+    "1000",
+    "--max-trials",
+    "3",
+    "--settle-windows",
+    "0",
+    "--shape",
+    "INPUT0:16",
+]
+
+
+@pytest.fixture(scope="module")
+def explicit_triton(tmp_path_factory):
+    server = LocalTriton(
+        [TEST_REPOSITORY],
+        log_file=tmp_path_factory.mktemp("explicit-triton") / "triton.log",
+        extra_args=model_control_args("explicit", [MODEL, NO_BATCH_MODEL]),
+    )
+    with server:
+        yield server
+
+
+def tune_args(triton, out_dir, *extra: str) -> list[str]:
+    return ["-m", "loadtests", "tune", *triton_options(triton), "--out", str(out_dir), *extra]
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, fragment: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert fragment in lines[0], lines[0]
+
+
+# -- against the real server ---------------------------------------------------------------------
+def test_tune_measures_four_variants_ranks_them_and_restores_the_original(explicit_triton, tmp_path):
+    api = RepositoryApi(explicit_triton.http_address)
+    before = api.config(MODEL)
+    out = tmp_path / "tune"
+    args = tune_args(
+        explicit_triton,
+        out,
+        "--model",
+        MODEL,
+        "--vary",
+        "instances=1,2",
+        "--vary",
+        "dynamic_batching=off,on",
+        "--slo",
+        SLO,
+        *QUICK_SEARCH,
+    )
+    result = run_cli(args, timeout=900)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
+
+    # The original configuration is back, as Triton reports it.
+    assert api.config(MODEL) == before
+
+    content = json.loads((out / "tune.json").read_text())
+    variants = content["variants"]
+    assert sorted(v["name"] for v in variants) == sorted(
+        f"instances={i} dynamic_batching={b}" for i in (1, 2) for b in ("off", "on")
+    )
+    assert all(v["status"] == "measured" for v in variants), [v["status"] for v in variants]
+    # Each variant ran with its settings (the config Triton reported while it was loaded).
+    for variant in variants:
+        groups = variant["config"]["instance_group"]
+        assert [g["count"] for g in groups] == [variant["settings"]["instances"]]
+        assert ("dynamic_batching" in variant["config"]) == variant["settings"]["dynamic_batching"]
+        levels = json.loads((REPO_ROOT / variant["capacity_run"] / "capacity.json").read_text())["levels"]
+        assert variant["levels"] == len(levels) and variant["capacity_rps"] is not None
+        # Triton formed batches only where the batcher was on.
+        if variant["settings"]["dynamic_batching"]:
+            assert variant["avg_batch"] > 1.0
+        else:
+            assert variant["avg_batch"] == 1.0
+
+    # Ranked by capacity, best first; the known capacities put a batching variant first and
+    # one instance without the batcher (8x below the best, 2x below any other) last.
+    assert [v["rank"] for v in variants] == [1, 2, 3, 4]
+    capacities = [v["capacity_rps"] for v in variants]
+    assert capacities == sorted(capacities, reverse=True)
+    assert capacities[0] > capacities[-1]
+    assert variants[0]["settings"]["dynamic_batching"] is True
+    assert variants[-1]["settings"] == {"instances": 1, "dynamic_batching": False}
+    assert content["winner"] == variants[0]["name"]
+
+    with open(out / "tune.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [row["variant"] for row in rows] == [v["name"] for v in variants]
+    assert [float(row["capacity_rps"]) for row in rows] == capacities
+
+    # The winner's config.pbtxt says what Triton ran it with.
+    written = (out / "config.pbtxt").read_text()
+    assert parse_pbtxt(written) == normalised(variants[0]["config"])
+    assert (out / "compare" / "compare.html").is_file()
+    assert f"winner: {variants[0]['name']}" in result.stdout
+
+
+def test_a_variant_triton_cannot_load_is_reported_and_the_original_restored(explicit_triton, tmp_path):
+    """KIND_GPU on this GPU-less machine: Triton refuses the load; nothing is measured (exit 1)."""
+    api = RepositoryApi(explicit_triton.http_address)
+    before = api.config(MODEL)
+    out = tmp_path / "gpu"
+    result = run_cli(
+        tune_args(explicit_triton, out, "--model", MODEL, "--vary", "kind=KIND_GPU", "--slo", SLO, *QUICK_SEARCH)
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    content = json.loads((out / "tune.json").read_text())
+    assert content["variants"][0]["status"].startswith("load failed: ")
+    assert "GPU" in content["variants"][0]["status"]
+    assert content["winner"] is None and not (out / "config.pbtxt").exists()
+    assert api.config(MODEL) == before
+
+
+def test_ctrl_c_stops_the_measurement_and_restores_the_original(explicit_triton, tmp_path):
+    api = RepositoryApi(explicit_triton.http_address)
+    before = api.config(MODEL)
+    out = tmp_path / "interrupted"
+    args = tune_args(explicit_triton, out, "--model", MODEL, "--vary", "instances=2", "--slo", SLO, *QUICK_SEARCH)
+    # A terminal's Ctrl-C reaches the whole foreground process group: tune and the search it runs.
+    process = subprocess.Popen(
+        [sys.executable, *args], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    deadline = time.monotonic() + 120
+    while not list(out.glob("variants/*/capacity/*")):  # written once the variant is loaded
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    time.sleep(3)  # the search is sending load
+    assert api.config(MODEL)["instance_group"][0]["count"] == 2
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stdout.decode()[-3000:] + stderr.decode()[-3000:]
+    assert api.config(MODEL) == before
+    assert json.loads((out / "tune.json").read_text())["interrupted"] is True
+
+
+def test_bad_input_is_refused_before_anything_is_loaded(explicit_triton, tmp_path):
+    api = RepositoryApi(explicit_triton.http_address)
+    configs = {model: api.config(model) for model in (MODEL, NO_BATCH_MODEL)}
+    stats = {model: model_stats(explicit_triton.http_address, model) for model in (MODEL, NO_BATCH_MODEL)}
+    cases = [
+        (["--model", "no_such_model", "--vary", "instances=2"], "not in Triton's model repositories"),
+        (["--model", "echo_fp32", "--vary", "instances=2"], "is not loaded"),  # in the repository, not loaded
+        (["--model", NO_BATCH_MODEL, "--vary", "dynamic_batching=on"], "max_batch_size 0"),
+        (["--model", NO_BATCH_MODEL, "--vary", "max_batch_size=8"], "changes the shapes"),
+        (["--model", MODEL, "--vary", "preferred_batch_size=8", "--vary", "dynamic_batching=on"], "above max_batch"),
+        (["--model", MODEL, "--vary", "max_queue_delay_us=100"], "needs dynamic batching"),
+        (["--model", MODEL, "--vary", "threads=2"], "NAME one of"),
+        (["--model", MODEL, "--vary", "instances=0"], "whole number >= 1"),
+        (["--model", MODEL], "--vary is required"),
+        (["--model", MODEL, "--vary", "instances=2", "--run-dir", "x"], "--run-dir is set by tune"),
+    ]
+    for extra, fragment in cases:
+        slo = [] if "--slo" in extra else ["--slo", SLO]
+        result = run_cli(tune_args(explicit_triton, tmp_path / "never", *extra, *slo))
+        assert_one_line_error(result, fragment)
+    assert_one_line_error(
+        run_cli(
+            tune_args(explicit_triton, tmp_path / "never", "--model", MODEL, "--vary", "instances=2", "--slo", "rps>5")
+        ),
+        "upper limits",
+    )
+    assert not (tmp_path / "never").exists()
+    assert {model: api.config(model) for model in configs} == configs
+    assert {model: model_stats(explicit_triton.http_address, model) for model in stats} == stats
+
+
+def test_a_server_not_in_explicit_mode_is_refused_with_one_line(triton, tmp_path):
+    before = model_stats(triton.http_address, "sleep_10ms_single")
+    args = tune_args(
+        triton, tmp_path / "never", "--model", "sleep_10ms_single", "--vary", "instances=1,2", "--slo", SLO
+    )
+    result = run_cli(args)
+    assert_one_line_error(result, "--model-control-mode=explicit")
+    assert model_stats(triton.http_address, "sleep_10ms_single") == before
+    assert not (tmp_path / "never").exists()
+
+
+def test_restore_unloads_when_a_plain_load_keeps_the_override(explicit_triton):
+    """Triton 2.51 keeps an override on a load without one: restore must still get back."""
+    api = RepositoryApi(explicit_triton.http_address)
+    before = api.config(MODEL)
+    api.load(MODEL, apply(before, {"instances": 2}))
+    api.load(MODEL, None)
+    assert api.config(MODEL)["instance_group"][0]["count"] == 2  # the fact restore works around
+    assert restore_original(api, MODEL, before) == "unloaded and loaded from the repository"
+    assert api.config(MODEL) == before
+
+
+def test_serve_model_control_options():
+    assert model_control_args("none", []) == []
+    assert model_control_args("explicit", []) == ["--model-control-mode=explicit", "--load-model=*"]
+    assert model_control_args("explicit", ["a", "b"]) == [
+        "--model-control-mode=explicit",
+        "--load-model=a",
+        "--load-model=b",
+    ]
+    with pytest.raises(SpecError, match="needs --model-control explicit"):
+        model_control_args("none", ["a"])
+    with pytest.raises(SpecError, match="give it alone"):
+        model_control_args("explicit", ["*", "a"])
+    result = run_cli(["-m", "loadtests", "serve", "--load-model", "x", "--http-port", "1"])
+    assert_one_line_error(result, "needs --model-control explicit")
+
+
+def test_require_model_control_names_the_unreachable_server():
+    with pytest.raises(RepositoryError, match="cannot reach Triton"):
+        RepositoryApi("127.0.0.1:1", timeout_s=2).require_model_control()
+
+
+# -- pure parts ----------------------------------------------------------------------------------
+BASE = {
+    "name": "m",
+    "max_batch_size": 8,
+    "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
+    "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
+    "instance_group": [{"name": "m_0", "kind": "KIND_CPU", "count": 1, "gpus": []}],
+    "parameters": {"sleep_ms": {"string_value": "10"}},
+}
+
+
+def test_variants_are_every_combination_of_the_axes_measured_once():
+    axes = parse_axes(["instances=1,2", "dynamic_batching=off,on", "max_queue_delay_us=0,500"])
+    variants = build_variants(BASE, axes)
+    names = [v.name for v in variants]
+    # Queue delays mean nothing with the batcher off: those combinations are one variant each.
+    assert names == [
+        "instances=1 dynamic_batching=off",
+        "instances=1 dynamic_batching=on max_queue_delay_us=0",
+        "instances=1 dynamic_batching=on max_queue_delay_us=500",
+        "instances=2 dynamic_batching=off",
+        "instances=2 dynamic_batching=on max_queue_delay_us=0",
+        "instances=2 dynamic_batching=on max_queue_delay_us=500",
+    ]
+    last = variants[-1].config
+    assert last["instance_group"][0]["count"] == 2
+    assert last["dynamic_batching"] == {"max_queue_delay_microseconds": 500}
+    assert "dynamic_batching" not in variants[0].config
+    assert BASE["instance_group"][0]["count"] == 1  # the base is not changed
+    assert variants[2].slug == "instances-1_dynamic_batching-on_max_queue_delay_us-500"
+
+
+def test_variant_settings_reach_the_config():
+    config = apply(
+        {**BASE, "dynamic_batching": {"preferred_batch_size": [8]}},
+        {"max_batch_size": 4, "kind": "KIND_GPU", "preferred_batch_size": (2, 4)},
+    )
+    assert config["max_batch_size"] == 4
+    assert config["instance_group"][0]["kind"] == "KIND_GPU"
+    assert config["dynamic_batching"]["preferred_batch_size"] == [2, 4]
+    # A smaller max_batch_size drops preferred sizes it could not form (Triton's default [8] here).
+    smaller = apply({**BASE, "dynamic_batching": {"preferred_batch_size": [8]}}, {"max_batch_size": 4})
+    assert smaller["dynamic_batching"]["preferred_batch_size"] == []
+
+
+@pytest.mark.parametrize(
+    ("specs", "fragment"),
+    [
+        (["instances=1,1"], "repeats a value"),
+        (["instances=2", "instances=3"], "given twice"),
+        (["kind=KIND_TPU"], "one of KIND_CPU"),
+        (["dynamic_batching=maybe"], "on or off"),
+        (["preferred_batch_size=4+x"], "whole number"),
+        (["instances"], "NAME=V1,V2"),
+    ],
+)
+def test_bad_axes_are_one_line_spec_errors(specs, fragment):
+    with pytest.raises(SpecError, match=fragment):
+        parse_axes(specs)
+
+
+def test_an_ensemble_is_refused():
+    with pytest.raises(SpecError, match="ensemble"):
+        build_variants({**BASE, "platform": "ensemble"}, parse_axes(["instances=2"]))
+
+
+def test_pbtxt_round_trips_tritons_json_and_keeps_an_empty_batcher():
+    config = {**BASE, "dynamic_batching": {}, "version_policy": {"latest": {"num_versions": 1}}}
+    text = config_pbtxt(config)
+    assert "dynamic_batching {\n}" in text  # present but empty: the batcher on with defaults
+    assert "data_type: TYPE_FP32" in text and "kind: KIND_CPU" in text  # enums unquoted
+    assert parse_pbtxt(text) == normalised(config)
+
+
+def _result(name: str, capacity: float | None, p99_rate: float | None = None, status: str = "measured"):
+    variant = Variant({"n": name}, {})
+    result = ranking.VariantResult(variant.name, variant.slug, variant.settings, {}, status=status)
+    result.capacity_rps, result.p99_at_rate_us = capacity, p99_rate
+    return result
+
+
+def test_ranking_is_by_capacity_then_p99_at_the_rate_with_failures_last():
+    ranked = ranking.rank(
+        [
+            _result("a", 50.0, 9_000.0),
+            _result("b", None, status="load failed: no GPU"),
+            _result("c", 80.0),
+            _result("d", 50.0, 7_000.0),
+            _result("e", None),
+        ]
+    )
+    assert [r.settings["n"] for r in ranked] == ["c", "d", "a", "e", "b"]
+    assert [r.rank for r in ranked] == [1, 2, 3, 4, 5]
+    assert "load failed: no GPU" in ranking.table(ranked, 50.0)
+
+
+def test_options_the_search_refuses_stop_tune_after_restoring(explicit_triton, tmp_path):
+    """A forwarded option only capacity checks (here --measurement-interval 0) ends tune, exit 2."""
+    api = RepositoryApi(explicit_triton.http_address)
+    before = api.config(MODEL)
+    args = tune_args(explicit_triton, tmp_path / "refused", "--model", MODEL, "--vary", "instances=2", "--slo", SLO)
+    result = run_cli([*args, "--measurement-interval", "0"])
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "--measurement-interval must be positive" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: the capacity search refused its options")
+    assert api.config(MODEL) == before
