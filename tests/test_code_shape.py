@@ -79,6 +79,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.capacity",
             "loadtests.demo",
             "loadtests.tune",
+            "loadtests.tuning",  # the tune command's parts (repository API, variants, ranking)
             "loadtests.server",
             "models",  # the test models' build scripts (`serve` builds them)
         ),

@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
-from analysis import slo
 from loadtests.errors import SpecError, StartupError
+from loadtests.run_format import slo
 from loadtests.run_format.output_paths import directory_problem
 from loadtests.tuning import ranking
 from loadtests.tuning.comparison import compare_variants
@@ -200,6 +200,43 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def write_outputs(
+    args: argparse.Namespace,
+    axes: dict,
+    original: dict,
+    ranked: list[ranking.VariantResult],
+    out_dir: Path,
+    *,
+    interrupted: bool,
+    restored: str,
+) -> None:
+    """The ranking on the console, tune.json/tune.csv, the winner's config and the comparison."""
+    header = {
+        "model": args.model,
+        "slo": args.slo,
+        "rate_rps": args.rate,
+        "axes": {axis: [str(v) for v in values] for axis, values in axes.items()},
+        "interrupted": interrupted,
+        "restored": restored,
+        "original_config": original,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    print()
+    print(ranking.table(ranked, args.rate))
+    winner = next((r for r in ranked if r.measured and r.capacity_rps is not None), None)
+    if winner is not None:
+        written = write_winner(out_dir, winner, args.slo)
+        header["winner"] = winner.name
+        print(f"winner: {winner.name} ({winner.capacity_rps:g} requests/s under {args.slo}): {written}")
+    else:
+        header["winner"] = None
+        print("winner: none (no variant met the SLO at any rate tried)")
+    ranking.write_files(out_dir, ranked, header)
+    report, why_not = compare_variants(ranked, out_dir / "compare")
+    print(f"comparison: {report}" if report else f"comparison: none ({why_not})")
+    print(f"tune.json, tune.csv: {out_dir}", flush=True)
+
+
 def run_tune(args: argparse.Namespace) -> int:
     extra = list(getattr(args, "extra", []))
     check_options(args, extra)
@@ -237,30 +274,7 @@ def run_tune(args: argparse.Namespace) -> int:
         print(f"tune: {args.model} is back on its original configuration ({how})", flush=True)
 
     ranked = ranking.rank(results)
-    header = {
-        "model": args.model,
-        "slo": args.slo,
-        "rate_rps": args.rate,
-        "axes": {axis: [str(v) for v in values] for axis, values in axes.items()},
-        "interrupted": interrupted,
-        "restored": how,
-        "original_config": original,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    print()
-    print(ranking.table(ranked, args.rate))
-    winner = next((r for r in ranked if r.measured and r.capacity_rps is not None), None)
-    if winner is not None:
-        written = write_winner(out_dir, winner, args.slo)
-        header["winner"] = winner.name
-        print(f"winner: {winner.name} ({winner.capacity_rps:g} requests/s under {args.slo}): {written}")
-    else:
-        header["winner"] = None
-        print("winner: none (no variant met the SLO at any rate tried)")
-    ranking.write_files(out_dir, ranked, header)
-    report, why_not = compare_variants(ranked, out_dir / "compare")
-    print(f"comparison: {report}" if report else f"comparison: none ({why_not})")
-    print(f"tune.json, tune.csv: {out_dir}", flush=True)
+    write_outputs(args, axes, original, ranked, out_dir, interrupted=interrupted, restored=how)
     if interrupted:
         return EXIT_INTERRUPTED
     return 0 if any(r.measured for r in ranked) else EXIT_NOTHING_MEASURED
