@@ -12,7 +12,8 @@ The wire (docs/protocol/extension_model_repository.md in triton-inference-server
 `POST v2/repository/models/<m>/load` with an optional body `{"parameters": {"config": "<model
 config as a JSON string>"}}` (with it, Triton loads that configuration instead of the one in the
 model directory), `POST .../unload`, `POST v2/repository/index`, `GET v2/models/<m>/config`.
-Every method raises RepositoryError (one line) when Triton refuses or cannot be reached.
+The calls go through the suite's one control-plane reader (loadtests/clients/control.py);
+every method raises RepositoryError (one line) when Triton refuses or cannot be reached.
 
 Checked against Triton 2.51 here: a load without a body after a load with an override keeps
 the override (Triton finds the repository unchanged and does nothing), so `restore.py` unloads
@@ -22,17 +23,17 @@ first. Unload returns before the model is gone (the index shows UNLOADING), henc
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from loadtests.clients.control import TritonControl, base_url
 from loadtests.errors import ServerError
 
 DEFAULT_TIMEOUT_S = 300.0  # a load runs the model's initialisation (and warm-up) before answering
+READ_TIMEOUT_S = 10.0
 UNLOAD_POLL_S = 0.1
 DEFAULT_UNLOAD_WAIT_S = 60.0
 # What Triton answers a load or unload when its model control mode is NONE or POLL
@@ -46,57 +47,42 @@ class RepositoryError(ServerError):
 
 
 class RepositoryApi:
-    """Load, unload, index and read model configurations on one Triton (HOST:PORT of its HTTP)."""
+    """Load, unload, index and read model configurations on one Triton (HOST:PORT of its HTTP),
+    through the suite's one reader of Triton's control plane (clients/control.py)."""
 
     def __init__(self, http_address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self.base = f"http://{http_address}"
+        self.base = base_url(http_address)
         self.timeout_s = timeout_s
-
-    # -- the wire --------------------------------------------------------------------------------
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
-        request = urllib.request.Request(
-            self.base + path, data=data, method=method, headers={"Content-Type": "application/json"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                text = response.read().decode()
-        except urllib.error.HTTPError as error:
-            raise RepositoryError(_error_text(error)) from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise RepositoryError(f"cannot reach Triton at {self.base}: {reason}") from None
-        return json.loads(text) if text.strip() else None
-
-    @staticmethod
-    def _model_path(model: str) -> str:
-        return urllib.parse.quote(model, safe="")
+        # Reads are short; a load has its own, long timeout (Triton answers once the model is up).
+        self.control = TritonControl(http_address, timeout_s=min(timeout_s, READ_TIMEOUT_S))
 
     # -- the documented API ----------------------------------------------------------------------
     def load(self, model: str, config: dict[str, Any] | None) -> None:
         """Load or reload `model`; with `config`, Triton uses it instead of the model's config.pbtxt."""
-        body = {"parameters": {"config": json.dumps(config)}} if config is not None else None
-        self._call("POST", f"/v2/repository/models/{self._model_path(model)}/load", body)
+        with _one_line():
+            self.control.load(model, config, timeout_s=self.timeout_s)
 
     def unload(self, model: str) -> None:
         """Ask Triton to unload `model` (it answers before the model is gone: see wait_unloaded)."""
-        self._call("POST", f"/v2/repository/models/{self._model_path(model)}/unload")
+        with _one_line():
+            self.control.unload(model)
 
     def index(self) -> list[dict[str, str]]:
         """Every model in the repositories, loaded or not: name, version, state, reason."""
-        return list(self._call("POST", "/v2/repository/index", {}) or [])
+        with _one_line():
+            return list(self.control.repository_index())
 
     def config(self, model: str) -> dict[str, Any]:
         """The configuration Triton runs `model` with (its JSON form of model_config.proto)."""
-        return dict(self._call("GET", f"/v2/models/{self._model_path(model)}/config"))
+        with _one_line():
+            return dict(self.control.model_config(model))
 
     # -- built on it -----------------------------------------------------------------------------
     def ready(self, model: str) -> bool:
         try:
-            self._call("GET", f"/v2/models/{self._model_path(model)}/ready")
-        except RepositoryError:
+            return self.control.model_ready(model)
+        except ServerError:
             return False
-        return True
 
     def state(self, model: str) -> str | None:
         """The model's state in the index (READY, UNLOADING, UNAVAILABLE, ...), None if not listed."""
@@ -136,10 +122,12 @@ class RepositoryApi:
             raise
 
 
-def _error_text(error: urllib.error.HTTPError) -> str:
-    raw = error.read().decode(errors="replace")
+@contextmanager
+def _one_line() -> Iterator[None]:
+    """The control plane's ServerError as this module's RepositoryError (same one-line message)."""
     try:
-        message = json.loads(raw).get("error", raw)
-    except (ValueError, AttributeError):
-        message = raw
-    return " ".join(str(message).split()) or f"HTTP {error.code}"
+        yield
+    except RepositoryError:
+        raise
+    except ServerError as error:
+        raise RepositoryError(str(error)) from None
