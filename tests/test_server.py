@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -210,3 +212,23 @@ def test_triton_stops_when_its_launcher_is_killed(tmp_path):
             break
         time.sleep(0.2)
     assert not psutil.pid_exists(triton_pid) or psutil.Process(triton_pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_stop_never_kills_a_process_that_reused_a_remembered_pid():
+    """A stub that exited mid-run (a reload, a restart) leaves its PID behind; on a busy
+    machine the kernel hands that PID to another process (pid_max is 32768 here). stop()
+    must only kill what this launcher started, not whatever holds the number now: the
+    identity is the PID and the process's start time."""
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        server = LocalTriton([TEST_REPOSITORY])
+        # As if this launcher had seen an earlier process with the bystander's PID.
+        server._started_pids.add((bystander.pid, psutil.Process(bystander.pid).create_time() - 100.0))
+        assert server.started_processes_alive() == []
+        server.process = subprocess.Popen(["true"])
+        server.process.wait()
+        server.stop(timeout_s=1)
+        assert bystander.poll() is None, "stop() killed a process it did not start"
+    finally:
+        bystander.kill()
+        bystander.wait()

@@ -172,7 +172,9 @@ class LocalTriton:
         self._ready = False
         self.log_file = Path(log_file) if log_file else self._workdir / "triton.log"
         self.process: subprocess.Popen | None = None
-        self._started_pids: set[int] = set()
+        # (PID, start time) of every process seen in Triton's tree: a PID alone is not an
+        # identity, the kernel reuses it once the process has exited (pid_max is 32768).
+        self._started_pids: set[tuple[int, float]] = set()
         # The Python backend's shared-memory regions (/dev/shm) carry this prefix: a Triton that
         # was killed (SIGKILL, OOM) leaves its 1-MB regions behind, and stop() removes them.
         self.shm_prefix = f"triton_loadtest_{uuid.uuid4().hex[:12]}_"
@@ -316,26 +318,29 @@ class LocalTriton:
             return
         try:
             parent = psutil.Process(self.process.pid)
-            self._started_pids.add(parent.pid)
-            self._started_pids.update(child.pid for child in parent.children(recursive=True))
+            for process in (parent, *parent.children(recursive=True)):
+                self._started_pids.add((process.pid, process.create_time()))
         except psutil.NoSuchProcess:
             pass
 
     @property
     def started_pids(self) -> frozenset[int]:
         """Every PID seen in Triton's process tree since start (Triton, stubs, helpers)."""
-        return frozenset(self._started_pids)
+        return frozenset(pid for pid, _ in self._started_pids)
 
     def started_processes_alive(self) -> list[int]:
-        """PIDs this launcher started (Triton and its stubs) that are still running."""
-        alive = []
-        for pid in self._started_pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.append(pid)
-            except psutil.NoSuchProcess:
-                continue
-        return alive
+        """PIDs this launcher started (Triton and its stubs) that are still running: the same
+        PID with the same start time (a PID now held by another process is not ours)."""
+        return [process.pid for process in self._started_processes() if process.status() != psutil.STATUS_ZOMBIE]
+
+    def _started_processes(self) -> list[psutil.Process]:
+        processes = []
+        for pid, started in self._started_pids:
+            with contextlib.suppress(psutil.Error):
+                process = psutil.Process(pid)
+                if process.create_time() == started:
+                    processes.append(process)
+        return processes
 
     def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
         """SIGTERM Triton's process group, wait, then SIGKILL whatever is left."""
@@ -350,13 +355,14 @@ class LocalTriton:
                 _signal_group(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=timeout_s)
         # Stubs normally exit with Triton; kill any straggler that did not.
-        for pid in self.started_processes_alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stragglers = self._started_processes()
+        for process in stragglers:
+            with contextlib.suppress(psutil.Error):
+                process.kill()  # psutil checks the start time again: never a reused PID
         # A process can exit between the lookup and the wait: psutil's pidfd_open then raises
         # FileNotFoundError (seen in explicit mode, where reloads replace the stub processes).
         with contextlib.suppress(psutil.Error, FileNotFoundError, ProcessLookupError):
-            psutil.wait_procs([p for p in map(_process_or_none, self._started_pids) if p], timeout=5)
+            psutil.wait_procs(stragglers, timeout=5)
         self.process = None
         for region in Path(SHM_DIR).glob(f"{self.shm_prefix}*"):
             with contextlib.suppress(OSError):
@@ -373,13 +379,6 @@ def _die_with_parent() -> None:
     """
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _process_or_none(pid: int) -> psutil.Process | None:
-    try:
-        return psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return None
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
