@@ -25,7 +25,15 @@ from dataclasses import dataclass, field, replace
 import gevent
 from gevent.lock import Semaphore
 from locust.env import Environment
-from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner, WorkerRunner
+from locust.runners import (
+    STATE_INIT,
+    STATE_MISSING,
+    STATE_RUNNING,
+    STATE_SPAWNING,
+    STATE_STOPPED,
+    MasterRunner,
+    WorkerRunner,
+)
 
 from loadtests import exporter, slo_gate, webui
 from loadtests import options as suite_options
@@ -66,8 +74,16 @@ STOP_GRACE_S = 2.0
 # seconds is never cut at the end, while a frozen server (no slow success yet) costs 2 s.
 STOP_GRACE_PER_SLOWEST = 2.0
 # The master waits for every worker's final report (sent when its users have stopped) at
-# most this long past the stop grace; a worker that sends nothing by then is named lost.
+# most this long past the stop grace; a worker that sends nothing by then is named in
+# summary.json's faults (workers_without_final_report).
 FINAL_REPORT_MARGIN_S = 0.5
+# Master -> workers: stop your users now and send your final report (the headless -t end
+# and Ctrl-C: Locust's quit() tells workers only after test_stop, and stops listening to
+# them 0.5 s later, so a worker slower than that would lose its last windows).
+STOP_MESSAGE = "triton_loadtest_stop"
+# Worker -> master: the windows recorded up to the moment its users stopped, sent at once
+# rather than with Locust's next periodic report (every 3 s, possibly after the summary).
+FINAL_REPORT_MESSAGE = "triton_loadtest_final_report"
 # A single process drains its own recorder just before it closes windows, so a window can
 # close soon after it ends (a master keeps the aggregator's grace for workers' reports).
 LOCAL_GRACE_S = 1.0
@@ -441,6 +457,56 @@ class Runtime:
         while not run.faults.workers_done() and time.monotonic() < deadline:
             gevent.sleep(0.05)
 
+    def stop_workers(self, run: Run) -> None:
+        """On the master, at its test_stop: workers whose users still run (Locust's quit() has not
+        told them yet) stop now, and the master waits for their final reports here, while Locust
+        still listens to them."""
+        runner = self.environment.runner
+        if not isinstance(runner, MasterRunner) or run.faults.workers_done():
+            return
+        for client in runner.clients.all:
+            if client.state != STATE_MISSING:
+                runner.send_message(STOP_MESSAGE, None, client_id=client.id)
+        self.wait_for_final_reports(run)
+
+    def report(self, final: bool) -> dict:
+        """A worker's report to the master: its windows since the last one, its CPU and throttling."""
+        self.adapt_stop_grace(self.slowest_ms)
+        return {
+            "windows": self.recorder.drain(),
+            "cpu_s": self.take_cpu(),
+            "throttle": self.take_throttle(),
+            "final": final,
+        }
+
+    def send_final_report(self) -> None:
+        """On a worker whose users have stopped: everything it recorded, to the master, at once."""
+        runner = self.environment.runner
+        report = self.report(final=True)
+        report["user_count"] = runner.user_count
+        runner.send_message(FINAL_REPORT_MESSAGE, report)
+
+    def on_stop_message(self) -> None:
+        """On a worker, the master's STOP_MESSAGE: stop the users (test_stop sends the final
+        report), or, already stopped, send an (empty) final report again."""
+        runner = self.environment.runner
+        if runner.state == STATE_STOPPED:
+            self.send_final_report()
+        else:
+            runner.stop()
+
+    def merge_worker_report(self, client_id: str, report: dict, users: int | None) -> None:
+        """On the master: one worker's report into the run's totals and fault log."""
+        run = self.run
+        if run is None:
+            if report["windows"]:
+                logger.warning("worker %s reported after the run was written: not in its summary", client_id)
+            return
+        run.aggregator.merge(report["windows"])
+        run.faults.worker_reported(client_id, report["windows"], users, final=report.get("final", False))
+        run.cpu_s += report["cpu_s"]
+        run.throttle = add_throttle(run.throttle, report.get("throttle"))
+
     def finish_run(self) -> None:
         """Close every window, stop the pollers, write the summary. Idempotent."""
         run, self.run = self.run, None
@@ -521,6 +587,12 @@ def install(events) -> None:
             environment.runner.register_message(
                 RATE_MESSAGE, lambda msg, **_kw: runtime.receive_rate(RatePlan.from_message(msg.data))
             )
+            environment.runner.register_message(STOP_MESSAGE, lambda **_kw: runtime.on_stop_message())
+        if isinstance(environment.runner, MasterRunner):
+            environment.runner.register_message(
+                FINAL_REPORT_MESSAGE,
+                lambda msg, **_kw: runtime.merge_worker_report(msg.node_id, msg.data, msg.data.get("user_count")),
+            )
         if options is None or isinstance(environment.runner, WorkerRunner):
             return  # workers get their options at test_start
         try:
@@ -590,6 +662,8 @@ def install(events) -> None:
     def _on_test_stop(environment: Environment, **_kwargs) -> None:
         runtime = runtime_for(environment)
         runtime.stop_traffic()  # users have stopped: their in-flight requests are in
+        if isinstance(environment.runner, WorkerRunner):
+            runtime.send_final_report()
         if runtime.run is not None:
             runtime.run.directory.stopped_at = time.time()
             runtime.events.run_stopping.fire(stopped_at=runtime.run.directory.stopped_at)
@@ -598,6 +672,7 @@ def install(events) -> None:
             runtime.finish_run()
         elif isinstance(environment.runner, MasterRunner) and runtime.run is not None:
             run = runtime.run
+            runtime.stop_workers(run)
 
             def finish_when_workers_reported() -> None:
                 runtime.wait_for_final_reports(run)
@@ -636,26 +711,14 @@ def install(events) -> None:
         if runtime is not None:
             runner = runtime.environment.runner
             final = runner is not None and runner.state == STATE_STOPPED  # users stopped: nothing more to come
-            runtime.adapt_stop_grace(runtime.slowest_ms)
-            data[REPORT_KEY] = {
-                "windows": runtime.recorder.drain(),
-                "cpu_s": runtime.take_cpu(),
-                "throttle": runtime.take_throttle(),
-                "final": final,
-            }
+            data[REPORT_KEY] = runtime.report(final)
 
     @events.worker_report.add_listener
     def _on_worker_report(client_id, data, **_kwargs) -> None:
         runtime = bound.get("runtime")
         report = data.get(REPORT_KEY)
-        if runtime is None or report is None or runtime.run is None:
-            return
-        runtime.run.aggregator.merge(report["windows"])
-        runtime.run.faults.worker_reported(
-            client_id, report["windows"], data.get("user_count"), final=report.get("final", False)
-        )
-        runtime.run.cpu_s += report["cpu_s"]
-        runtime.run.throttle = add_throttle(runtime.run.throttle, report.get("throttle"))
+        if runtime is not None and report is not None:
+            runtime.merge_worker_report(client_id, report, data.get("user_count"))
 
     @events.quitting.add_listener
     def _on_quitting(environment: Environment, **_kwargs) -> None:

@@ -51,7 +51,7 @@ def test_a_worker_frozen_at_the_stop_is_counted_or_named(triton, tmp_path):
     lines: list[str] = []
     spawned, limit = threading.Event(), threading.Event()
     watcher = threading.Thread(
-        target=_watch, args=(master.stderr, lines, {"All users spawned": spawned, "--run-time limit": limit})
+        target=_watch, args=(master.stderr, lines, {"Sending spawn jobs": spawned, "--run-time limit": limit})
     )
     watcher.start()
     frozen = None
@@ -59,7 +59,7 @@ def test_a_worker_frozen_at_the_stop_is_counted_or_named(triton, tmp_path):
         assert spawned.wait(120), "".join(lines)[-3000:]
         spawned_at = time.monotonic()
         worker = psutil.Process(master.pid).children()[0]
-        # Locust's run-time clock starts just before the users spawn: freeze shortly before it ends.
+        # Locust's run-time clock starts as the master sends the spawn jobs: freeze shortly before it ends.
         limit.wait(max(0.0, RUN_S - FREEZE_BEFORE_END_S - (time.monotonic() - spawned_at)))
         if not limit.is_set():
             os.kill(worker.pid, signal.SIGSTOP)
@@ -69,13 +69,16 @@ def test_a_worker_frozen_at_the_stop_is_counted_or_named(triton, tmp_path):
         if frozen is not None:
             os.kill(frozen, signal.SIGCONT)
             frozen = None
-        stdout, _ = master.communicate(timeout=120)
+        master.stdout.read()  # (stderr is the watcher's)
+        master.wait(timeout=120)
     finally:
         if frozen is not None:
             os.kill(frozen, signal.SIGCONT)
         if master.poll() is None:
             master.kill()
         watcher.join(10)
+        master.stdout.close()
+        master.stderr.close()
     assert master.returncode == 0, "".join(lines)[-3000:]
     served = model_stats(triton.http_address, model)["requests"] - before["requests"]
     summary = read_summary(run_dir)
