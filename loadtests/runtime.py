@@ -27,7 +27,6 @@ from gevent.lock import Semaphore
 from locust.env import Environment
 from locust.runners import (
     STATE_INIT,
-    STATE_MISSING,
     STATE_RUNNING,
     STATE_SPAWNING,
     STATE_STOPPED,
@@ -462,11 +461,12 @@ class Runtime:
         told them yet) stop now, and the master waits for their final reports here, while Locust
         still listens to them."""
         runner = self.environment.runner
-        if not isinstance(runner, MasterRunner) or run.faults.workers_done():
+        if not isinstance(runner, MasterRunner):
             return
-        for client in runner.clients.all:
-            if client.state != STATE_MISSING:
-                runner.send_message(STOP_MESSAGE, None, client_id=client.id)
+        running = {client.id for client in runner.clients.all if client.state in (STATE_SPAWNING, STATE_RUNNING)}
+        for worker in running:
+            runner.send_message(STOP_MESSAGE, None, client_id=worker)
+        run.faults.expect_final_reports(running)
         self.wait_for_final_reports(run)
 
     def report(self, final: bool) -> dict:

@@ -42,11 +42,20 @@ def test_a_worker_without_its_final_report_is_named_with_the_unreported_estimate
     faults.worker_reported("w1", [{"window": 105}], users=2)
     faults.worker_reported("w2", [{"window": 105}], users=2)
     faults.worker_reported("w2", [], users=0, final=True)
+    faults.expect_final_reports({"w2", "w3"})  # told to stop; w3 never reported before
     assert not faults.workers_done()
     out = faults.to_json([], [], server_requests={"identity": 500}, client_requests={"identity": 440})
-    assert out["workers_without_final_report"] == [{"worker": "w1", "last_report_s": 6.0, "last_window_s": 5.0}]
+    assert out["workers_without_final_report"] == [
+        {"worker": "w1", "last_report_s": 6.0, "last_window_s": 5.0},
+        {"worker": "w3", "last_report_s": None, "last_window_s": None},
+    ]
     assert out["unreported_requests_estimate"] == {"identity": 60}
+    assert (
+        "Worker w3 sent no final report before the summary was written (its last report never came)"
+        in (fault_sentences(out)[1])
+    )
     faults.worker_reported("w1", [], users=0, final=True)
+    faults.worker_reported("w3", [], users=0, final=True)
     clean = faults.to_json([], [], server_requests={"identity": 500}, client_requests={"identity": 500})
     assert faults.workers_done() and "workers_without_final_report" not in clean
     assert "unreported_requests_estimate" not in clean

@@ -61,6 +61,8 @@ class FaultLog:
     _last_window: dict[str, int] = field(default_factory=dict)
     _users: dict[str, int] = field(default_factory=dict)
     _final: set[str] = field(default_factory=set)
+    # Workers told to stop while running, whose final report is due even if they never reported.
+    _expected: set[str] = field(default_factory=set)
 
     def worker_reported(self, worker: str, windows: list[dict], users: int | None = None, final: bool = False) -> None:
         """A worker's report; `final` once its users have stopped (its last windows are in)."""
@@ -75,15 +77,18 @@ class FaultLog:
         if users is not None:
             self._users[worker] = users
 
+    def expect_final_reports(self, workers: set[str]) -> None:
+        """Workers just told to stop: each owes a final report, whether or not it reported yet."""
+        self._expected |= workers
+
     def workers_done(self) -> bool:
-        """Every worker that reported in this run has sent its final report, or was lost."""
-        lost = {lost.worker for lost in self.lost}
-        return all(worker in self._final or worker in lost for worker in self._last_report)
+        """Every worker that reported in this run (or was told to stop) has sent its final report, or was lost."""
+        return not self.without_final_report()
 
     def without_final_report(self) -> list[str]:
         """Workers that reported in this run but neither sent their final report nor were lost."""
         lost = {lost.worker for lost in self.lost}
-        return sorted(w for w in self._last_report if w not in self._final and w not in lost)
+        return sorted(w for w in self._last_report.keys() | self._expected if w not in self._final and w not in lost)
 
     def check_workers(self, runner: Any, running: bool) -> list[LostWorker]:
         """Note workers Locust has marked missing since the last call; start their users again
@@ -157,7 +162,7 @@ class FaultLog:
             out.append(
                 {
                     "worker": worker,
-                    "last_report_s": self._rel(self._last_report[worker]),
+                    "last_report_s": self._rel(self._last_report.get(worker)),
                     "last_window_s": self._rel(last_window * self.window_s) if last_window is not None else None,
                 }
             )
