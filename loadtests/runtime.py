@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import gevent
 from gevent.lock import Semaphore
 from locust.env import Environment
+from locust.exception import RPCError
 from locust.runners import (
     STATE_INIT,
     STATE_RUNNING,
@@ -490,7 +491,10 @@ class Runtime:
         runner = self.environment.runner
         report = self.report(final=True)
         report["user_count"] = runner.user_count
-        runner.send_message(FINAL_REPORT_MESSAGE, report)
+        try:
+            runner.send_message(FINAL_REPORT_MESSAGE, report)
+        except RPCError as error:  # the master is gone: it names this worker (or nothing is written)
+            logger.warning("final report not sent to the master: %s", error)
 
     def on_stop_message(self) -> None:
         """On a worker, the master's STOP_MESSAGE: stop the users (test_stop sends the final
