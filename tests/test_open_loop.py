@@ -414,3 +414,23 @@ def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
     # Bursty: the steady windows' counts vary far more than Poisson's (index of dispersion about 1).
     counts = np.array([int(row["requests"]) for row in steady])
     assert counts.var() / counts.mean() > 2.0, counts
+
+
+def test_open_loop_splits_the_rate_over_the_user_classes(triton, tmp_path):
+    # One HTTP and one gRPC user take turns at the schedule: each protocol sends about half the
+    # requests, as in closed loop (where the user classes' weights set how many users each gets).
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    result = run_locust(
+        ["TritonHttpUser", "TritonGrpcUser"],
+        [*triton_options(triton), "--model", "identity", "--shape", "INPUT0:16", "--run-dir", str(run_dir),
+         "--traffic", "constant", "--rate", "40"],
+        users=2,
+        run_time="6s",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = model_stats(triton.http_address, "identity")["requests"] - before["requests"]
+    by_protocol = {endpoint["protocol"]: endpoint["requests"] for endpoint in read_summary(run_dir)["endpoints"]}
+    assert sum(by_protocol.values()) == served
+    # A fair coin's split of n requests differs by 4 standard deviations (4 sqrt(n)) at most.
+    assert abs(by_protocol.get("http", 0) - by_protocol.get("grpc", 0)) <= 4 * math.sqrt(served), by_protocol

@@ -12,10 +12,13 @@ in the logs. The master (or single process) keeps one FaultLog per run:
 - `workers_lost`: each worker that stopped sending heartbeats mid-run: when it was noticed,
   its last report and the start of the last window it reported, the users it ran, and
   whether its users were started again on the other workers;
+- `workers_without_final_report`: each worker that was alive at the end but whose final
+  report (its last windows, sent when its users stopped) had not reached the master when the
+  summary was written (a worker starved of CPU around the stop): its last report and window;
 - `server_restarts`: where Triton's counters went down between two statistics snapshots;
 - `server_unreachable`: spans in which statistics snapshots failed;
 - `unreported_requests_estimate`: per model, Triton's count minus the client's, when a
-  worker was lost (the requests it sent but never reported); `estimate_is_lower_bound` when
+  worker was lost or sent no final report (the requests it sent but never reported); `estimate_is_lower_bound` when
   Triton also restarted, since its count then misses what the old server did after its last
   snapshot.
 """
@@ -58,6 +61,8 @@ class FaultLog:
     _last_window: dict[str, int] = field(default_factory=dict)
     _users: dict[str, int] = field(default_factory=dict)
     _final: set[str] = field(default_factory=set)
+    # Workers told to stop while running, whose final report is due even if they never reported.
+    _expected: set[str] = field(default_factory=set)
 
     def worker_reported(self, worker: str, windows: list[dict], users: int | None = None, final: bool = False) -> None:
         """A worker's report; `final` once its users have stopped (its last windows are in)."""
@@ -72,10 +77,18 @@ class FaultLog:
         if users is not None:
             self._users[worker] = users
 
+    def expect_final_reports(self, workers: set[str]) -> None:
+        """Workers just told to stop: each owes a final report, whether or not it reported yet."""
+        self._expected |= workers
+
     def workers_done(self) -> bool:
-        """Every worker that reported in this run has sent its final report, or was lost."""
+        """Every worker that reported in this run (or was told to stop) has sent its final report, or was lost."""
+        return not self.without_final_report()
+
+    def without_final_report(self) -> list[str]:
+        """Workers that reported in this run but neither sent their final report nor were lost."""
         lost = {lost.worker for lost in self.lost}
-        return all(worker in self._final or worker in lost for worker in self._last_report)
+        return sorted(w for w in self._last_report.keys() | self._expected if w not in self._final and w not in lost)
 
     def check_workers(self, runner: Any, running: bool) -> list[LostWorker]:
         """Note workers Locust has marked missing since the last call; start their users again
@@ -122,6 +135,7 @@ class FaultLog:
         """summary.json's "faults" (empty lists when nothing went wrong)."""
         out: dict[str, Any] = {
             "workers_lost": [self._lost_json(lost) for lost in self.lost],
+            **({"workers_without_final_report": unfinished} if (unfinished := self._unfinished_json()) else {}),
             "server_restarts": [
                 {
                     "after_s": self._rel(restart["after_s"]),
@@ -132,13 +146,27 @@ class FaultLog:
             ],
             "server_unreachable": self._unreachable(scrape_errors),
         }
-        if self.lost:
+        if self.lost or unfinished:
             out["unreported_requests_estimate"] = {
                 model: max(0, server_requests.get(model, 0) - client_requests.get(model, 0))
                 for model in sorted(client_requests)
             }
             # Triton's count misses what a restarted server did after its last snapshot.
             out["estimate_is_lower_bound"] = bool(restarts)
+        return out
+
+    def _unfinished_json(self) -> list[dict[str, Any]]:
+        out = []
+        for worker in self.without_final_report():
+            last_window = self._last_window.get(worker)
+            out.append(
+                {
+                    "worker": worker,
+                    "last_report_s": self._rel(self._last_report.get(worker)),
+                    "last_window_s": self._rel(last_window * self.window_s) if last_window is not None else None,
+                }
+            )
+            logger.warning("worker %s sent no final report in time: its last requests are not in the counts", worker)
         return out
 
     def _rel(self, time_s: float | None) -> float | None:

@@ -25,6 +25,9 @@ class ActiveRun:
     cpu_s: float = 0.0
     throttle: dict[str, int] | None = None
     warned_behind: bool = False
+    # When the master stops waiting for workers' final reports (time.monotonic), set by the
+    # first wait: later waits (test_stop, quitting) share it, so a silent worker costs it once.
+    reports_due_by: float | None = None
 
     def merged_slowest_ms(self) -> float:
         """The slowest request in the merged totals (how the master follows its workers' slowest)."""

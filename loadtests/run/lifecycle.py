@@ -33,11 +33,13 @@ from loadtests.run.active_run import ActiveRun
 from loadtests.run.finish import finish_run
 from loadtests.run.process import SuiteProcess
 from loadtests.run.role import Role
+from loadtests.run.shipping import STOP_MESSAGE
 from loadtests.run.stop_grace import STOP_GRACE_S, StopGrace
 
 logger = logging.getLogger(__name__)
 # The master waits for every worker's final report (sent when its users have stopped) at
-# most this long past the stop grace; a worker that sends nothing by then is named lost.
+# most this long past the stop grace; a worker that sends nothing by then is named in
+# summary.json's faults (workers_without_final_report).
 FINAL_REPORT_MARGIN_S = 0.5
 # A single process drains its own recorder just before it closes windows, so a window can
 # close soon after it ends (a master keeps the aggregator's grace for workers' reports).
@@ -191,6 +193,7 @@ class RunLifecycle:
         if self.process.role is Role.LOCAL:
             self.finish()
             return
+        self.stop_workers(run)
 
         def finish_when_workers_reported() -> None:
             self.wait_for_final_reports(run)
@@ -211,11 +214,25 @@ class RunLifecycle:
             self.wait_for_final_reports(self.active)
         self.finish()
 
+    def stop_workers(self, run: ActiveRun) -> None:
+        """On the master at its test_stop: workers whose users still run (Locust's quit() tells
+        them only after this, and stops listening 0.5 s later) stop now, and the master waits
+        for their final reports here, while Locust still listens (run/shipping.py)."""
+        runner = self.environment.runner
+        running = {client.id for client in runner.clients.all if client.state in (STATE_SPAWNING, STATE_RUNNING)}
+        for worker in running:
+            runner.send_message(STOP_MESSAGE, None, client_id=worker)
+        run.faults.expect_final_reports(running)
+        self.wait_for_final_reports(run)
+
     def wait_for_final_reports(self, run: ActiveRun) -> None:
         """On the master: until every worker that reported has sent its final report (its users
-        stopped), or the stop grace and a margin have passed."""
-        deadline = time.monotonic() + (self.environment.stop_timeout or STOP_GRACE_S) + FINAL_REPORT_MARGIN_S
-        while not run.faults.workers_done() and time.monotonic() < deadline:
+        stopped), or the stop grace and a margin have passed (one deadline per run)."""
+        if run.reports_due_by is None:
+            run.reports_due_by = (
+                time.monotonic() + (self.environment.stop_timeout or STOP_GRACE_S) + FINAL_REPORT_MARGIN_S
+            )
+        while not run.faults.workers_done() and time.monotonic() < run.reports_due_by:
             gevent.sleep(0.05)
 
     def finish(self) -> None:

@@ -1,13 +1,25 @@
-"""Worker -> master: each worker's windows ride on Locust's own worker reports.
+"""Worker -> master: each worker's windows ride on Locust's own worker reports, and its last
+ones on a final report sent the moment its users stop.
 
 worker: report_to_master  ->  data["triton_loadtest"] = {windows, cpu_s, throttle, final}
-master: worker_report     ->  the recording run merges them (RunLifecycle.active)
+worker: test_stop         ->  FINAL_REPORT_MESSAGE, the same, at once
+master: worker_report / FINAL_REPORT_MESSAGE  ->  the recording run merges them
+
+Why the final report has its own message: at a headless `-t` end or Ctrl-C, Locust's master
+fires its test_stop before telling the workers anything, then sends "quit" and stops listening
+0.5 s later; a worker's last windows waited for its next periodic report (every 3 s) and a
+worker slower than 0.5 s lost them (seen under load: Triton 846 requests, the run 644). So the
+master first sends STOP_MESSAGE to every running worker and waits for their final reports
+while it still listens (RunLifecycle.stop_workers); a worker that misses the deadline is named
+in summary.json's faults.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
+from locust.exception import RPCError
 from locust.runners import STATE_STOPPED
 
 from loadtests.recording.throttling import add as add_throttle
@@ -15,7 +27,13 @@ from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
 from loadtests.run.stop_grace import StopGrace
 
+logger = logging.getLogger(__name__)
+
 REPORT_KEY = "triton_loadtest"
+# Master -> worker: stop your users now and send your final report.
+STOP_MESSAGE = "triton_loadtest_stop"
+# Worker -> master: the windows recorded up to the moment its users stopped.
+FINAL_REPORT_MESSAGE = "triton_loadtest_final_report"
 
 
 class WorkerShipping:
@@ -26,8 +44,12 @@ class WorkerShipping:
         self.grace = grace
 
     def register(self) -> None:
-        self.process.environment.events.test_start.add_listener(self.on_test_start)
-        self.process.environment.events.report_to_master.add_listener(self.on_report_to_master)
+        """Register after the local sender: its test_stop (in-flight requests in) comes first."""
+        environment = self.process.environment
+        environment.events.test_start.add_listener(self.on_test_start)
+        environment.events.report_to_master.add_listener(self.on_report_to_master)
+        environment.events.test_stop.add_listener(self.on_test_stop)
+        environment.runner.register_message(STOP_MESSAGE, self.on_stop_message)
 
     def on_test_start(self, **_kwargs) -> None:
         # This test's CPU and throttling start now (not at the worker's start or the last test).
@@ -35,16 +57,42 @@ class WorkerShipping:
         self.process.take_throttle()
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
-        process = self.process
-        runner = process.environment.runner
+        runner = self.process.environment.runner
         final = runner is not None and runner.state == STATE_STOPPED  # users stopped: nothing more to come
+        data[REPORT_KEY] = self.report(final)
+
+    def report(self, final: bool) -> dict:
+        """The windows since the last report, this process's CPU and throttling."""
+        process = self.process
         self.grace.follow(process.slowest_ms)
-        data[REPORT_KEY] = {
+        return {
             "windows": process.recorder.drain(),
             "cpu_s": process.take_cpu(),
             "throttle": process.take_throttle(),
             "final": final,
         }
+
+    def on_test_stop(self, **_kwargs) -> None:
+        self.send_final_report()
+
+    def send_final_report(self) -> None:
+        """Everything recorded, to the master at once (not with Locust's next report, 3 s on)."""
+        runner = self.process.environment.runner
+        report = self.report(final=True)
+        report["user_count"] = runner.user_count
+        try:
+            runner.send_message(FINAL_REPORT_MESSAGE, report)
+        except RPCError as error:  # the master is gone: it names this worker, or writes nothing
+            logger.warning("final report not sent to the master: %s", error)
+
+    def on_stop_message(self, *_args, **_kwargs) -> None:
+        """The master's STOP_MESSAGE: stop the users (test_stop then sends the final report);
+        already stopped, send an (empty) final report again."""
+        runner = self.process.environment.runner
+        if runner.state == STATE_STOPPED:
+            self.send_final_report()
+        else:
+            runner.stop()
 
 
 class MasterReceiving:
@@ -55,16 +103,26 @@ class MasterReceiving:
         self.active = active
 
     def register(self) -> None:
-        self.process.environment.events.worker_report.add_listener(self.on_worker_report)
+        environment = self.process.environment
+        environment.events.worker_report.add_listener(self.on_worker_report)
+        environment.runner.register_message(FINAL_REPORT_MESSAGE, self.on_final_report)
 
     def on_worker_report(self, client_id, data, **_kwargs) -> None:
         report = data.get(REPORT_KEY)
+        if report is not None:
+            self.merge(client_id, report, data.get("user_count"))
+
+    def on_final_report(self, msg, **_kwargs) -> None:
+        self.merge(msg.node_id, msg.data, msg.data.get("user_count"))
+
+    def merge(self, client_id: str, report: dict, users: int | None) -> None:
+        """One worker's report into the run's totals and fault log."""
         run = self.active()
-        if report is None or run is None:
+        if run is None:
+            if report["windows"]:
+                logger.warning("worker %s reported after the run was written: not in its summary", client_id)
             return
         run.aggregator.merge(report["windows"])
-        run.faults.worker_reported(
-            client_id, report["windows"], data.get("user_count"), final=report.get("final", False)
-        )
+        run.faults.worker_reported(client_id, report["windows"], users, final=report.get("final", False))
         run.cpu_s += report["cpu_s"]
         run.throttle = add_throttle(run.throttle, report.get("throttle"))

@@ -52,8 +52,8 @@ def _wire_worker(process: SuiteProcess) -> None:
     grace = StopGrace(process)
     grace.register()
     RequestRecording(process).register()
+    LocalSender(process, None).register()  # before shipping: in-flight requests are in at test_stop
     WorkerShipping(process, grace).register()
-    LocalSender(process, None).register()
 
 
 def _wire_recording_process(process: SuiteProcess, web_ui) -> None:

@@ -25,10 +25,16 @@ def fault_sentences(faults: dict) -> list[str]:
             )
             + f"); its users were {respawned}."
         )
+    for late in faults.get("workers_without_final_report", []):
+        out.append(
+            f"Worker {late['worker']} sent no final report before the summary was written (its last report "
+            + ("never came" if late["last_report_s"] is None else f"at {late['last_report_s']:.1f} s")
+            + "): the requests it sent after that are missing from the client-side counts."
+        )
     bound = "at least" if faults.get("estimate_is_lower_bound") else "about"
     for model, count in faults.get("unreported_requests_estimate", {}).items():
         out.append(
-            f"{model}: {bound} {count:,} requests that Triton counted were never reported by the lost worker "
+            f"{model}: {bound} {count:,} requests that Triton counted were never reported by the workers named above "
             "(Triton's count minus the client's): client-side counts and rates are that much low."
         )
     for restart in faults.get("server_restarts", []):

@@ -208,6 +208,10 @@ class OpenLoop:
 
     def next_due(self, stopping: Callable[[], bool]) -> int | None:
         """Wait until the next request is due and return its intended time (None: nothing due yet)."""
+        # gevent hands a released lock to a waiting user only on the loop's next turn: without this
+        # yield the user that just held the turn takes it again at once, and that one user (so one
+        # user class, one protocol) would send every request.
+        gevent.sleep(0)
         with self._turn:
             if stopping():
                 return None
