@@ -52,6 +52,7 @@ HEARTBEAT_INTERVAL_S = 1.0  # locust.runners.HEARTBEAT_INTERVAL
 CONNECT_RETRY_S = 5.0  # locust.runners.CONNECT_TIMEOUT
 REPORT_KEY = "triton_loadtest"  # the suite's key in a worker report
 WINDOWS_MESSAGE = "triton_loadtest_windows"  # the alternative transport's message type
+FINAL_REPORT_MESSAGE = "triton_loadtest_final_report"  # a worker's last windows (run/shipping.py)
 SENT_KEY = "bench_sent_s"  # when the simulated worker sent the report (the master probe reads it)
 # Templates for the fraction of a 1-s window a report covers (its first and last windows are partial).
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -136,6 +137,8 @@ class SimWorker:
     user_classes_count: dict[str, int] = field(default_factory=dict)
     heartbeats_out: deque = field(default_factory=deque)
     quit: bool = False
+    # Its final report is sent: its users have stopped, so later reports carry no windows.
+    final_sent: bool = False
 
     def send(self, kind: str, data) -> None:
         self.socket.send(Message(kind, data, self.client_id).serialize(), zmq.NOBLOCK)
@@ -188,7 +191,8 @@ class Simulation:
         return out
 
     def report(self, worker: SimWorker, now: float, final: bool = False) -> None:
-        windows = self.windows(worker.last_report, now) if worker.state in ("running", "stopped") or final else []
+        recording = worker.state in ("running", "stopped") or final
+        windows = self.windows(worker.last_report, now) if recording and not worker.final_sent else []
         worker.last_report = now
         stats = []
         requests = {name: 0 for name in ENDPOINTS}
@@ -221,6 +225,19 @@ class Simulation:
         self.report_bytes += len(payload)
         self.reports += 1
 
+    def final_report(self, worker: SimWorker, now: float) -> None:
+        """The suite's final report message: the windows since the last report, with the user count."""
+        running = worker.state in ("running", "stopped") and not worker.final_sent
+        windows = self.windows(worker.last_report, now) if running else []
+        worker.last_report = now
+        worker.final_sent = True
+        users = sum(worker.user_classes_count.values())
+        suite = {"windows": windows, "cpu_s": 0.0, "throttle": None, "final": True, "user_count": users}
+        payload = Message(FINAL_REPORT_MESSAGE, suite, worker.client_id).serialize()
+        worker.socket.send(payload, zmq.NOBLOCK)
+        self.report_bytes += len(payload)
+        worker.state = "stopped"
+
     def heartbeat(self, worker: SimWorker, now: float) -> None:
         cpu = 20.0  # what a healthy worker pod reports (percent)
         worker.send("heartbeat", {"state": worker.state, "current_cpu_usage": cpu, "current_memory_usage": 200e6})
@@ -241,6 +258,7 @@ class Simulation:
                 worker.user_classes_count = dict(message.data["user_classes_count"])
                 if not was_running:
                     worker.last_report = now  # a drain at test start has nothing older
+                    worker.final_sent = False
                 worker.state = "running"
                 users = sum(worker.user_classes_count.values())
                 worker.send("spawning_complete", {"user_classes_count": worker.user_classes_count, "user_count": users})
@@ -251,6 +269,10 @@ class Simulation:
                 worker.send("client_stopped", None)
                 worker.state = "ready"
                 worker.ready_again_at = now + float(self.args.stop_timeout)
+            case "triton_loadtest_stop":
+                # The suite's stop (loadtests/run/shipping.py): users stop, the final report goes
+                # at once in its own message, as a real worker's test_stop sends it.
+                self.final_report(worker, now)
             case "quit":
                 if worker.state == "running":
                     worker.state = "stopped"

@@ -12,7 +12,8 @@ total, min and max as hdrh's decode and add (tests/test_recording.py checks it),
 an empty histogram leaves the minimum alone (hdrh's add sets it to 0); an encoded histogram
 with another range than the suite's takes hdrh's path.
 
-    add_encoded(encoded_text, [window.histogram, total.histogram])
+    adder = EncodedAdder()  # one per merging aggregator: it owns the reused buffer
+    adder.add(encoded_text, [window.histogram, total.histogram])
 """
 
 from __future__ import annotations
@@ -27,30 +28,33 @@ from pyhdrh import add_array, decode  # hdrh's C helpers (the package's own deco
 from loadtests.run_format.hdr import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, new_histogram
 
 WORD_BYTES = 8  # the suite's histograms count in 64-bit words (hdrh's default)
-_scratch: HdrHistogram | None = None
 
 
-def _buffer() -> HdrHistogram:
-    global _scratch
-    if _scratch is None:
-        _scratch = new_histogram()  # only its counts array is used, always left all zero
-    return _scratch
+class EncodedAdder:
+    """Adds encoded histograms into histograms through one reused, always-zero buffer."""
+
+    def __init__(self) -> None:
+        self.scratch = new_histogram()  # only its counts array is used, left all zero after each add
+
+    def add(self, encoded: str, targets: Sequence[HdrHistogram]) -> None:
+        """Add the histogram `encoded` (hdrh's base64 text) into every target (the suite's range)."""
+        add_encoded(encoded, targets, self.scratch)
 
 
-def add_encoded(encoded: str, targets: Sequence[HdrHistogram]) -> None:
-    """Add the histogram `encoded` (hdrh's base64 text) into every target (the suite's range)."""
+def add_encoded(encoded: str, targets: Sequence[HdrHistogram], scratch: HdrHistogram) -> None:
+    """Add the histogram `encoded` into every target, decoding it into `scratch` (all zero before
+    and after)."""
     payload = HdrHistogramEncoder.decode(encoded.encode("ascii"))  # base64, zlib, header checks
     header = payload.payload
     if (header.lowest_trackable_value, header.highest_trackable_value, header.significant_figures) != (
         LOWEST_US,
         HIGHEST_US,
         SIGNIFICANT_DIGITS,
-    ) or any(target.counts_len != _buffer().counts_len for target in targets):
+    ) or any(target.counts_len != scratch.counts_len for target in targets):
         other = HdrHistogram.decode(encoded.encode("ascii"))
         for target in targets:
             target.add(other)  # another range: hdrh re-records value by value
         return
-    scratch = _buffer()
     base = ctypes.addressof(scratch.counts)
     decoded = decode(payload._data, payload_header_size, base, scratch.counts_len, WORD_BYTES)
     total = decoded["total"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from hdrh.histogram import HdrHistogram
 
 from loadtests.clients.base import CONNECTION_FAILURES
-from loadtests.recording.histogram_merge import add_encoded
+from loadtests.recording.histogram_merge import EncodedAdder
 
 # The histogram range, its summary and intervals are the run-directory format's (shared with the reports).
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
@@ -183,7 +183,7 @@ def release_histogram(histogram: HdrHistogram | None) -> None:
         histogram.encoder.histogram = None
 
 
-def add_message(message: dict, targets: list[EndpointStats]) -> None:
+def add_message(message: dict, targets: list[EndpointStats], adder: EncodedAdder) -> None:
     """Add one drained message (`to_message()`) into each target, decoding its histograms once:
     the master's merge of a worker's window into the window and the run's total alike
     (the same result as `target.merge(EndpointStats.from_message(message))`, for less CPU)."""
@@ -199,13 +199,13 @@ def add_message(message: dict, targets: list[EndpointStats]) -> None:
         target.dropped += int(message.get("dropped", 0))
         target.bytes_sent += int(message.get("bytes_sent", 0))
         target.bytes_received += int(message.get("bytes_received", 0))
-    add_encoded(message["histogram"], [target.histogram for target in targets])
+    adder.add(message["histogram"], [target.histogram for target in targets])
     uncorrected = message.get("uncorrected")
     if uncorrected:
         for target in targets:
             if target.uncorrected is None:
                 target.uncorrected = new_histogram()
-        add_encoded(uncorrected, [target.uncorrected for target in targets])
+        adder.add(uncorrected, [target.uncorrected for target in targets])
 
 
 def _decode(encoded: str) -> HdrHistogram:

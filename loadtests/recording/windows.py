@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.histograms import EndpointStats, add_message
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,8 @@ class RunAggregator:
         # Called as each window closes, after the sink: (start_s, end_s, endpoints). The run
         # wiring fires the suite's `window_closed` event from it (loadtests/events.py).
         self.on_closed = on_closed
+        # Decodes workers' histograms into one reused buffer (recording/histogram_merge.py).
+        self.adder = EncodedAdder()
 
     def note_users(self, count: int, target_rate: float | None = None, by_class: dict[str, int] | None = None) -> None:
         """The user count (the total over the classes, and each class's count) and the
@@ -159,7 +162,7 @@ class RunAggregator:
             # Decoded once into a reused buffer and added to both (the master's largest cost
             # per worker report); no histogram is created per message, so none waits for the
             # garbage collector either.
-            add_message(message, targets)
+            add_message(message, targets, self.adder)
 
     def close_windows(self, final: bool = False, end_s: float | None = None) -> None:
         """Write out every window older than the grace period (all of them when final).

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  gRPC     {triton.grpc_url}", flush=True)
         print(f"  metrics  {triton.metrics_url}", flush=True)
         if control:
-            print("  model control: explicit (load/unload through POST /v2/repository/models/<m>/load)", flush=True)
+            print("  model control: explicit (load/unload through Triton's model repository API)", flush=True)
         print("Ctrl-C stops it.", flush=True)
         while not stop.wait(1.0):
             if triton.process is None or triton.process.poll() is not None:
