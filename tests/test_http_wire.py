@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -100,3 +101,21 @@ def test_truncated_body_is_a_closed_connection():
         connection = HttpConnection("127.0.0.1", port, 2.0, 2.0)
         with pytest.raises(ConnectionClosed):
             connection.exchange(request(port))
+
+
+def test_an_idle_socket_the_server_keeps_open_is_reused_without_waiting(monkeypatch):
+    """The idle check must not block: gevent's socket waits for readability on EWOULDBLOCK
+    whatever the flags, so a peek with MSG_DONTWAIT on a healthy idle connection waited the
+    whole request timeout (seen as open-loop requests of 10 s and interrupted ones at the stop)."""
+    monkeypatch.setattr(http_wire, "IDLE_CHECK_S", 0.0)
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    timeout_s = 20.0
+    with scripted_server([ok, ok], close_after_each=False) as (port, accepted):
+        connection = HttpConnection("127.0.0.1", port, 2.0, timeout_s)
+        assert connection.exchange(request(port)) == (200, None, b"ok")
+        started = time.monotonic()
+        assert connection.exchange(request(port)) == (200, None, b"ok")
+        waited_s = time.monotonic() - started
+        connection.close()
+    assert waited_s < timeout_s / 2, f"the idle check waited {waited_s:.1f} s"
+    assert accepted == [1]  # the same connection

@@ -69,12 +69,19 @@ class HttpConnection:
         return self._sock
 
     def _closed_by_peer(self) -> bool:
+        # A zero timeout makes gevent's recv raise on EWOULDBLOCK: with any other timeout it
+        # waits for readability whatever the flags (MSG_DONTWAIT included), and a healthy idle
+        # connection then waited the whole request timeout.
+        sock = self._sock
+        sock.settimeout(0.0)
         try:
-            return self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            return sock.recv(1, socket.MSG_PEEK) == b""
         except BlockingIOError:
             return False  # nothing to read: still open
         except OSError:
             return True
+        finally:
+            sock.settimeout(self.timeout_s)
 
     def exchange(self, request: bytes) -> tuple[int, int | None, bytes]:
         """Send one request, read its response: (status, Inference-Header-Content-Length, body).
