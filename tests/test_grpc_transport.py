@@ -12,7 +12,12 @@ import pytest
 
 from loadtests.errors import SpecError
 from loadtests.option_values import parse_grpc_connections
+from loadtests.server import LocalTriton
+from loadtests.server.serve import model_control_args
+from models.conformance import CONFORMANCE_REPOSITORY
 from tests.helpers import model_stats, run_cli
+
+LARGE_MODEL = "echo_fp32_nobatch"
 
 POLICY_PROBE = """
 import json, sys
@@ -89,8 +94,19 @@ print(json.dumps(results))
 """
 
 
-def test_messages_larger_than_the_http2_windows_round_trip(triton):
-    result = run_cli(["-c", LARGE_PROBE, triton.grpc_address], timeout=300)
+@pytest.fixture(scope="module")
+def echo_triton(tmp_path_factory):
+    """The conformance repository's FP32 echo model alone (explicit mode: one stub, not 28)."""
+    with LocalTriton(
+        [CONFORMANCE_REPOSITORY],
+        log_file=tmp_path_factory.mktemp("echo-triton") / "triton.log",
+        extra_args=model_control_args("explicit", [LARGE_MODEL]),
+    ) as server:
+        yield server
+
+
+def test_messages_larger_than_the_http2_windows_round_trip(echo_triton):
+    result = run_cli(["-c", LARGE_PROBE, echo_triton.grpc_address], timeout=300)
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [True, True, True], result.stderr[-2000:]
 
 

@@ -27,6 +27,7 @@ from loadtests.tuning.pbtxt import config_pbtxt, normalised, parse_pbtxt
 from loadtests.tuning.repository_api import RepositoryApi, RepositoryError
 from loadtests.tuning.restore import restore_original
 from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
+from models.conformance import CONFORMANCE_REPOSITORY
 from tests.helpers import REPO_ROOT, model_stats, run_cli, triton_options
 
 MODEL = "sleep_40ms_batch4"
@@ -53,7 +54,9 @@ QUICK_SEARCH = [
 @pytest.fixture(scope="module")
 def explicit_triton(tmp_path_factory):
     server = LocalTriton(
-        [TEST_REPOSITORY],
+        # The non-batching echo model lives with the conformance models; explicit mode loads
+        # only the two named models.
+        [TEST_REPOSITORY, CONFORMANCE_REPOSITORY],
         log_file=tmp_path_factory.mktemp("explicit-triton") / "triton.log",
         extra_args=model_control_args("explicit", [MODEL, NO_BATCH_MODEL]),
     )

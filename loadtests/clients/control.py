@@ -231,6 +231,8 @@ def _transport_error(method: str, url: str, error: Exception, timeout_s: float) 
     if isinstance(error, TimeoutError):
         return ServerError(f"{method} {url}: timed out after {timeout_s:g} s")
     # Refused and reset connections are OSErrors; a malformed or cut response an HTTPException.
+    if isinstance(error, OSError):
+        return ServerError(f"cannot reach Triton: {method} {url}: {type(error).__name__}: {error}")
     return ServerError(f"{method} {url}: {type(error).__name__}: {error}")
 
 
