@@ -5,7 +5,7 @@ goes through once its response is in:
 - `locust`: Locust's `request` event with only Locust's own statistics listener;
 - `record`: the suite's exact recording alone (`WindowRecorder.record`: window lookup,
   HDR histogram, counters);
-- `listener`: the suite's request listener as `runtime.install` registers it (Locust's
+- `listener`: the suite's request listener as `run/requests.py` registers it (Locust's
   statistics + the listener that classifies and records);
 - `report`: `TritonClient._report` end to end (context dict, event, both listeners),
   closed loop and open loop (coordinated-omission correction).
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     recorder = WindowRecorder()
 
     def suite_listener(request_type, name, response_time, response_length=0, exception=None, context=None, **_):
-        # The same work as runtime.install's _on_request.
+        # The same work as run/requests.py's RequestRecording listener.
         endpoint = (context or {}).get("endpoint")
         if endpoint is None:
             return

@@ -101,7 +101,7 @@ def parse_capacity_args(text: str | None) -> dict[str, Any]:
 
 # -- the controller -----------------------------------------------------------------------------
 def level_entry(result: LevelResult | Trial) -> dict[str, Any]:
-    """A level (or one window) as a summary.json endpoint entry, for analysis.slo."""
+    """A level (or one window) as a summary.json endpoint entry, for loadtests.run_format.slo."""
     stats = result.stats
     duration_s = result.duration_s if isinstance(result, LevelResult) else result.window_s
     return {
