@@ -1,0 +1,32 @@
+"""`make bench` judges each level against issue 15's targets (ratios to perf_analyzer in the
+same run): the ok/MISS marks are what a reader of bench/results.md takes away."""
+
+from __future__ import annotations
+
+from bench.__main__ import Measurement, ratio_row
+
+
+def measured(tool: str, protocol: str, concurrency: int, infer_per_s: float, p50_us: float, cpu_us: float):
+    return Measurement(tool, protocol, concurrency, infer_per_s, p50_us, 2 * p50_us, cpu_us)
+
+
+def marks(row: str) -> list[str]:
+    return [cell.split()[-1] for cell in row.split("|") if cell.strip().endswith(("ok", "MISS"))]
+
+
+def test_grpc_at_16_needs_nine_tenths_of_perf_analyzer():
+    pa = measured("pa", "grpc", 16, 6952, 2096, 94)
+    assert marks(ratio_row(pa, measured("suite", "grpc", 16, 6191, 2407, 77)))[0] == "MISS"  # 0.89
+    assert marks(ratio_row(pa, measured("suite", "grpc", 16, 6300, 2407, 77)))[0] == "ok"  # 0.906
+
+
+def test_concurrency_one_is_judged_too():
+    pa = measured("pa", "http", 1, 1000, 500, 100)
+    assert marks(ratio_row(pa, measured("suite", "http", 1, 850, 500, 100)))[0] == "MISS"  # < 0.9
+    assert marks(ratio_row(pa, measured("suite", "http", 1, 920, 500, 100)))[0] == "ok"
+
+
+def test_cpu_per_request_above_one_and_a_half_times_is_a_miss():
+    pa = measured("pa", "http", 4, 1000, 500, 100)
+    assert marks(ratio_row(pa, measured("suite", "http", 4, 1000, 500, 151)))[-1] == "MISS"
+    assert marks(ratio_row(pa, measured("suite", "http", 4, 1000, 500, 150)))[-1] == "ok"
