@@ -204,6 +204,16 @@ def test_bad_input_is_refused_before_anything_is_loaded(explicit_triton, tmp_pat
         ),
         "upper limits",
     )
+    # A clause on a model the search does not drive: refused as capacity refuses it, before
+    # any variant is loaded (the same check, commands/args.py::search_slo_clauses).
+    assert_one_line_error(
+        run_cli(
+            tune_args(
+                explicit_triton, tmp_path / "never", "--model", MODEL, "--vary", "instances=2", "--slo", "other:p99<5ms"
+            )
+        ),
+        f"the search drives {MODEL} only",
+    )
     assert not (tmp_path / "never").exists()
     assert {model: api.config(model) for model in configs} == configs
     assert {model: model_stats(explicit_triton.http_address, model) for model in stats} == stats

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 from loadtests import settings as suite_options
+from loadtests.errors import SpecError
+from loadtests.run_format import slo
 from loadtests.server.launcher import TritonPorts, locust_command, triton_options
 from loadtests.traffic.constants import OPEN_LOOP_MODES
 from loadtests.traffic.stability import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
@@ -151,3 +153,24 @@ def shape_command(
         *(distributed_options(args.workers, extra) if args.workers else []),
         *extra,
     )
+
+
+def search_slo_clauses(model: str, text: str) -> list[slo.Clause]:
+    """The --slo clauses of a capacity search on `model` (capacity and tune); raises SpecError.
+
+    A search raises the rate until a clause fails, so every clause must be an upper limit,
+    and on the one model it drives (or on all its endpoints): a clause on another model
+    could never be judged.
+    """
+    if not text.strip():
+        raise SpecError('--slo is required, e.g. --slo "p99<50ms,fail_ratio<0.001"')
+    try:
+        clauses = slo.parse_slo(text)
+    except slo.SloError as error:
+        raise SpecError(f"--slo: {error}") from None
+    for clause in clauses:
+        if clause.target not in (None, model) and not (clause.target or "").startswith(f"{model} ["):
+            raise SpecError(f"--slo clause {clause.text!r}: the search drives {model} only")
+        if clause.op in (">", ">="):
+            raise SpecError(f"--slo clause {clause.text!r}: a capacity search needs upper limits (< or <=)")
+    return clauses

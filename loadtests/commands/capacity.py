@@ -34,12 +34,12 @@ from loadtests.commands.args import (
     add_stability_arguments,
     add_target_arguments,
     open_loop_options,
+    search_slo_clauses,
     shape_command,
     subcommand,
 )
 from loadtests.commands.sweep import choose_user_class
 from loadtests.errors import SpecError
-from loadtests.run_format import slo
 from loadtests.server.launcher import REPO_ROOT
 from loadtests.traffic.capacity_files import CAPACITY_JSON
 from loadtests.traffic.capacity_levels import DEFAULT_START_RATE, parse_capacity_args
@@ -93,17 +93,7 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
     """The Locust command line a capacity search runs, and its run directory; raises SpecError."""
     if not args.model:
         raise SpecError("--model NAME is required")
-    if not args.slo.strip():
-        raise SpecError('--slo is required, e.g. --slo "p99<50ms,fail_ratio<0.001"')
-    try:
-        clauses = slo.parse_slo(args.slo)
-    except slo.SloError as error:
-        raise SpecError(f"--slo: {error}") from None
-    for clause in clauses:
-        if clause.target not in (None, args.model) and not (clause.target or "").startswith(f"{args.model} ["):
-            raise SpecError(f"--slo clause {clause.text!r}: the search drives {args.model} only")
-        if clause.op in (">", ">="):
-            raise SpecError(f"--slo clause {clause.text!r}: a capacity search needs upper limits (< or <=)")
+    clauses = search_slo_clauses(args.model, args.slo)
     if "--slo" in extra or any(item.startswith("--slo=") for item in extra):
         raise SpecError("--slo is given twice")
     for option, value, minimum in (("--start-rate", args.start_rate, 0.0), ("--growth", args.growth, 1.0)):

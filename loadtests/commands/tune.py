@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
+from loadtests.commands.args import search_slo_clauses
 from loadtests.errors import SpecError, StartupError
-from loadtests.run_format import slo
 from loadtests.run_format.output_paths import directory_problem
 from loadtests.tuning import ranking
 from loadtests.tuning.comparison import compare_variants
@@ -99,15 +99,7 @@ def check_options(args: argparse.Namespace, extra: list[str]) -> None:
     """Tune's own options; SpecError (one line, exit 2). The forwarded ones capacity checks itself."""
     if not args.model:
         raise SpecError("--model NAME is required")
-    if not args.slo.strip():
-        raise SpecError('--slo is required, e.g. --slo "p99<50ms"')
-    try:
-        clauses = slo.parse_slo(args.slo)
-    except slo.SloError as error:
-        raise SpecError(f"--slo: {error}") from None
-    for clause in clauses:
-        if clause.op in (">", ">="):
-            raise SpecError(f"--slo clause {clause.text!r}: a capacity search needs upper limits (< or <=)")
+    search_slo_clauses(args.model, args.slo)
     if args.rate is not None and not (math.isfinite(args.rate) and args.rate > 0):
         raise SpecError(f"--rate must be a positive request rate, got {args.rate:g}")
     for option in OWN_OPTIONS:
