@@ -110,3 +110,45 @@ def test_bad_input_is_refused_before_any_load(triton, tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (extra, result.stderr)
     assert model_stats(triton.http_address, MODEL) == before
     assert not (tmp_path / "never").exists()
+
+
+def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path):
+    """`--workers 2 --protocol grpc`: the master holds the search and splits each level's rate
+    between the workers; every level's client count is Triton's, and the figure is the truth's."""
+    run_dir = tmp_path / "capacity-workers"
+    before = model_stats(triton.http_address, MODEL)["requests"]
+    args = capacity_args(
+        triton,
+        run_dir,
+        "--protocol",
+        "grpc",
+        "--workers",
+        "2",
+        # Start near the answer with a coarse precision: this test is about who drives the
+        # search, the accuracy and the level count are the test above's.
+        "--start-rate",
+        "60",
+        "--precision",
+        "10",
+        "--measurement-interval",
+        "2000",
+        "--max-trials",
+        "4",
+    )
+    result = run_cli(args, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    content = json.loads((run_dir / "capacity.json").read_text())
+    levels = content["levels"]
+    assert len(levels) >= 2 and content["capacity_rps"] is not None
+    served = [level["server"][MODEL] for level in levels if level["server"].get(MODEL, {}).get("executions")]
+    executions = sum(server["executions"] for server in served)
+    truth_rps = 1e6 / (sum(service_us(server) * server["executions"] for server in served) / executions)
+    assert content["capacity_rps"] == pytest.approx(truth_rps, rel=0.20), (content["capacity_rps"], truth_rps, levels)
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["load_generator"]["workers"] == 2, summary["load_generator"]
+    (endpoint,) = summary["endpoints"]
+    assert endpoint["protocol"] == "grpc"
+    # Dropped requests never reach Triton; failed ones did (and are not in its success count).
+    assert endpoint["failures"] == 0, endpoint
+    assert endpoint["requests"] == model_stats(triton.http_address, MODEL)["requests"] - before

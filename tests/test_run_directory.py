@@ -100,6 +100,7 @@ def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path
     components = server["queue_us"] + server["compute_input_us"] + server["compute_infer_us"]
     assert 0 < components + server["compute_output_us"] <= latency["mean"]
     assert "Exact latencies" in result.stdout
+    assert summary["load_generator"]["workers"] == 0  # one process: no worker reports
 
 
 def test_sigint_mid_run_leaves_a_complete_run_directory(triton, tmp_path):
@@ -186,6 +187,7 @@ def test_master_and_two_workers_merge_exactly(triton, tmp_path):
     assert endpoint["inferences"] == after["inferences"] - before["inferences"]
     assert endpoint["inferences"] > endpoint["requests"]  # the batch SPEC reached the workers
     assert summary["load_generator"]["cpu_s"] > 0
+    assert summary["load_generator"]["workers"] == 2  # both workers' reports merged
     assert load_run(run_dir).endpoints["identity [grpc]"].requests == endpoint["requests"]
     # The master counts users per class from its workers' reports (its own greenlets are none).
     by_class = [(r["users"], r["users_by_class"]) for r in read_rows(run_dir / "timeseries.csv") if r["users_by_class"]]

@@ -283,6 +283,7 @@ class RunDirectory:
         extra: dict | None = None,
         traffic: dict | None = None,
         throttle: dict | None = None,
+        workers: int = 0,
     ) -> dict:
         """summary.json's content (written once, complete, by `write_summary`); `traffic`
         (mode, rate, ...) marks an open-loop run's endpoints."""
@@ -302,6 +303,7 @@ class RunDirectory:
                 "cpu_throttled_s": round(throttle["throttled_us"] / 1e6, 3) if throttle else None,
                 "cpu_throttled_periods": throttle["throttled_periods"] if throttle else None,
                 "cpu_periods": throttle["periods"] if throttle else None,
+                "workers": workers,  # worker processes whose reports were merged (0: one process)
             },
             **(extra or {}),
         }

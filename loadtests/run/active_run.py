@@ -3,7 +3,7 @@ what it polls. Created at test start by `RunLifecycle`, finished once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gevent
 
@@ -24,6 +24,9 @@ class ActiveRun:
     loop: gevent.Greenlet | None = None
     cpu_s: float = 0.0
     throttle: dict[str, int] | None = None
+    # The workers whose reports were merged (their Locust client ids): summary.json says how
+    # many processes generated the load, so a run that lost or never had its workers shows it.
+    workers_reported: set[str] = field(default_factory=set)
     warned_behind: bool = False
     # When the master stops waiting for workers' final reports (time.monotonic), set by the
     # first wait: later waits (test_stop, quitting) share it, so a silent worker costs it once.

@@ -40,6 +40,7 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
         extra=extra,
         traffic=traffic_json(settings, shape),
         throttle=run.throttle,
+        workers=len(run.workers_reported),
     )
     results = slo_gate.add_verdicts(summary, totals, settings)
     path = run.directory.write_summary(summary)

@@ -125,4 +125,5 @@ class MasterReceiving:
         run.aggregator.merge(report["windows"])
         run.faults.worker_reported(client_id, report["windows"], users, final=report.get("final", False))
         run.cpu_s += report["cpu_s"]
+        run.workers_reported.add(client_id)
         run.throttle = add_throttle(run.throttle, report.get("throttle"))

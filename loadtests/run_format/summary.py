@@ -65,7 +65,7 @@ class Summary(TypedDict):
     traffic: dict  # {"mode": "closed"} or the open-loop pattern (mode, rate, ...)
     endpoints: list[EndpointEntry]
     server: dict  # Triton's breakdown per model (loadtests/recording/server_stats.py)
-    load_generator: dict  # cpu_s, cpu_per_request_us, cpu_throttled_s, ...
+    load_generator: dict  # cpu_s, cpu_per_request_us, cpu_throttled_s, ..., workers
     overall: NotRequired[MergedEntry]
     model_totals: NotRequired[dict[str, MergedEntry]]  # models with several endpoints
     faults: NotRequired[dict]  # lost workers, restarts, unreachable spans (faults.py words them)
