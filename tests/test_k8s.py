@@ -33,6 +33,8 @@ import pytest
 import yaml
 
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
+from loadtests.traffic.capacity_levels import parse_capacity_args
+from loadtests.traffic.constants import OPEN_LOOP_MODES
 from tests.helpers import REPO_ROOT, model_stats, read_summary
 
 K8S = REPO_ROOT / "k8s"
@@ -1167,3 +1169,36 @@ def test_metadata_server_wait_script_needs_a_token_answer(objects):
     silent = local.replace("time.monotonic() + 300", "time.monotonic() + 1")
     result = _run_script(silent)
     assert result.returncode == 1 and "GKE metadata server silent" in result.stderr
+
+
+@needs_kubectl
+def test_the_documented_capacity_lines_run_a_capacity_search_on_the_headless_master(objects, tmp_path):
+    """base/locust.conf's commented capacity recipe, uncommented as its comment says (open-loop
+    traffic + load-shape + shape-args), parses with the suite's parser into a capacity search
+    whose senders match the workers: what the master Job would run on the cluster."""
+    docs = objects["headless/gke-t4"]
+    master_job = _find(docs, "Job", "locust-master-headless")
+    pod = Pod(master_job, docs, tmp_path / "master")
+    conf_path = pod.mounts["/etc/locust"] / "locust.conf"
+    text = conf_path.read_text()
+    recipe = ("# traffic = ", "# load-shape = ", "# shape-args = ")
+    assert all(line in text for line in recipe), "the documented lines moved: update docs/capacity.md too"
+    conf_path.write_text(
+        "\n".join(line.removeprefix("# ") if line.startswith(recipe) else line for line in text.splitlines())
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", PARSE, str(REPO_ROOT / "locustfile.py")],
+        input=json.dumps([{"args": pod.command()[3:], "env": pod.env}]),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (parsed,) = json.loads(result.stdout)
+    options = parsed["options"]
+    assert parsed["unknown"] == [] and options["load_shape"] == "capacity", options
+    assert options["traffic"] in OPEN_LOOP_MODES
+    search = parse_capacity_args(options["shape_args"])
+    assert search["users"] == options["expect_workers"]  # one open-loop sender per worker
+    assert search["slo"] == "p99<50ms;fail_ratio<0.001"
