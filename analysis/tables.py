@@ -166,8 +166,15 @@ ENDPOINT_HEADERS = [
     "req/s",
     "infer/s",
     "sent MB/s",
+    "request bytes/req",
+    "response bytes/req",
     *LATENCY_HEADERS,
 ]
+
+
+def payload_bytes(value: float | None) -> str:
+    """Bytes per request, whole bytes (NOT_MEASURED in run directories that predate the figure)."""
+    return NOT_MEASURED if value is None else f"{round(value):,}"
 
 
 def endpoint_rows(data: Dataset) -> list[list[str]]:
@@ -181,6 +188,8 @@ def endpoint_rows(data: Dataset) -> list[list[str]]:
             rate(endpoint.throughput_rps),
             rate(endpoint.throughput_infer_per_s),
             "" if endpoint.bytes_sent_per_s is None else f"{endpoint.bytes_sent_per_s / 1e6:,.2f}",
+            payload_bytes(endpoint.bytes_sent_per_request),
+            payload_bytes(endpoint.bytes_received_per_request),
             *(ms(endpoint.latency_us.get(key)) for key in PERCENTILE_KEYS),
         ]
         for endpoint in data.endpoints
@@ -250,10 +259,18 @@ SERVER_HEADERS = [
 ]
 
 
-def server_rows(server: dict) -> list[list[str]]:
+def server_model_name(model: str, ensemble_of: dict[str, str]) -> str:
+    """A model's row name: a composing model says which ensemble calls it, an ensemble says it is one."""
+    if model in ensemble_of:
+        return f"{model} (in {ensemble_of[model]})"
+    return f"{model} (ensemble)" if model in ensemble_of.values() else model
+
+
+def server_rows(server: dict, ensemble_of: dict[str, str] | None = None) -> list[list[str]]:
+    """One row per model Triton reported, ensembles' composing models named as such."""
     return [
         [
-            model,
+            server_model_name(model, ensemble_of or {}),
             count(entry.get("requests")),
             count(entry.get("executions")),
             number(entry.get("avg_batch"), 3),
