@@ -123,8 +123,8 @@ def _endpoints_section(doc: Document, data: Dataset, prefix: str) -> None:
         doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
         if data.run.ensemble_of:
             doc.paragraph(
-                "An ensemble's own row counts its requests; its time is spent in its composing models, "
-                "each with its own row (queue and compute per request of that model).",
+                "An ensemble's row spans its whole pipeline (its compute includes its steps' queues and "
+                "compute: do not add the rows up); each composing model's row is that step alone.",
                 True,
             )
         doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server, data.run.ensemble_of))

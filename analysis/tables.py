@@ -280,8 +280,17 @@ def server_rows(server: dict, ensemble_of: dict[str, str] | None = None) -> list
             ms(entry.get("compute_output_us")),
             ms(entry.get("request_us")),
         ]
-        for model, entry in sorted(server.items())
+        for model, entry in ((model, server[model]) for model in _server_order(server, ensemble_of or {}))
     ]
+
+
+def _server_order(server: dict, ensemble_of: dict[str, str]) -> list[str]:
+    """Models by name, each ensemble followed by its composing models in step order."""
+    order = []
+    for model in sorted(m for m in server if m not in ensemble_of):
+        order.append(model)
+        order += [step for step, owner in ensemble_of.items() if owner == model and step in server]
+    return order + sorted(m for m in server if m not in order)
 
 
 # -- per level ---------------------------------------------------------------------------------------

@@ -109,3 +109,35 @@ def test_report_and_compare_show_payload_bytes_and_composing_models(jpeg_runs, t
     assert f"{tensor_bytes:,}" in rows["request bytes/req"]
     # The server breakdown per model of both runs: the jpeg run's composing models are there.
     assert "resnet50_preprocess (in resnet50_jpeg" in markdown
+
+
+def test_ensemble_classifies_each_file_as_resnet50_does_the_client_tensor(triton):
+    """The server's preprocessing is the tensor clients': same probabilities, bit for bit, for
+    every demo image (JPEG and PNG, transparency included); a file that does not decode fails
+    its request with Triton's error, not the server."""
+    import numpy as np
+    import tritonclient.http as httpclient
+    from tritonclient.utils import InferenceServerException
+
+    from loadtests.workloads.images import image_tensor
+
+    files = list_images()
+    encoded = np.array([[path.read_bytes()] for path in files], dtype=object)
+    tensors = np.stack([image_tensor(path) for path in files])
+    client = httpclient.InferenceServerClient(triton.http_address)
+    try:
+        image = httpclient.InferInput("image", list(encoded.shape), "BYTES")
+        image.set_data_from_numpy(encoded)
+        from_bytes = client.infer(ENSEMBLE, [image]).as_numpy("probabilities")
+        tensor = httpclient.InferInput("input", list(tensors.shape), "FP32")
+        tensor.set_data_from_numpy(tensors)
+        from_tensor = client.infer("resnet50", [tensor]).as_numpy("probabilities")
+        np.testing.assert_array_equal(from_bytes, from_tensor)
+
+        garbage = httpclient.InferInput("image", [1, 1], "BYTES")
+        garbage.set_data_from_numpy(np.array([[b"not an image"]], dtype=object))
+        with pytest.raises(InferenceServerException, match="cannot decode image"):
+            client.infer(ENSEMBLE, [garbage])
+        assert client.is_model_ready("resnet50_preprocess")
+    finally:
+        client.close()
