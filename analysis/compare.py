@@ -104,6 +104,12 @@ def _figures(series: Series) -> list[tuple[str, float, str]]:
             ("infer/s", endpoint.throughput_infer_per_s, "rate"),
         ]
         out += [(f"{key} (ms)", endpoint.latency_us.get(key, math.nan), "ms") for key in PERCENTILE_KEYS]
+        if endpoint.bytes_sent_per_request is not None:
+            # What one request costs the network: a tensor client against a JPEG client.
+            out += [
+                ("request bytes/req", endpoint.bytes_sent_per_request, "bytes"),
+                ("response bytes/req", endpoint.bytes_received_per_request or 0.0, "bytes"),
+            ]
         if endpoint.latency_uncorrected_us:
             out += [
                 (f"uncorrected {key} (ms)", endpoint.latency_uncorrected_us.get(key, math.nan), "ms")
@@ -130,6 +136,8 @@ def _format(value: float, kind: str) -> str:
         return tables.ms(value)
     if kind == "count":
         return tables.count(value)
+    if kind == "bytes":
+        return tables.payload_bytes(value)
     return tables.rate(value) if kind == "rate" else tables.number(value, 3)
 
 
@@ -139,8 +147,8 @@ def _difference(value: float, base: float, kind: str) -> str:
     delta = value - base
     if kind == "ms":
         return f"{delta / 1000:+.3f}"
-    if kind == "count":
-        return f"{round(delta):+d}"
+    if kind in ("count", "bytes"):
+        return f"{round(delta):+,d}"
     return f"{delta:+.3f}"
 
 
@@ -242,6 +250,14 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
         doc.paragraph(note, note=True)
     doc.heading("Findings")
     doc.bullets(comparison_findings(groups) or ["No figure in common to compare."])
+    if server_table := server_comparison(datasets, labels):
+        doc.heading("Triton server side per model")
+        doc.paragraph(
+            "Each run's Triton statistics per model, ensembles' composing models included: where the server's "
+            "time went (times are averages per request of that model).",
+            True,
+        )
+        doc.table(*server_table)
     for index, group in enumerate(groups, 1):
         doc.heading(" vs ".join(f"{s.label}: {s.name}" for s in group))
         doc.table(*figure_table(group))
@@ -267,6 +283,17 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
                 "p99 and throughput over time",
             )
     return doc.write(Path(out_dir), "compare")
+
+
+def server_comparison(datasets: list[Dataset], labels: list[str]) -> tuple[list[str], list[list[str]]] | None:
+    """Every run's server breakdown, one row per (run, model); None when no run recorded one."""
+    rows = [
+        [label, *row]
+        for data, label in zip(datasets, labels, strict=True)
+        if data.run is not None and data.run.server
+        for row in tables.server_rows(data.run.server, data.run.ensemble_of)
+    ]
+    return (["run", *tables.SERVER_HEADERS], rows) if rows else None
 
 
 def _run_rows(datasets: list[Dataset], labels: list[str]) -> list[list[str]]:

@@ -121,7 +121,13 @@ def _endpoints_section(doc: Document, data: Dataset, prefix: str) -> None:
     if data.run.server:
         doc.heading("Triton server side", 3)
         doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
-        doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
+        if data.run.ensemble_of:
+            doc.paragraph(
+                "An ensemble's row spans its whole pipeline (its compute includes its steps' queues and "
+                "compute: do not add the rows up); each composing model's row is that step alone.",
+                True,
+            )
+        doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server, data.run.ensemble_of))
         batches_png = plots.batch_sizes(data.run.server, data.run.requested_batch_sizes())
         if batches_png:
             doc.paragraph(

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loadtests.run_format.ensembles import ensemble_of
 from loadtests.run_format.files import CONFIG_JSON, SUMMARY_JSON
 
 
@@ -44,6 +45,9 @@ class EndpointSummary:
     # Request bodies on the wire per second (None in older run directories): what the load
     # generator's network egress must carry.
     bytes_sent_per_s: float | None = None
+    # Payload bytes per request, sent and received (None in older run directories).
+    bytes_sent_per_request: float | None = None
+    bytes_received_per_request: float | None = None
     # [lower, upper] µs per percentile at `confidence` (None inside: too few requests for that
     # bound); None in older run directories. See loadtests/run_format/confidence.py.
     latency_ci_us: dict[str, list[float | None]] | None = None
@@ -69,6 +73,8 @@ class EndpointSummary:
             late=_int_or_none(entry.get("late")),
             dropped=_int_or_none(entry.get("dropped")),
             bytes_sent_per_s=entry.get("bytes_sent_per_s"),
+            bytes_sent_per_request=entry.get("bytes_sent_per_request"),
+            bytes_received_per_request=entry.get("bytes_received_per_request"),
             latency_ci_us=entry.get("latency_ci_us"),
             confidence=entry.get("confidence"),
             requested_batch_sizes={str(k): int(v) for k, v in (entry.get("requested_batch_sizes") or {}).items()},
@@ -107,6 +113,11 @@ class SavedRun:
             for size, count in endpoint.requested_batch_sizes.items():
                 sizes[size] = sizes.get(size, 0) + count
         return out
+
+    @property
+    def ensemble_of(self) -> dict[str, str]:
+        """{composing model: its ensemble} for the models the run recorded (from config.json)."""
+        return ensemble_of((self.config.get("triton") or {}).get("models") or {})
 
     @property
     def traffic_mode(self) -> str:

@@ -166,8 +166,15 @@ ENDPOINT_HEADERS = [
     "req/s",
     "infer/s",
     "sent MB/s",
+    "request bytes/req",
+    "response bytes/req",
     *LATENCY_HEADERS,
 ]
+
+
+def payload_bytes(value: float | None) -> str:
+    """Bytes per request, whole bytes (NOT_MEASURED in run directories that predate the figure)."""
+    return NOT_MEASURED if value is None else f"{round(value):,}"
 
 
 def endpoint_rows(data: Dataset) -> list[list[str]]:
@@ -181,6 +188,8 @@ def endpoint_rows(data: Dataset) -> list[list[str]]:
             rate(endpoint.throughput_rps),
             rate(endpoint.throughput_infer_per_s),
             "" if endpoint.bytes_sent_per_s is None else f"{endpoint.bytes_sent_per_s / 1e6:,.2f}",
+            payload_bytes(endpoint.bytes_sent_per_request),
+            payload_bytes(endpoint.bytes_received_per_request),
             *(ms(endpoint.latency_us.get(key)) for key in PERCENTILE_KEYS),
         ]
         for endpoint in data.endpoints
@@ -250,10 +259,18 @@ SERVER_HEADERS = [
 ]
 
 
-def server_rows(server: dict) -> list[list[str]]:
+def server_model_name(model: str, ensemble_of: dict[str, str]) -> str:
+    """A model's row name: a composing model says which ensemble calls it, an ensemble says it is one."""
+    if model in ensemble_of:
+        return f"{model} (in {ensemble_of[model]})"
+    return f"{model} (ensemble)" if model in ensemble_of.values() else model
+
+
+def server_rows(server: dict, ensemble_of: dict[str, str] | None = None) -> list[list[str]]:
+    """One row per model Triton reported, ensembles' composing models named as such."""
     return [
         [
-            model,
+            server_model_name(model, ensemble_of or {}),
             count(entry.get("requests")),
             count(entry.get("executions")),
             number(entry.get("avg_batch"), 3),
@@ -263,8 +280,17 @@ def server_rows(server: dict) -> list[list[str]]:
             ms(entry.get("compute_output_us")),
             ms(entry.get("request_us")),
         ]
-        for model, entry in sorted(server.items())
+        for model, entry in ((model, server[model]) for model in _server_order(server, ensemble_of or {}))
     ]
+
+
+def _server_order(server: dict, ensemble_of: dict[str, str]) -> list[str]:
+    """Models by name, each ensemble followed by its composing models in step order."""
+    order = []
+    for model in sorted(m for m in server if m not in ensemble_of):
+        order.append(model)
+        order += [step for step, owner in ensemble_of.items() if owner == model and step in server]
+    return order + sorted(m for m in server if m not in order)
 
 
 # -- per level ---------------------------------------------------------------------------------------

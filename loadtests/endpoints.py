@@ -20,9 +20,22 @@ from loadtests.clients import PreparedRequest, TritonClient
 from loadtests.clients.base import Validator
 from loadtests.errors import ModelMismatchError, ServerError
 from loadtests.model_spec import TRITON_TO_NUMPY, ModelSpec
-from loadtests.settings import DEFAULT_BERT_MODEL, DEFAULT_RESNET_MODEL, Settings
+from loadtests.settings import (
+    DEFAULT_BERT_MODEL,
+    DEFAULT_RESNET_JPEG_MODEL,
+    DEFAULT_RESNET_MODEL,
+    IMAGE_JPEG,
+    Settings,
+)
 from loadtests.validation import make_validator
-from loadtests.workloads import BatchSizeSpec, BertQAWorkload, GenericWorkload, ImageWorkload, Workload
+from loadtests.workloads import (
+    BatchSizeSpec,
+    BertQAWorkload,
+    EncodedImageWorkload,
+    GenericWorkload,
+    ImageWorkload,
+    Workload,
+)
 
 WORKLOAD_KINDS = ("bert_qa", "resnet", "generic")
 logger = logging.getLogger(__name__)
@@ -47,7 +60,9 @@ def model_name_for(kind: str, settings: Settings, kinds_in_run: Iterable[str]) -
         return own
     if settings.model and kinds == {kind}:
         return settings.model
-    return DEFAULT_BERT_MODEL if kind == "bert_qa" else DEFAULT_RESNET_MODEL
+    if kind == "bert_qa":
+        return DEFAULT_BERT_MODEL
+    return DEFAULT_RESNET_JPEG_MODEL if settings.image_format == IMAGE_JPEG else DEFAULT_RESNET_MODEL
 
 
 def build_workload(kind: str, model: ModelSpec, settings: Settings) -> Workload:
@@ -59,6 +74,8 @@ def build_workload(kind: str, model: ModelSpec, settings: Settings) -> Workload:
             vocab_file=settings.vocab,
             input_map=settings.input_map or None,
         )
+    if kind == "resnet" and settings.image_format == IMAGE_JPEG:
+        return EncodedImageWorkload(model, image_dir=settings.image_dir)
     if kind == "resnet":
         return ImageWorkload(model, image_dir=settings.image_dir)
     if kind == "generic":

@@ -28,6 +28,8 @@ from loadtests.settings import (
     DEFAULT_TRITON_HTTP,
     DEFAULT_TRITON_METRICS,
     DEFAULT_WINDOW_S,
+    IMAGE_FORMATS,
+    IMAGE_TENSOR,
     NO_SHAPE,
     OPEN_LOOP_HINT,
     TRAFFIC_MODES,
@@ -107,6 +109,7 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         "vocab": _path(options, "vocab"),
         "input_map": parse_input_map(_text(options, "input_map") or None),
         "image_dir": _path(options, "image_dir"),
+        "image_format": _image_format(options),
         "shapes": parse_shape_overrides(_text(options, "shape") or None),
         "input_data": input_data,
         "data_mode": data_mode,
@@ -117,6 +120,13 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
             _given(options, "grpc_connections", DEFAULT_GRPC_CONNECTIONS)
         ),
     }
+
+
+def _image_format(options: argparse.Namespace) -> str:
+    value = _text(options, "image_format") or IMAGE_TENSOR
+    if value not in IMAGE_FORMATS:
+        raise SpecError(f"--image-format '{value}' is not one of {', '.join(IMAGE_FORMATS)}")
+    return value
 
 
 def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:

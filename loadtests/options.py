@@ -25,6 +25,7 @@ from loadtests.settings import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_PROMETHEUS_HOST,
     DEFAULT_REQUEST_TIMEOUT_S,
+    DEFAULT_RESNET_JPEG_MODEL,
     DEFAULT_RESNET_MODEL,
     DEFAULT_SEQ_LEN,
     DEFAULT_SERVER_POLL_S,
@@ -32,6 +33,8 @@ from loadtests.settings import (
     DEFAULT_TRITON_HTTP,
     DEFAULT_TRITON_METRICS,
     DEFAULT_WINDOW_S,
+    IMAGE_FORMATS,
+    IMAGE_TENSOR,
     TRAFFIC_MODES,
 )
 from loadtests.traffic.arguments import add_arguments as add_shape_arguments
@@ -92,6 +95,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="BERT input names, when the model's are not recognised",
     )
     option("--image-dir", default="", metavar="DIR", help="images for ResNet users (default payloads/images)")
+    option(
+        "--image-format",
+        default=IMAGE_TENSOR,
+        metavar="|".join(IMAGE_FORMATS),
+        help="what ResNet users send: tensor (images preprocessed by the client, FP32) or jpeg (the image "
+        f"files' bytes as a BYTES tensor, decoded on the server; default model {DEFAULT_RESNET_JPEG_MODEL})",
+    )
     option(
         "--shape",
         default="",

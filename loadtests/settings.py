@@ -22,6 +22,12 @@ DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
 DEFAULT_TRITON_METRICS = "127.0.0.1:8002"
 DEFAULT_BERT_MODEL = "bert_qa_dynbatch"
 DEFAULT_RESNET_MODEL = "resnet50"
+# --image-format: ResNet users send preprocessed tensors (tensor), or the image files' encoded
+# bytes (jpeg) to a model that decodes them on the server, by default the demo ensemble.
+IMAGE_TENSOR = "tensor"
+IMAGE_JPEG = "jpeg"
+IMAGE_FORMATS = (IMAGE_TENSOR, IMAGE_JPEG)
+DEFAULT_RESNET_JPEG_MODEL = "resnet50_jpeg"
 DEFAULT_SEQ_LEN = "384"
 DEFAULT_DOC_STRIDE = 128
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
@@ -61,6 +67,7 @@ class Settings:
     vocab: Path | None = None
     input_map: dict[str, str] = field(default_factory=dict)
     image_dir: Path | None = None
+    image_format: str = IMAGE_TENSOR
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     input_data: tuple[Path, ...] = ()
     data_mode: str = "random"

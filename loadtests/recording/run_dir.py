@@ -145,6 +145,10 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         "bytes_received": stats.bytes_received,
         "bytes_sent_per_s": round(stats.bytes_sent / duration_s, 1),
         "bytes_received_per_s": round(stats.bytes_received / duration_s, 1),
+        # Payload bytes per request (body or gRPC message, both ways): what one request costs
+        # the network, e.g. a 602 KB FP32 image tensor against a 60 KB JPEG file.
+        "bytes_sent_per_request": round(stats.bytes_sent / stats.requests, 1) if stats.requests else 0.0,
+        "bytes_received_per_request": round(stats.bytes_received / stats.requests, 1) if stats.requests else 0.0,
         "requested_batch_sizes": {str(size): stats.batch_sizes[size] for size in sorted(stats.batch_sizes)},
     }
     if open_loop:

@@ -12,6 +12,7 @@ measuring side never depends on the reporting side.
     faults.py        summary.json's "faults" as sentences (console warnings and the report)
     slo/             --slo clauses: grammar, verdicts on summary.json entries, table and JUnit XML
     output_paths.py  can an output be written (asked before the work that produces it)
+    ensembles.py     which recorded models are steps of which ensemble (from the configs in config.json)
 
     from loadtests.run_format.files import SUMMARY_JSON
     from loadtests.run_format.hdr import summarise_us

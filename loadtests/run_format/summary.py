@@ -47,6 +47,8 @@ class EndpointEntry(EntryTotals):
     bytes_received: NotRequired[int]
     bytes_sent_per_s: NotRequired[float]
     bytes_received_per_s: NotRequired[float]
+    bytes_sent_per_request: NotRequired[float]  # payload bytes per request (body or gRPC message)
+    bytes_received_per_request: NotRequired[float]
     requested_batch_sizes: NotRequired[dict[str, int]]  # {"1": 700, "2": 300}
     # Open loop: latency_us is timed from the intended send, this from the actual send.
     latency_uncorrected_us: NotRequired[dict[str, float]]

@@ -28,6 +28,7 @@ from loadtests.workloads.bert_qa import (
     map_bert_inputs,
     parse_input_map,
 )
+from loadtests.workloads.encoded_images import EncodedImageWorkload
 from loadtests.workloads.generic import GenericWorkload, parse_shape_overrides
 from loadtests.workloads.images import ImageInput, ImageWorkload, preprocess_image
 from loadtests.workloads.input_data import load_input_data
@@ -48,6 +49,7 @@ class Workload(Protocol):
 __all__ = [
     "BatchSizeSpec",
     "BertQAWorkload",
+    "EncodedImageWorkload",
     "GenericWorkload",
     "ImageInput",
     "ImageWorkload",

@@ -8,6 +8,7 @@ UINT8 inputs get the cropped 0-255 pixels as they are (the model normalises).
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,16 +113,34 @@ def preprocess_image(path: str | Path, image: ImageInput) -> np.ndarray:
 
     Example: preprocess_image("payloads/images/grace_hopper.jpg", ImageInput.find(model)).shape == (3, 224, 224)
     """
+    return image_tensor(path, image.height, image.width, image.tensor.numpy_dtype, image.layout)
+
+
+def image_tensor(
+    source: str | Path | bytes,
+    height: int = DEFAULT_SIZE,
+    width: int = DEFAULT_SIZE,
+    dtype: np.dtype | type = np.float32,
+    layout: str = "NCHW",
+) -> np.ndarray:
+    """An image file (a path, or its encoded bytes) as one sample tensor, no batch dim.
+
+    The one preprocessing both sides share: the tensor clients run it before the test, and
+    the demo ensemble's `resnet50_preprocess` runs it on the server for the bytes it gets,
+    so a tensor run and a JPEG run feed `resnet50` the same numbers.
+
+    Example: image_tensor(Path("payloads/images/grace_hopper.jpg").read_bytes()).shape == (3, 224, 224)
+    """
     from PIL import Image, UnidentifiedImageError
 
+    name = "the image bytes" if isinstance(source, bytes) else str(source)
     try:
-        with Image.open(path) as img:
+        with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as img:
             img.load()
             rgb = _to_rgb(img)
     except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise PayloadError(f"cannot decode image {path}: {exc}") from None
+        raise PayloadError(f"cannot decode image {name}: {exc}") from None
 
-    height, width = image.height, image.width
     short_side = max(RESIZE_SHORT_SIDE, math.ceil(max(height, width) * CROP_RATIO))
     scale = short_side / min(rgb.size)
     new_w = max(width, round(rgb.width * scale))
@@ -130,12 +149,11 @@ def preprocess_image(path: str | Path, image: ImageInput) -> np.ndarray:
     left, top = (new_w - width) // 2, (new_h - height) // 2
     pixels = np.asarray(rgb.crop((left, top, left + width, top + height)))  # HWC uint8
 
-    dtype = image.tensor.numpy_dtype
-    if dtype == np.uint8:
+    if np.dtype(dtype) == np.uint8:
         array = pixels
     else:
         array = ((pixels.astype(np.float32) / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).astype(dtype)
-    if image.layout == "NCHW":
+    if layout == "NCHW":
         array = array.transpose(2, 0, 1)
     return np.ascontiguousarray(array)
 
