@@ -75,6 +75,11 @@ def header_pairs(data: Dataset) -> list[tuple[str, str]]:
         ("user classes", ", ".join(config.get("user_classes", [])) or "?"),
         ("traffic", traffic_text(data)),
         ("batch size", str(options.get("batch_size") or "default")),
+        *(
+            [("mix", f"{options['mix']} (a mix file's models may set their own batch size)")]
+            if options.get("mix")
+            else []
+        ),
         ("duration", f"{duration:.1f} s" if not math.isnan(duration) else "?"),
         ("workers", workers_text(options)),
         ("Triton", f"{server.get('name', 'triton')} {server.get('version', '?')}"),

@@ -43,9 +43,7 @@ class EndpointCache:
 
     def names(self) -> dict[str, str]:
         """Endpoint name -> model of every selected user class, as prepare_endpoint names them."""
-        names = {
-            endpoint.name: endpoint.model.name for target in self.prepared.values() for endpoint in _parts(target)
-        }
+        names = {endpoint.name: endpoint.model.name for target in self.prepared.values() for endpoint in _parts(target)}
         for cls, model in self._class_models().items():
             names.setdefault(f"{model} [{cls.protocol}]", model)
         for cls, models in self._class_models_of_mix().items():
