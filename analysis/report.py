@@ -139,7 +139,8 @@ def _endpoints_section(doc: Document, data: Dataset, prefix: str) -> None:
     if data.run.server:
         doc.heading("Triton server side", 3)
         doc.paragraph("Deltas of Triton's statistics over the run; times are averages per request.", True)
-        doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server))
+        models = (data.run.config.get("triton") or {}).get("models") or {}
+        doc.table(tables.SERVER_HEADERS, tables.server_rows(data.run.server, models))
         batches_png = plots.batch_sizes(data.run.server, data.run.requested_batch_sizes())
         if batches_png:
             doc.paragraph(

@@ -131,11 +131,13 @@ def model_rows(data: Dataset) -> tuple[list[str], list[list[str]]]:
         return headers, []
     models = (data.run.config.get("triton") or {}).get("models") or {}
     rows = []
-    for name in sorted({endpoint.model for endpoint in data.endpoints}):
+    # The run's models, then the composing models of its ensembles (config.json marks them).
+    composing = {name for name, entry in models.items() if entry.get("part_of")}
+    for name in sorted({endpoint.model for endpoint in data.endpoints} | composing):
         model_config = (models.get(name) or {}).get("config") or {}
         rows.append(
             [
-                name,
+                model_label(name, models),
                 model_config.get("backend") or model_config.get("platform") or "?",
                 str(model_config.get("max_batch_size", "?")),
                 dynamic_batching_text(model_config),
@@ -255,10 +257,17 @@ SERVER_HEADERS = [
 ]
 
 
-def server_rows(server: dict) -> list[list[str]]:
+def model_label(name: str, models: dict) -> str:
+    """A model's name, and the ensembles it is a step of: "identity (step of identity_ensemble)"."""
+    part_of = (models.get(name) or {}).get("part_of") or []
+    return f"{name} (step of {', '.join(part_of)})" if part_of else name
+
+
+def server_rows(server: dict, models: dict | None = None) -> list[list[str]]:
+    """Triton's breakdown per model; `models` (config.json's triton models) labels ensemble steps."""
     return [
         [
-            model,
+            model_label(model, models or {}),
             count(entry.get("requests")),
             count(entry.get("executions")),
             number(entry.get("avg_batch"), 3),

@@ -105,6 +105,8 @@ def _validator_by_model(endpoints: Iterable[Endpoint]) -> Validator | None:
         return None
 
     def validate(outputs, datatypes, request: PreparedRequest) -> None:
-        by_model[request.model](outputs, datatypes, request)
+        check = by_model.get(request.model)
+        if check is not None:
+            check(outputs, datatypes, request)
 
     return validate
