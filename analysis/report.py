@@ -15,6 +15,7 @@ from analysis import plots, tables
 from analysis.dataset import Dataset, load
 from analysis.document import Document
 from analysis.findings import findings
+from analysis.mix import mix_table
 
 TITLES = {
     "run": "Load test report",
@@ -55,6 +56,7 @@ def build(data: Dataset, prefix: str = "") -> Document:
     doc.heading("Findings")
     doc.bullets(findings(data) or ["Nothing to observe: the source holds no measurements."])
 
+    _mix_section(doc, data)
     _endpoints_section(doc, data, prefix)
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:
@@ -101,6 +103,22 @@ def _levels_section(doc: Document, data: Dataset, prefix: str) -> None:
             plots.latency_vs_throughput(series, data.level_kind, knee),
             "Latency vs Throughput",
         )
+
+
+def _mix_section(doc: Document, data: Dataset) -> None:
+    """A --mix run: each model's weight beside its measured share, and the mix total."""
+    headers, rows = mix_table(data.run) if data.run is not None else ([], [])
+    if not rows:
+        return
+    doc.heading("Model mix")
+    doc.paragraph(
+        f"--mix {data.run.mix.get('given', '')}: each request chose its model by weight (open loop: the rate "
+        "split by weight). Requests per model over its endpoints beside Triton's count for it; latencies of "
+        "the model's endpoints merged, the total over every endpoint. Triton's breakdown per model is under "
+        "Endpoints.",
+        True,
+    )
+    doc.table(headers, rows)
 
 
 def _endpoints_section(doc: Document, data: Dataset, prefix: str) -> None:

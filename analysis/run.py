@@ -104,6 +104,11 @@ class SavedRun:
     # What went wrong around the measurement (summary.json "faults"): lost workers, Triton
     # restarts, unreachable statistics; empty in runs that predate it.
     faults: dict = field(default_factory=dict)
+    # A --mix run's weights and measured shares (summary.json "mix", run_format.summary.MixBlock),
+    # with the merged entries the mix table reads: "overall" and "model_totals" (empty if absent).
+    mix: dict = field(default_factory=dict)
+    overall: dict = field(default_factory=dict)
+    model_totals: dict = field(default_factory=dict)
 
     def requested_batch_sizes(self) -> dict[str, dict[str, int]]:
         """Per model, requests sent per batch size over its endpoints: {"bert_qa": {"1": 700, "2": 300}}."""
@@ -150,4 +155,7 @@ def load_run(path: str | Path) -> SavedRun:
         server=summary.get("server") or {},
         traffic=summary.get("traffic") or {},
         faults=summary.get("faults") or {},
+        mix=summary.get("mix") or {},
+        overall=summary.get("overall") or {},
+        model_totals=summary.get("model_totals") or {},
     )

@@ -75,6 +75,11 @@ def header_pairs(data: Dataset) -> list[tuple[str, str]]:
         ("user classes", ", ".join(config.get("user_classes", [])) or "?"),
         ("traffic", traffic_text(data)),
         ("batch size", str(options.get("batch_size") or "default")),
+        *(
+            [("mix", f"{options['mix']} (a mix file's models may set their own batch size)")]
+            if options.get("mix")
+            else []
+        ),
         ("duration", f"{duration:.1f} s" if not math.isnan(duration) else "?"),
         ("workers", workers_text(options)),
         ("Triton", f"{server.get('name', 'triton')} {server.get('version', '?')}"),
@@ -126,11 +131,13 @@ def model_rows(data: Dataset) -> tuple[list[str], list[list[str]]]:
         return headers, []
     models = (data.run.config.get("triton") or {}).get("models") or {}
     rows = []
-    for name in sorted({endpoint.model for endpoint in data.endpoints}):
+    # The run's models, then the composing models of its ensembles (config.json marks them).
+    composing = {name for name, entry in models.items() if entry.get("part_of")}
+    for name in sorted({endpoint.model for endpoint in data.endpoints} | composing):
         model_config = (models.get(name) or {}).get("config") or {}
         rows.append(
             [
-                name,
+                model_label(name, models),
                 model_config.get("backend") or model_config.get("platform") or "?",
                 str(model_config.get("max_batch_size", "?")),
                 dynamic_batching_text(model_config),
@@ -257,6 +264,12 @@ SERVER_HEADERS = [
     "compute output (ms)",
     "server total (ms)",
 ]
+
+
+def model_label(name: str, models: dict) -> str:
+    """A model's name, and the ensembles it is a step of: "identity (step of identity_ensemble)"."""
+    part_of = (models.get(name) or {}).get("part_of") or []
+    return f"{name} (step of {', '.join(part_of)})" if part_of else name
 
 
 def server_model_name(model: str, ensemble_of: dict[str, str]) -> str:

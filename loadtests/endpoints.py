@@ -53,7 +53,7 @@ def model_name_for(kind: str, settings: Settings, kinds_in_run: Iterable[str]) -
     kinds = set(kinds_in_run)
     if kind == "generic":
         if not settings.model:
-            raise ModelMismatchError("generic Triton users need --model NAME")
+            raise ModelMismatchError("generic Triton users need --model NAME (or --mix MODEL:WEIGHT,...)")
         return settings.model
     own = settings.bert_model if kind == "bert_qa" else settings.resnet_model
     if own:
@@ -209,7 +209,11 @@ def _batch_and_expected(workload: Workload, size: int, rng: np.random.Generator)
 
 def prepare_endpoint(kind: str, client: TritonClient, model_name: str, settings: Settings) -> Endpoint:
     """Pre-flight one endpoint and build its request pools (the client is used, not closed)."""
-    model = fetch_model(client, model_name)
+    return build_endpoint(kind, client, fetch_model(client, model_name), settings)
+
+
+def build_endpoint(kind: str, client: TritonClient, model: ModelSpec, settings: Settings) -> Endpoint:
+    """The checks against a fetched model, then the request pools (the client is used, not closed)."""
     if client.protocol == "http" and not getattr(client, "binary", True):
         _check_json_datatypes(model)
     settings.batch_size.check_against(model)

@@ -14,6 +14,7 @@ from typing import Any
 
 from loadtests.addresses import check_address
 from loadtests.errors import SpecError
+from loadtests.mix_options import parse_mix
 from loadtests.settings import (
     CLOSED_LOOP,
     DATA_MODES,
@@ -96,11 +97,15 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
     if data_mode not in DATA_MODES:
         raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
     input_data, data_mode = _input_data(getattr(options, "input_data", None), data_mode)
+    mix = parse_mix(_text(options, "mix"))
+    if mix is not None and _text(options, "model"):
+        raise SpecError("--mix and --model both name the generic users' models: give one of them")
     return {
         "triton_http": check_address("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
         "triton_grpc": check_address("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
         "triton_metrics": check_address("--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS),
         "model": _text(options, "model"),
+        "mix": mix,
         "bert_model": _text(options, "bert_model"),
         "resnet_model": _text(options, "resnet_model"),
         "batch_size": parse_batch_size(_given(options, "batch_size", "1")),

@@ -77,6 +77,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="",
         help="model for the selected user classes; with several classes, the generic Triton*User model",
     )
+    # --mix: loadtests/mix_options.py reads it, loadtests/endpoint_mix.py prepares it (docs/mixes.md).
+    option(
+        "--mix",
+        default="",
+        metavar="MODEL:WEIGHT,...|FILE",
+        help="generic users drive several models at once, each request choosing its model by weight "
+        "(e.g. 'identity:0.6,sleep:0.3,text_reverse:0.1'; open loop splits --rate by weight), or a "
+        "YAML/JSON mix file with per-model weight, batch_size, shape, input_data, data_mode; not with --model",
+    )
     option("--bert-model", default="", help=f"BERT-QA model when classes are mixed (default {DEFAULT_BERT_MODEL})")
     option("--resnet-model", default="", help=f"ResNet model when classes are mixed (default {DEFAULT_RESNET_MODEL})")
     option(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtests.batch_size import BatchSizeSpec, parse_batch_size
+from loadtests.mix import ModelMix
 
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
 DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
@@ -61,6 +62,7 @@ class Settings:
     model: str = ""
     bert_model: str = ""
     resnet_model: str = ""
+    mix: ModelMix | None = None  # --mix: the generic users' models and weights (instead of --model)
     batch_size: BatchSizeSpec = field(default_factory=lambda: parse_batch_size("1"))
     seq_len: int | None = 384  # None: 'variable'
     doc_stride: int = DEFAULT_DOC_STRIDE

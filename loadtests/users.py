@@ -17,7 +17,8 @@ greenlet of their own, so requests go out on time however slow the responses are
 count, sets the load, and in-flight requests are capped by --max-in-flight.
 
 Either way each request's batch size comes from --batch-size and its body from a pool
-built before the first request.
+built before the first request. With --mix, the generic users' requests each choose their
+model by weight first (loadtests/endpoint_mix.py), in closed and open loop alike.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from locust.user.task import LOCUST_STATE_STOPPING
 
 from loadtests.clients import TritonClient, open_client
 from loadtests.clients.backoff import ConnectionBackoff
+from loadtests.endpoint_mix import MixedEndpoint
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.settings import Settings
@@ -49,7 +51,7 @@ class ProcessServices(Protocol):
     settings: Settings
     sender: OpenLoop | None  # the open-loop sender while a test runs (None in closed loop)
 
-    def endpoint(self, kind: str, protocol: str) -> Endpoint: ...
+    def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint: ...
 
     def next_user_seed(self) -> int: ...
 
@@ -74,7 +76,7 @@ class TritonUser(User):
     protocol: ClassVar[str] = ""
     wait_time = constant(0)
 
-    endpoint: Endpoint
+    endpoint: Endpoint | MixedEndpoint  # a mix's (--mix) picks each request's model by weight
     client: TritonClient | None = None
     process: ProcessServices
 

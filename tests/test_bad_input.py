@@ -153,6 +153,16 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("doc-stride-word", ["--doc-stride", "wide"], "--doc-stride"),
     ("data-mode-unknown", ["--data-mode", "ones"], "--data-mode"),
     ("prometheus-port-word", ["--prometheus-port", "http"], "--prometheus-port"),
+    # --mix (loadtests/mix_options.py): refused as options, before any server is asked
+    ("mix-zero-weight", ["--mix", "identity:0,sleep:1"], "weight of 'identity'"),
+    ("mix-negative-weight", ["--mix", "identity:-0.5"], "weight of 'identity'"),
+    ("mix-word-weight", ["--mix", "identity:lots"], "weight of 'identity'"),
+    ("mix-duplicate-model", ["--mix", "identity:0.5,identity:0.5"], "named twice"),
+    ("mix-no-weight", ["--mix", "identity"], "MODEL:WEIGHT"),
+    ("mix-empty-item", ["--mix", "identity:1,,sleep:1"], "MODEL:WEIGHT"),
+    ("mix-only-commas", ["--mix", ","], "MODEL:WEIGHT"),
+    ("mix-with-model", ["--mix", "identity:1", "--model", "identity"], "give one of them"),
+    ("mix-file-missing", ["--mix", "/nonexistent/mix.yaml"], "cannot read the mix file"),
     # addresses
     ("http-address-with-scheme", ["--triton-http", "http://127.0.0.1:8000"], "--triton-http"),
     ("grpc-address-with-scheme", ["--triton-grpc", "grpc://127.0.0.1:8001"], "--triton-grpc"),
@@ -381,6 +391,32 @@ CLI_CASES: list[CliCase] = [
     locust_case("bert-user-on-identity", ["--model", "identity"], "identity", "identity", "BertQAHttpUser"),
     locust_case("image-user-on-identity", ["--model", "identity"], "identity", "identity", "ResNetGrpcUser"),
     locust_case("jpeg-to-tensor-model", ["--image-format", "jpeg", "--resnet-model", "resnet50"], "BYTES"),
+    # --mix: models the server does not have, classes a mix cannot drive, mix files (docs/mixes.md)
+    locust_case(
+        "mix-unknown-model",
+        ["--mix", "identity:0.5,no_such_model:0.5"],
+        "model 'no_such_model' is not",
+        "identity",
+        "TritonHttpUser",
+    ),
+    locust_case(
+        "mix-unknown-model-grpc",
+        ["--mix", "no_such_model:1,sleep:1"],
+        "model 'no_such_model' is not",
+        "sleep",
+        "TritonGrpcUser",
+    ),
+    locust_case(
+        "mix-beside-bert-user",
+        ["--mix", "identity:1"],
+        "BertQAHttpUser",
+        "identity",
+        "TritonHttpUser BertQAHttpUser",
+    ),
+    locust_case("mix-zero-weight-cli", ["--mix", "identity:0"], "weight", "identity", "TritonGrpcUser"),
+    locust_case("mix-file-empty", ["--mix", "{tmp}/empty_mix.yaml"], "'models'", "identity", "TritonHttpUser"),
+    locust_case("mix-file-unknown-key", ["--mix", "{tmp}/typo_mix.json"], "batchsize", "identity", "TritonHttpUser"),
+    locust_case("mix-file-shape-misfit", ["--mix", "{tmp}/misfit_mix.yaml"], "INPUT0", "identity", "TritonGrpcUser"),
     # files that cannot be read or used
     locust_case(
         "input-data-missing",
@@ -464,6 +500,10 @@ def cli_files(tmp_path_factory) -> Path:
     (root / "textdir" / "notes.txt").write_text("no images here\n")
     (root / "corruptimages").mkdir()
     (root / "corruptimages" / "broken.jpg").write_bytes(b"\xff\xd8\xff not really a jpeg")
+    (root / "empty_mix.yaml").write_text("models: {}\n")
+    (root / "typo_mix.json").write_text(json.dumps({"models": {"identity": {"weight": 1, "batchsize": 4}}}))
+    # identity's INPUT0 is [16]: a mix model's own --shape that does not fit it
+    (root / "misfit_mix.yaml").write_text("models:\n  identity: {weight: 1, shape: 'INPUT0:5'}\n")
     return root
 
 

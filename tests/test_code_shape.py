@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.addresses",
             "loadtests.settings",
             "loadtests.batch_size",
+            "loadtests.mix",  # the --mix value the Settings object holds
             # A model's description as Triton reports it (pure values): workloads and clients read it.
             "loadtests.model_spec",
             "loadtests.events",
@@ -52,7 +53,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     # writer. Below traffic: the sweep and capacity shapes judge levels on merged window stats.
     (3, ("loadtests.recording",)),
     # 4. what sends the load: pre-flight endpoints, load shapes and open loop, user classes.
-    (4, ("loadtests.endpoints", "loadtests.traffic", "loadtests.users")),
+    (4, ("loadtests.endpoints", "loadtests.endpoint_mix", "loadtests.traffic", "loadtests.users")),
     # 5. the wiring; `analysis` reads run directories (the SLO gate and the commands use it,
     # the measuring side below never does).
     (
@@ -64,6 +65,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.slo_gate",
             "loadtests.options",
             "loadtests.option_values",  # the options read into Settings
+            "loadtests.mix_options",  # --mix read into its value (list or file)
             "loadtests.outputs",  # the pre-flight of the run's outputs
             "loadtests.interrupts",  # Ctrl-C routing, installed by the wiring
             "analysis",
@@ -250,8 +252,8 @@ def test_the_checks_catch_what_they_check(tmp_path):
     assert layer_of("loadtests") == 0
     assert layer_of("loadtests.runtime") is None  # a module in no layer fails until it is placed
     assert "loadtests.run.process" in imported_modules(REPO_ROOT / "loadtests/run/wiring.py")
-    # The settings module imports only a value type of the suite.
-    assert imported_modules(REPO_ROOT / "loadtests/settings.py") == {"loadtests.batch_size"}
+    # The settings module imports only value types of the suite.
+    assert imported_modules(REPO_ROOT / "loadtests/settings.py") == {"loadtests.batch_size", "loadtests.mix"}
     long_function = "def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES + "    return x\n"
     source = tmp_path / "long.py"
     source.write_text(long_function)

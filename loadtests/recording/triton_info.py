@@ -10,6 +10,11 @@ from loadtests.run_format.ensembles import composing_models
 def fetch_triton_info(http_address: str, models: list[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     """{"server": /v2, "models": {m: {"metadata": ..., "config": ...}}}; errors recorded, not raised.
 
+    The models of the run, then the composing models of its ensembles (their configs'
+    `ensemble_scheduling` steps, recursively), each marked with the ensembles it serves
+    (`"part_of": ["bert_ensemble"]`): Triton runs and counts every step's model on its own,
+    so the server-side breakdown watches them too (`watched_models`).
+
     Example: fetch_triton_info("127.0.0.1:8000", ["bert_qa"])["models"]["bert_qa"]["config"]["max_batch_size"]
     """
     control = TritonControl(http_address, timeout_s=timeout_s)
@@ -18,37 +23,29 @@ def fetch_triton_info(http_address: str, models: list[str], timeout_s: float = D
         info["server"] = control.server_metadata()
     except ServerError as error:
         info["error"] = f"server metadata: {error}"
-    for model in models:
+    pending = [(model, None) for model in models]
+    while pending:
+        model, ensemble = pending.pop(0)
+        if model in info["models"]:
+            _mark_part_of(info["models"][model], ensemble)
+            continue
         entry: dict = {}
+        _mark_part_of(entry, ensemble)
         try:
             entry["metadata"] = control.model_metadata(model)
             entry["config"] = control.model_config(model)
         except ServerError as error:
             entry["error"] = str(error)
         info["models"][model] = entry
+        pending.extend((step, model) for step in composing_models(entry.get("config") or {}))
     return info
 
 
-def with_composing_models(http_address: str, models: list[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[str]:
-    """`models` and, for each ensemble among them, the models its steps call (nested ensembles
-    too): Triton counts an ensemble's work in its composing models' statistics, so a run that
-    targets an ensemble must poll them as well. A config Triton does not give is left out here
-    (fetch_triton_info records the error).
+def watched_models(info: dict) -> list[str]:
+    """Every model of `fetch_triton_info`'s answer: the run's and its ensembles' composing models."""
+    return list(info["models"])
 
-    Example: with_composing_models("127.0.0.1:8000", ["resnet50_jpeg"])
-    # ["resnet50_jpeg", "resnet50_preprocess", "resnet50"]
-    """
-    control = TritonControl(http_address, timeout_s=timeout_s)
-    found = list(models)
-    pending = list(models)
-    while pending:
-        model = pending.pop(0)
-        try:
-            config = control.model_config(model)
-        except ServerError:
-            continue
-        for step_model in composing_models(config):
-            if step_model not in found:
-                found.append(step_model)
-                pending.append(step_model)
-    return found
+
+def _mark_part_of(entry: dict, ensemble: str | None) -> None:
+    if ensemble is not None and ensemble not in entry.setdefault("part_of", []):
+        entry["part_of"].append(ensemble)

@@ -1,4 +1,8 @@
-"""The prepared endpoints of one process: built once per (workload, protocol), first user waits."""
+"""The prepared endpoints of one process: built once per (workload, protocol), first user waits.
+
+With --mix, the generic classes' endpoint is a `MixedEndpoint` (one endpoint per model of
+the mix, picked by weight per request): loadtests/endpoint_mix.py.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from collections.abc import Callable
 from gevent.lock import Semaphore
 
 from loadtests.clients import open_client
+from loadtests.endpoint_mix import MIX_KIND, MixedEndpoint, check_mix_applies, prepare_mix
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import StartupError
 from loadtests.settings import Settings
@@ -22,7 +27,7 @@ class EndpointCache:
         self.user_classes = user_classes
         self.settings = settings
         self.request_event = request_event
-        self.prepared: dict[tuple[str, str], Endpoint] = {}
+        self.prepared: dict[tuple[str, str], Endpoint | MixedEndpoint] = {}
         self._locks: dict[tuple[str, str], Semaphore] = {}
 
     def classes(self) -> list[type]:
@@ -34,39 +39,58 @@ class EndpointCache:
 
     def models(self) -> list[str]:
         """The models the run targets (a class whose model cannot be named is left to pre-flight)."""
-        models = set()
-        for kind in self.kinds():
-            try:
-                models.add(model_name_for(kind, self.settings(), self.kinds()))
-            except StartupError:
-                continue
-        return sorted(models)
+        return sorted(set(self._class_models().values()).union(*self._class_models_of_mix().values()))
 
     def names(self) -> dict[str, str]:
         """Endpoint name -> model of every selected user class, as prepare_endpoint names them."""
-        names = {endpoint.name: endpoint.model.name for endpoint in self.prepared.values()}
-        for cls in self.classes():
-            try:
-                model = model_name_for(cls.workload, self.settings(), self.kinds())
-            except StartupError:
-                continue  # pre-flight reports it
+        names = {endpoint.name: endpoint.model.name for target in self.prepared.values() for endpoint in _parts(target)}
+        for cls, model in self._class_models().items():
             names.setdefault(f"{model} [{cls.protocol}]", model)
+        for cls, models in self._class_models_of_mix().items():
+            for model in models:
+                names.setdefault(f"{model} [{cls.protocol}]", model)
         return names
 
-    def endpoint(self, kind: str, protocol: str) -> Endpoint:
-        """The prepared endpoint for a user class; raises StartupError."""
+    def _class_models(self) -> dict[type, str]:
+        """Each selected class's one model (classes that take the --mix, or cannot name one, left out)."""
+        out = {}
+        mix = self.settings().mix
+        for cls in self.classes():
+            if mix is not None and cls.workload == MIX_KIND:
+                continue
+            try:
+                out[cls] = model_name_for(cls.workload, self.settings(), self.kinds())
+            except StartupError:
+                continue  # pre-flight reports it
+        return out
+
+    def _class_models_of_mix(self) -> dict[type, tuple[str, ...]]:
+        mix = self.settings().mix
+        if mix is None:
+            return {}
+        return {cls: mix.models for cls in self.classes() if cls.workload == MIX_KIND}
+
+    def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint:
+        """The prepared endpoint for a user class (a mix's, for the generic classes with --mix);
+        raises StartupError."""
         key = (kind, protocol)
         with self._locks.setdefault(key, Semaphore()):
             if key not in self.prepared:
-                settings = self.settings()
-                model = model_name_for(kind, settings, self.kinds())
-                client = open_client(protocol, settings, self.request_event)
-                try:
-                    self.prepared[key] = prepare_endpoint(kind, client, model, settings)
-                finally:
-                    client.close()
-                logger.info("prepared %s: batch sizes %s", self.prepared[key].name, settings.batch_size.text)
+                self.prepared[key] = self._prepare(kind, protocol, self.settings())
         return self.prepared[key]
+
+    def _prepare(self, kind: str, protocol: str, settings: Settings) -> Endpoint | MixedEndpoint:
+        if settings.mix is not None:
+            check_mix_applies({cls.__name__: cls.workload for cls in self.classes()})
+        client = open_client(protocol, settings, self.request_event)
+        try:
+            if settings.mix is not None:
+                return prepare_mix(client, settings.mix, settings)
+            endpoint = prepare_endpoint(kind, client, model_name_for(kind, settings, self.kinds()), settings)
+        finally:
+            client.close()
+        logger.info("prepared %s: batch sizes %s", endpoint.name, settings.batch_size.text)
+        return endpoint
 
     def prepare_all(self) -> None:
         """Pre-flight: every selected class's endpoint; raises StartupError."""
@@ -75,3 +99,7 @@ class EndpointCache:
 
     def clear(self) -> None:
         self.prepared.clear()
+
+
+def _parts(target: Endpoint | MixedEndpoint) -> tuple[Endpoint, ...]:
+    return target.endpoints if isinstance(target, MixedEndpoint) else (target,)

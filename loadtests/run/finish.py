@@ -14,6 +14,7 @@ from loadtests.clients.base import CONNECTION_FAILURES
 from loadtests.recording.console import print_exact_summary, print_faults
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
+from loadtests.run_format.summary import mix_block
 from loadtests.settings import Settings
 
 
@@ -32,6 +33,11 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
         {model: delta["requests"] + delta["failed_requests"] for model, delta in server.items()},
         requests_by_model(totals),
     )
+    if settings.mix is not None:
+        sent = {}
+        for stats in totals.values():
+            sent[stats.model] = sent.get(stats.model, 0) + stats.requests
+        extra["mix"] = mix_block(settings.mix.text, settings.mix.weights, sent)
     shape = process.environment.shape_class
     summary = run.directory.summary(
         totals,

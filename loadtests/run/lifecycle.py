@@ -27,7 +27,7 @@ from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
 from loadtests.recording.throttling import add as add_throttle
-from loadtests.recording.triton_info import fetch_triton_info, with_composing_models
+from loadtests.recording.triton_info import fetch_triton_info, watched_models
 from loadtests.recording.windows import RunAggregator
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.finish import finish_run
@@ -80,19 +80,18 @@ class RunLifecycle:
     def start(self) -> None:
         settings = self.process.settings
         models = self.process.endpoints.models()
-        # An ensemble's time is spent in its composing models: their statistics are polled too.
-        polled = with_composing_models(settings.triton_http, models)
+        triton = fetch_triton_info(settings.triton_http, models)
         directory = RunDirectory.create(
             settings,
             [cls.__name__ for cls in self.environment.user_classes],
-            triton=fetch_triton_info(settings.triton_http, polled),
+            triton=triton,
             window_s=settings.window_s,
         )
         logger.info("run directory: %s", directory.path)
         server = ServerWatch(
             settings.triton_http,
             settings.triton_metrics,
-            polled,
+            watched_models(triton),  # ensembles' composing models too: Triton counts each step
             settings.server_poll_s,
             self.wait_for_quiet,
             metrics_csv=directory.path / "server_metrics.csv",

@@ -18,6 +18,7 @@ import time
 import gevent
 from locust.env import Environment
 
+from loadtests.endpoint_mix import MixedEndpoint
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
@@ -69,7 +70,7 @@ class SuiteProcess:
         return settings
 
     # -- what the users need (loadtests.users.ProcessServices) ---------------------------------
-    def endpoint(self, kind: str, protocol: str) -> Endpoint:
+    def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint:
         """The prepared endpoint of a user class (built once per process; raises StartupError)."""
         return self.endpoints.endpoint(kind, protocol)
 

@@ -61,6 +61,19 @@ class MergedEntry(EntryTotals):
     endpoints: list[str]
 
 
+class MixBlock(TypedDict):
+    """summary.json's "mix" (runs with --mix): the weights asked for beside the shares measured.
+
+    Shares are each model's requests (over its endpoints, failures included; open-loop drops
+    excluded, as they were never sent) over the mix's requests.
+    """
+
+    given: str  # the --mix value: the MODEL:WEIGHT list or the mix file's path
+    weights: dict[str, float]  # normalised, sum 1
+    requests: dict[str, int]
+    shares: dict[str, float]
+
+
 class Summary(TypedDict):
     """summary.json as a whole."""
 
@@ -75,6 +88,7 @@ class Summary(TypedDict):
     # in the totals, missing from timeseries.csv.
     late_worker_windows: NotRequired[int]
     slo: NotRequired[list[dict]]  # one verdict per --slo clause (slo.Result.to_json)
+    mix: NotRequired[MixBlock]  # --mix runs only
 
 
 def late_ratio(late: int, requests: int) -> float:
@@ -108,3 +122,15 @@ def combine(entries: list[dict], name: str, latency_us: dict[str, float]) -> dic
         if entries and all(key in entry for entry in entries):
             combined[key] = sum(int(entry[key]) for entry in entries)
     return combined
+
+
+def mix_block(given: str, weights: dict[str, float], requests: dict[str, int]) -> MixBlock:
+    """summary.json's "mix" from the weights and each model's requests (models in the weights' order)."""
+    counts = {model: int(requests.get(model, 0)) for model in weights}
+    total = sum(counts.values())
+    return {
+        "given": given,
+        "weights": {model: round(weight, 6) for model, weight in weights.items()},
+        "requests": counts,
+        "shares": {model: round(count / total, 6) if total else 0.0 for model, count in counts.items()},
+    }
