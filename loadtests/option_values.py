@@ -23,6 +23,7 @@ from loadtests.settings import (
     DEFAULT_PROMETHEUS_HOST,
     DEFAULT_REQUEST_TIMEOUT_S,
     DEFAULT_SEQ_LEN,
+    DEFAULT_SEQUENCE_LENGTH,
     DEFAULT_SERVER_POLL_S,
     DEFAULT_TRITON_GRPC,
     DEFAULT_TRITON_HTTP,
@@ -33,6 +34,7 @@ from loadtests.settings import (
     TRAFFIC_MODES,
     Settings,
 )
+from loadtests.batch_size import BatchSizeSpec
 from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_overrides
 
 GRPC_CONNECTION_POLICIES = MappingProxyType({"per-user": 1, "per-process": 0})
@@ -102,6 +104,9 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         "bert_model": _text(options, "bert_model"),
         "resnet_model": _text(options, "resnet_model"),
         "batch_size": parse_batch_size(_given(options, "batch_size", "1")),
+        "sequence_length": BatchSizeSpec.parse(
+            _given(options, "sequence_length", DEFAULT_SEQUENCE_LENGTH), "--sequence-length"
+        ),
         "seq_len": seq_len,
         "doc_stride": int(getattr(options, "doc_stride", DEFAULT_DOC_STRIDE)),
         "vocab": _path(options, "vocab"),

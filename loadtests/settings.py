@@ -23,6 +23,8 @@ DEFAULT_TRITON_METRICS = "127.0.0.1:8002"
 DEFAULT_BERT_MODEL = "bert_qa_dynbatch"
 DEFAULT_RESNET_MODEL = "resnet50"
 DEFAULT_SEQ_LEN = "384"
+# Requests per sequence of the sequence users (perf_analyzer's --sequence-length default).
+DEFAULT_SEQUENCE_LENGTH = "20"
 DEFAULT_DOC_STRIDE = 128
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 DATA_MODES = ("random", "zero")
@@ -56,6 +58,10 @@ class Settings:
     bert_model: str = ""
     resnet_model: str = ""
     batch_size: BatchSizeSpec = field(default_factory=lambda: parse_batch_size("1"))
+    # Sequence users: requests per sequence, drawn per sequence (the --batch-size SPEC grammar).
+    sequence_length: BatchSizeSpec = field(
+        default_factory=lambda: BatchSizeSpec.parse(DEFAULT_SEQUENCE_LENGTH, "--sequence-length")
+    )
     seq_len: int | None = 384  # None: 'variable'
     doc_stride: int = DEFAULT_DOC_STRIDE
     vocab: Path | None = None
