@@ -42,7 +42,7 @@ def model_name_for(kind: str, settings: Settings, kinds_in_run: Iterable[str]) -
     kinds = set(kinds_in_run)
     if kind in ("generic", "sequence"):
         if not settings.model:
-            raise ModelMismatchError(f"{'sequence' if kind == 'sequence' else 'generic'} Triton users need --model NAME")
+            raise ModelMismatchError(f"{kind} Triton users need --model NAME")
         return settings.model
     own = settings.bert_model if kind == "bert_qa" else settings.resnet_model
     if own:

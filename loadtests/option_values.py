@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from loadtests.addresses import check_address
+from loadtests.batch_size import BatchSizeSpec
 from loadtests.errors import SpecError
 from loadtests.settings import (
     CLOSED_LOOP,
@@ -34,7 +35,6 @@ from loadtests.settings import (
     TRAFFIC_MODES,
     Settings,
 )
-from loadtests.batch_size import BatchSizeSpec
 from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_overrides
 
 GRPC_CONNECTION_POLICIES = MappingProxyType({"per-user": 1, "per-process": 0})

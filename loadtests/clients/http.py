@@ -93,11 +93,10 @@ class HttpClient(TritonClient):
         outputs = [httpclient.InferRequestedOutput(o.name, binary_data=self.binary) for o in model.outputs]
         # Sequence parameters go in the request's JSON `parameters` (sequence_id, sequence_start,
         # sequence_end), as tritonclient writes them.
-        flags = (
-            {}
-            if sequence is None
-            else {"sequence_id": sequence.correlation_id, "sequence_start": sequence.start, "sequence_end": sequence.end}
-        )
+        flags = {}
+        if sequence is not None:
+            flags = {"sequence_id": sequence.correlation_id, "sequence_start": sequence.start}
+            flags["sequence_end"] = sequence.end
         body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs, **flags)
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
         path = infer_path(model.name)
