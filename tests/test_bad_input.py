@@ -379,6 +379,25 @@ CLI_CASES: list[CliCase] = [
     ),
     locust_case("bert-user-on-identity", ["--model", "identity"], "identity", "identity", "BertQAHttpUser"),
     locust_case("image-user-on-identity", ["--model", "identity"], "identity", "identity", "ResNetGrpcUser"),
+    # sequence users: a model without sequence batching, open loop, a bad --sequence-length
+    locust_case("sequence-without-model", [], "--model", "accumulator", "TritonSequenceHttpUser"),
+    locust_case(
+        "sequence-user-on-identity", ["--model", "identity"], "sequence_batching", "identity", "TritonSequenceGrpcUser"
+    ),
+    locust_case(
+        "sequence-open-loop",
+        ["--model", "accumulator", "--traffic", "constant", "--rate", "10"],
+        "closed loop",
+        "accumulator",
+        "TritonSequenceHttpUser",
+    ),
+    locust_case(
+        "sequence-length-zero",
+        ["--model", "accumulator", "--sequence-length", "0"],
+        "--sequence-length",
+        "accumulator",
+        "TritonSequenceHttpUser",
+    ),
     # files that cannot be read or used
     locust_case(
         "input-data-missing",
