@@ -1,7 +1,9 @@
 """Locust users that send Triton inference traffic, one class per workload and protocol.
 
-All six share `TritonUser`; they differ only in two class attributes, `workload`
-(what the payload is) and `protocol` (which client sends it):
+All eight share `TritonUser`; they differ only in two class attributes, `workload`
+(what the payload is) and `protocol` (which client sends it). The two sequence users
+(`TritonSequenceUser`) send sequences of requests instead of a pool's bodies
+(loadtests/sequences.py):
 
     locust -f locustfile.py --headless -u 8 -t 1m BertQAHttpUser ResNetGrpcUser
     locust -f locustfile.py --headless -u 4 -t 30s TritonGrpcUser --model identity --shape INPUT0:16
@@ -17,7 +19,7 @@ greenlet of their own, so requests go out on time however slow the responses are
 count, sets the load, and in-flight requests are capped by --max-in-flight.
 
 Either way each request's batch size comes from --batch-size and its body from a pool
-built before the first request.
+built before the first request (sequence users: batch size 1, closed loop only).
 """
 
 from __future__ import annotations
