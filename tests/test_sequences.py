@@ -14,10 +14,12 @@ from locust.event import EventHook
 
 from loadtests.batch_size import BatchSizeSpec
 from loadtests.clients import open_client
+from loadtests.clients.base import SequenceStep
 from loadtests.endpoints import prepare_endpoint
 from loadtests.sequence_ids import SequenceIds
-from loadtests.sequences import SEQUENCE_STATE, SequenceSender
+from loadtests.sequences import SEQUENCE_STATE, SequenceSender, sequence_request
 from loadtests.server import TritonPorts
+from loadtests.settings import Settings
 from tests.helpers import read_summary, run_cli, triton_options
 
 MODEL = "accumulator"
@@ -75,8 +77,6 @@ def _sender(client, endpoint, ids: SequenceIds, seed: int) -> SequenceSender:
 def test_two_generators_sharing_ids_fail_the_state_check(triton):
     """What the disjoint ranges prevent (server#3103): two generators with the same IDs corrupt
     each other's sums, and the check names it instead of counting wrong answers as successes."""
-    from loadtests.settings import Settings
-
     settings = Settings(triton_http=triton.http_address, triton_grpc=triton.grpc_address, model=MODEL)
     failures: list[str] = []
     event = EventHook()
@@ -91,3 +91,37 @@ def test_two_generators_sharing_ids_fail_the_state_check(triton):
         for client in clients:
             client.close()
     assert SEQUENCE_STATE in failures, failures
+
+
+def test_a_sequence_that_fails_midway_is_ended_and_counted(triton):
+    """Another generator restarts this sequence's ID after its 2nd request: the 3rd response's sum
+    is wrong, the sequence counts as failed, and one END request closes it on Triton at once."""
+    settings = Settings(triton_http=triton.http_address, triton_grpc=triton.grpc_address, model=MODEL)
+    ids = SequenceIds(worker=2**31 - 1, slot=7)  # IDs no other test uses
+    target = SequenceIds(ids.worker, ids.slot).next()  # the ID of the sender's first sequence
+    seen: list[dict] = []
+    event, quiet = EventHook(), EventHook()
+    client, other = open_client("grpc", settings, event), open_client("http", settings, quiet)
+    try:
+        endpoint = prepare_endpoint("sequence", client, MODEL, settings)
+        other_endpoint = prepare_endpoint("sequence", other, MODEL, settings)
+
+        def on_request(exception=None, context=None, **_):
+            seen.append({"failure": str(exception) if exception else None, **context})
+            if len(seen) == 2:  # the colliding generator's START, between this user's 2nd and 3rd request
+                step = SequenceStep(target, start=True, end=False)
+                assert other.infer(sequence_request(other, other_endpoint, step, 100, None)) is None
+
+        event.add_listener(on_request)
+        failure = _sender(client, endpoint, ids, seed=1).run_one()
+        # Closed on Triton: a request without START for this ID is now refused.
+        closed = other.infer(sequence_request(other, other_endpoint, SequenceStep(target, False, True), 0, None))
+    finally:
+        client.close()
+        other.close()
+    assert failure is not None and failure.name == SEQUENCE_STATE
+    assert [r["failure"] for r in seen] == [None, None, SEQUENCE_STATE, None]
+    # Started once and failed once; the closing END (4th) counts as a request, not as a sequence.
+    assert [r["sequence_started"] for r in seen] == [True, False, False, False]
+    assert [r["sequence_outcome"] for r in seen] == [None, None, "failed", None]
+    assert closed is not None and closed.name == "HTTP 400", closed
