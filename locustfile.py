@@ -21,6 +21,8 @@ from loadtests.users import (  # noqa: E402, F401
     ResNetHttpUser,
     TritonGrpcUser,
     TritonHttpUser,
+    TritonSequenceGrpcUser,
+    TritonSequenceHttpUser,
 )
 
 run.install(events)

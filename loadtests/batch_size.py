@@ -50,13 +50,14 @@ class BatchSizeSpec:
     _uniform: bool = field(init=False, repr=False, compare=False)
 
     @classmethod
-    def parse(cls, text: str) -> BatchSizeSpec:
-        """Parse a SPEC string; raise SpecError naming the spec and the accepted forms."""
+    def parse(cls, text: str, option: str = "--batch-size") -> BatchSizeSpec:
+        """Parse a SPEC string; raise SpecError naming the option, the spec and the accepted
+        forms (`option`: the same SPEC grammar serves --sequence-length)."""
         spec = str(text).strip()
         try:
             sizes, weights = _parse(spec)
         except ValueError as exc:
-            raise SpecError(f"bad --batch-size {text!r}: {exc}; accepted forms: {ACCEPTED_FORMS}") from None
+            raise SpecError(f"bad {option} {text!r}: {exc}; accepted forms: {ACCEPTED_FORMS}") from None
         total = sum(weights)
         return cls(spec, tuple(sizes), tuple(w / total for w in weights))
 

@@ -37,7 +37,9 @@ from loadtests.workloads import (
     Workload,
 )
 
-WORKLOAD_KINDS = ("bert_qa", "resnet", "generic")
+WORKLOAD_KINDS = ("bert_qa", "resnet", "generic", "sequence")
+# Integer datatypes a sequence user's running sum can be sent in (one value per request).
+SEQUENCE_DATATYPES = ("INT32", "INT64", "UINT32", "UINT64")
 logger = logging.getLogger(__name__)
 PROTOCOL_NAMES = {"http": "HTTP", "grpc": "gRPC"}
 # Distinct request bodies kept per batch size, within a memory budget per endpoint.
@@ -51,9 +53,11 @@ JSON_REFUSED_DATATYPES = ("FP16", "BF16")
 def model_name_for(kind: str, settings: Settings, kinds_in_run: Iterable[str]) -> str:
     """Which model a workload targets: --model alone, or --bert-model/--resnet-model when mixed."""
     kinds = set(kinds_in_run)
-    if kind == "generic":
+    if kind in ("generic", "sequence"):
         if not settings.model:
-            raise ModelMismatchError("generic Triton users need --model NAME (or --mix MODEL:WEIGHT,...)")
+            raise ModelMismatchError(
+                f"{kind} Triton users need --model NAME" + (" (or --mix MODEL:WEIGHT,...)" if kind == "generic" else "")
+            )
         return settings.model
     own = settings.bert_model if kind == "bert_qa" else settings.resnet_model
     if own:
@@ -207,6 +211,30 @@ def _batch_and_expected(workload: Workload, size: int, rng: np.random.Generator)
     return workload.make_batch(size, rng), None
 
 
+def check_sequence_model(model: ModelSpec, settings: Settings) -> None:
+    """What a sequence user needs (loadtests/sequences.py): a model with sequence batching and
+    one integer input and one output (a running sum), closed-loop traffic, batch size 1."""
+    if not model.sequence_batching:
+        raise ModelMismatchError(
+            f"model '{model.name}' has no sequence_batching in its config: sequence users send correlation IDs "
+            "and start/end flags only to sequence models"
+        )
+    if len(model.inputs) != 1 or len(model.outputs) != 1 or model.inputs[0].datatype not in SEQUENCE_DATATYPES:
+        raise ModelMismatchError(
+            f"model '{model.name}' is not an accumulator: sequence users send one integer per request "
+            f"({'/'.join(SEQUENCE_DATATYPES)} input of shape [1]) and check one output against the running sum"
+        )
+    if not model.inputs[0].accepts((1,)):
+        raise ModelMismatchError(f"input '{model.inputs[0].name}' of model '{model.name}' does not take shape [1]")
+    if settings.open_loop:
+        raise ModelMismatchError(
+            "sequence users run closed loop (each request waits for the previous one of its sequence): "
+            "drop --traffic/--rate"
+        )
+    if settings.batch_size.sizes != (1,):
+        raise ModelMismatchError("sequence users send batch size 1 (one step of one sequence per request)")
+
+
 def prepare_endpoint(kind: str, client: TritonClient, model_name: str, settings: Settings) -> Endpoint:
     """Pre-flight one endpoint and build its request pools (the client is used, not closed)."""
     return build_endpoint(kind, client, fetch_model(client, model_name), settings)
@@ -216,6 +244,11 @@ def build_endpoint(kind: str, client: TritonClient, model: ModelSpec, settings: 
     """The checks against a fetched model, then the request pools (the client is used, not closed)."""
     if client.protocol == "http" and not getattr(client, "binary", True):
         _check_json_datatypes(model)
+    if kind == "sequence":
+        # Sequence requests are built one by one (each carries its ID, flags and value).
+        check_sequence_model(model, settings)
+        name = f"{model.name} [{client.protocol}]"
+        return Endpoint(name, kind, client.protocol, model, settings.batch_size, {}, None)
     settings.batch_size.check_against(model)
     workload = build_workload(kind, model, settings)
     rng = np.random.default_rng(POOL_SEED)

@@ -74,6 +74,8 @@ class ModelSpec:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     max_sequence_length: int | None = None
+    # The config has `sequence_batching`: requests need a correlation ID and start/end flags.
+    sequence_batching: bool = False
 
     @property
     def batches(self) -> bool:
@@ -109,6 +111,7 @@ class ModelSpec:
             inputs=tensors(metadata.get("inputs", [])),
             outputs=tensors(metadata.get("outputs", [])),
             max_sequence_length=_int_parameter(config, MAX_SEQUENCE_LENGTH),
+            sequence_batching=bool(config.get("sequence_batching")),
         )
 
 

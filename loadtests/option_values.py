@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from loadtests.addresses import check_address
+from loadtests.batch_size import BatchSizeSpec
 from loadtests.errors import SpecError
 from loadtests.mix_options import parse_mix
 from loadtests.settings import (
@@ -24,6 +25,7 @@ from loadtests.settings import (
     DEFAULT_PROMETHEUS_HOST,
     DEFAULT_REQUEST_TIMEOUT_S,
     DEFAULT_SEQ_LEN,
+    DEFAULT_SEQUENCE_LENGTH,
     DEFAULT_SERVER_POLL_S,
     DEFAULT_TRITON_GRPC,
     DEFAULT_TRITON_HTTP,
@@ -109,6 +111,9 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         "bert_model": _text(options, "bert_model"),
         "resnet_model": _text(options, "resnet_model"),
         "batch_size": parse_batch_size(_given(options, "batch_size", "1")),
+        "sequence_length": BatchSizeSpec.parse(
+            _given(options, "sequence_length", DEFAULT_SEQUENCE_LENGTH), "--sequence-length"
+        ),
         "seq_len": seq_len,
         "doc_stride": int(getattr(options, "doc_stride", DEFAULT_DOC_STRIDE)),
         "vocab": _path(options, "vocab"),

@@ -28,6 +28,7 @@ from loadtests.settings import (
     DEFAULT_RESNET_JPEG_MODEL,
     DEFAULT_RESNET_MODEL,
     DEFAULT_SEQ_LEN,
+    DEFAULT_SEQUENCE_LENGTH,
     DEFAULT_SERVER_POLL_S,
     DEFAULT_TRITON_GRPC,
     DEFAULT_TRITON_HTTP,
@@ -93,6 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="1",
         metavar="SPEC",
         help="batch size per request: 8 | 1,2,4,8 (choice) | 1-16 (range) | 1:0.7,8:0.3 (weighted)",
+    )
+    option(
+        "--sequence-length",
+        default=DEFAULT_SEQUENCE_LENGTH,
+        metavar="SPEC",
+        help="sequence users: requests per sequence, drawn per sequence: 20 | 5,10,20 (choice) | 5-50 (range) | "
+        "10:0.9,100:0.1 (weighted)",
     )
     option("--seq-len", default=DEFAULT_SEQ_LEN, help="BERT sequence length: N (padded/truncated) or 'variable'")
     option("--doc-stride", type=int, default=DEFAULT_DOC_STRIDE, help="BERT document stride for long contexts")

@@ -30,6 +30,8 @@ IMAGE_JPEG = "jpeg"
 IMAGE_FORMATS = (IMAGE_TENSOR, IMAGE_JPEG)
 DEFAULT_RESNET_JPEG_MODEL = "resnet50_jpeg"
 DEFAULT_SEQ_LEN = "384"
+# Requests per sequence of the sequence users (perf_analyzer's --sequence-length default).
+DEFAULT_SEQUENCE_LENGTH = "20"
 DEFAULT_DOC_STRIDE = 128
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 DATA_MODES = ("random", "zero")
@@ -64,6 +66,10 @@ class Settings:
     resnet_model: str = ""
     mix: ModelMix | None = None  # --mix: the generic users' models and weights (instead of --model)
     batch_size: BatchSizeSpec = field(default_factory=lambda: parse_batch_size("1"))
+    # Sequence users: requests per sequence, drawn per sequence (the --batch-size SPEC grammar).
+    sequence_length: BatchSizeSpec = field(
+        default_factory=lambda: BatchSizeSpec.parse(DEFAULT_SEQUENCE_LENGTH, "--sequence-length")
+    )
     seq_len: int | None = 384  # None: 'variable'
     doc_stride: int = DEFAULT_DOC_STRIDE
     vocab: Path | None = None

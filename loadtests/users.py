@@ -1,7 +1,9 @@
 """Locust users that send Triton inference traffic, one class per workload and protocol.
 
-All six share `TritonUser`; they differ only in two class attributes, `workload`
-(what the payload is) and `protocol` (which client sends it):
+All eight share `TritonUser`; they differ only in two class attributes, `workload`
+(what the payload is) and `protocol` (which client sends it). The two sequence users
+(`TritonSequenceUser`) send sequences of requests instead of a pool's bodies
+(loadtests/sequences.py):
 
     locust -f locustfile.py --headless -u 8 -t 1m BertQAHttpUser ResNetGrpcUser
     locust -f locustfile.py --headless -u 4 -t 30s TritonGrpcUser --model identity --shape INPUT0:16
@@ -17,8 +19,9 @@ greenlet of their own, so requests go out on time however slow the responses are
 count, sets the load, and in-flight requests are capped by --max-in-flight.
 
 Either way each request's batch size comes from --batch-size and its body from a pool
-built before the first request. With --mix, the generic users' requests each choose their
-model by weight first (loadtests/endpoint_mix.py), in closed and open loop alike.
+built before the first request (sequence users: batch size 1, closed loop only). With --mix,
+the generic users' requests each choose their model by weight first (loadtests/endpoint_mix.py),
+in closed and open loop alike.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.endpoint_mix import MixedEndpoint
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
+from loadtests.sequence_ids import SequenceIds, UserSlots
+from loadtests.sequences import SequenceSender
 from loadtests.settings import Settings
 from loadtests.traffic.open_loop import OpenLoop
 
@@ -50,6 +55,7 @@ class ProcessServices(Protocol):
 
     settings: Settings
     sender: OpenLoop | None  # the open-loop sender while a test runs (None in closed loop)
+    sequence_slots: UserSlots  # sequence users' slots in this process (their correlation IDs)
 
     def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint: ...
 
@@ -100,6 +106,10 @@ class TritonUser(User):
 
     @task
     def infer(self) -> None:
+        # Locust keeps a base class's task function itself: subclasses override this, not the task.
+        self.send_requests()
+
+    def send_requests(self) -> None:
         # One task that loops, instead of one task per request: between tasks Locust marks a
         # user "waiting", and a graceful stop kills a waiting user with an asynchronous kill
         # that can land in the *next* request (seen as GreenletExit mid-request under load).
@@ -157,6 +167,68 @@ class TritonUser(User):
             client.close()
 
 
+class TritonSequenceUser(TritonUser):
+    """Base class: sequences of --sequence-length requests to a sequence model (--model), each
+    with its correlation ID and start/end flags, every response checked against the running
+    sum (loadtests/sequences.py); closed loop, batch size 1."""
+
+    abstract = True
+    workload = "sequence"
+    sequences: SequenceSender | None = None
+    _slot: int | None = None
+
+    def on_start(self) -> None:
+        super().on_start()
+        if self.client is None:
+            return  # pre-flight failed: the test is stopping
+        process = self.process
+        # Locust's master numbers its workers 0, 1, 2, ...; a single process is worker 0.
+        worker = getattr(self.environment.runner, "worker_index", 0)
+        try:
+            if worker < 0:
+                raise StartupError("this worker has no index from the master yet: sequence IDs cannot be assigned")
+            self._slot = process.sequence_slots.acquire()
+        except StartupError as error:
+            process.fail_startup(error)
+            self.stop(force=True)
+            return
+        self.sequences = SequenceSender(
+            self.client,
+            self.endpoint,
+            SequenceIds(worker, self._slot),
+            process.settings.sequence_length,
+            self.rng,
+            self._stopping,
+        )
+
+    def send_requests(self) -> None:
+        # One task that loops (see TritonUser.send_requests); a stop mid-sequence ends that sequence
+        # with its next request (flagged end), counted as ended early.
+        backoff = ConnectionBackoff()
+        while self.sequences is not None and not self._stopping():
+            pause = backoff.after(self.sequences.run_one())
+            if pause:
+                gevent.sleep(pause)
+
+    def on_stop(self) -> None:
+        if self._slot is not None:
+            self.process.sequence_slots.release(self._slot)
+            self._slot = None
+        super().on_stop()
+
+
+class TritonSequenceHttpUser(TritonSequenceUser):
+    """Sequences to a sequence model (--model) over HTTP: correlation IDs, start/end flags, sums checked."""
+
+    protocol = "http"
+
+
+class TritonSequenceGrpcUser(TritonSequenceUser):
+    """Sequences to a sequence model (--model) over gRPC: correlation IDs, start/end flags, sums checked."""
+
+    protocol = "grpc"
+
+
 class BertQAHttpUser(TritonUser):
     """BERT-QA question/context pairs over HTTP (default model bert_qa_dynbatch)."""
 
@@ -206,5 +278,8 @@ __all__ = [
     "ResNetHttpUser",
     "TritonGrpcUser",
     "TritonHttpUser",
+    "TritonSequenceGrpcUser",
+    "TritonSequenceHttpUser",
+    "TritonSequenceUser",
     "TritonUser",
 ]

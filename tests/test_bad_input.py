@@ -417,6 +417,25 @@ CLI_CASES: list[CliCase] = [
     locust_case("mix-file-empty", ["--mix", "{tmp}/empty_mix.yaml"], "'models'", "identity", "TritonHttpUser"),
     locust_case("mix-file-unknown-key", ["--mix", "{tmp}/typo_mix.json"], "batchsize", "identity", "TritonHttpUser"),
     locust_case("mix-file-shape-misfit", ["--mix", "{tmp}/misfit_mix.yaml"], "INPUT0", "identity", "TritonGrpcUser"),
+    # sequence users: a model without sequence batching, open loop, a bad --sequence-length
+    locust_case("sequence-without-model", [], "--model", "accumulator", "TritonSequenceHttpUser"),
+    locust_case(
+        "sequence-user-on-identity", ["--model", "identity"], "sequence_batching", "identity", "TritonSequenceGrpcUser"
+    ),
+    locust_case(
+        "sequence-open-loop",
+        ["--model", "accumulator", "--traffic", "constant", "--rate", "10"],
+        "closed loop",
+        "accumulator",
+        "TritonSequenceHttpUser",
+    ),
+    locust_case(
+        "sequence-length-zero",
+        ["--model", "accumulator", "--sequence-length", "0"],
+        "--sequence-length",
+        "accumulator",
+        "TritonSequenceHttpUser",
+    ),
     # files that cannot be read or used
     locust_case(
         "input-data-missing",

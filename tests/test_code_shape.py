@@ -44,6 +44,8 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.model_spec",
             "loadtests.events",
             "loadtests.run_format",
+            # Sequence users' correlation IDs (pure arithmetic and the per-process slots).
+            "loadtests.sequence_ids",
         ),
     ),
     (1, ("loadtests.workloads",)),
@@ -53,7 +55,16 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     # writer. Below traffic: the sweep and capacity shapes judge levels on merged window stats.
     (3, ("loadtests.recording",)),
     # 4. what sends the load: pre-flight endpoints, load shapes and open loop, user classes.
-    (4, ("loadtests.endpoints", "loadtests.endpoint_mix", "loadtests.traffic", "loadtests.users")),
+    (
+        4,
+        (
+            "loadtests.endpoints",
+            "loadtests.endpoint_mix",
+            "loadtests.traffic",
+            "loadtests.users",
+            "loadtests.sequences",
+        ),
+    ),
     # 5. the wiring; `analysis` reads run directories (the SLO gate and the commands use it,
     # the measuring side below never does).
     (

@@ -60,6 +60,35 @@ def connection_failure(error: OSError) -> RequestFailure:
 
 
 @dataclass(frozen=True)
+class SequenceStep:
+    """One request's place in a sequence: Triton's `sequence_id`, `sequence_start` and
+    `sequence_end` request parameters, and what the request tells the sequence counts.
+
+    `early`: the last request of a sequence the test's stop cut short (END sent before the
+    sequence's length was reached). `recovery`: the END a failed sequence is closed with
+    (the sequence was already counted as failed, so this request counts none).
+
+    Example: SequenceStep(correlation_id=0x2_0001_0003, start=True, end=False)
+    """
+
+    correlation_id: int
+    start: bool
+    end: bool
+    early: bool = False
+    recovery: bool = False
+
+    def outcome(self, failure: RequestFailure | None) -> str | None:
+        """The sequence's outcome this request decides ("completed", "failed", "ended_early"), if any."""
+        if self.recovery:
+            return None
+        if failure is not None:
+            return "failed"
+        if self.end:
+            return "ended_early" if self.early else "completed"
+        return None
+
+
+@dataclass(frozen=True)
 class PreparedRequest:
     """One request body built before the test, reused for every send.
 
@@ -69,6 +98,7 @@ class PreparedRequest:
     per output, one flat array per sample in batch order.
     `request_bytes` is the request's body on the wire (HTTP body, or the gRPC message), for
     the bytes-per-second a worker sends (what a machine's network egress must carry).
+    `sequence` is set for a request of a sequence (sequence users build them one by one).
     """
 
     endpoint: str
@@ -78,6 +108,7 @@ class PreparedRequest:
     seq_len: int | None = None
     expected: dict[str, tuple[np.ndarray, ...]] | None = None
     request_bytes: int = 0
+    sequence: SequenceStep | None = None
 
 
 Validator = Callable[[dict[str, np.ndarray], dict[str, str], PreparedRequest], None]
@@ -130,8 +161,16 @@ class TritonClient(ABC):
         requests will then fail and be counted; this is not the place to stop a test)."""
 
     @abstractmethod
-    def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> Any:
-        """Build the wire object for these inputs once (serialisation is the main client cost)."""
+    def prepare(
+        self,
+        model: ModelSpec,
+        inputs: dict[str, np.ndarray],
+        endpoint: str,
+        batch_size: int,
+        sequence: SequenceStep | None = None,
+    ) -> Any:
+        """Build the wire object for these inputs once (serialisation is the main client cost);
+        with `sequence`, the request carries its sequence parameters."""
 
     @abstractmethod
     def wire_bytes(self, wire: Any) -> int:
@@ -208,6 +247,9 @@ class TritonClient(ABC):
             "endpoint": request.endpoint,
             "request_bytes": request.request_bytes,
         }
+        if request.sequence is not None:
+            context["sequence_started"] = request.sequence.start and not request.sequence.recovery
+            context["sequence_outcome"] = request.sequence.outcome(exception)
         elapsed_ns = end_ns - start_ns
         if intended_ns is not None:
             context["uncorrected_us"] = elapsed_ns / 1e3

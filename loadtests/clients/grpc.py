@@ -19,7 +19,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
-from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient
+from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, SequenceStep, TritonClient
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.model_spec import ModelSpec
@@ -122,8 +122,21 @@ class GrpcClient(TritonClient):
             return False
         return True
 
-    def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> PreparedCall:
+    def prepare(
+        self,
+        model: ModelSpec,
+        inputs: dict[str, np.ndarray],
+        endpoint: str,
+        batch_size: int,
+        sequence: SequenceStep | None = None,
+    ) -> PreparedCall:
         request = service_pb2.ModelInferRequest(model_name=model.name)
+        if sequence is not None:
+            # ModelInferRequest.parameters, as tritonclient sets them: the ID as int64_param
+            # (sequence_ids.py keeps IDs below 2**63), the flags as bool_param.
+            request.parameters["sequence_id"].int64_param = sequence.correlation_id
+            request.parameters["sequence_start"].bool_param = sequence.start
+            request.parameters["sequence_end"].bool_param = sequence.end
         for name, array in inputs.items():
             tensor = request.inputs.add()
             tensor.name = name

@@ -17,7 +17,13 @@ import numpy as np
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
-from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient, connection_failure
+from loadtests.clients.base import (
+    CONTROL_TIMEOUT_S,
+    RequestFailure,
+    SequenceStep,
+    TritonClient,
+    connection_failure,
+)
 from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.errors import ServerError
@@ -71,14 +77,27 @@ class HttpClient(TritonClient):
         return self.control.model_metadata(model), self.control.model_config(model)
 
     # -- data plane ---------------------------------------------------------------------
-    def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> HttpWire:
+    def prepare(
+        self,
+        model: ModelSpec,
+        inputs: dict[str, np.ndarray],
+        endpoint: str,
+        batch_size: int,
+        sequence: SequenceStep | None = None,
+    ) -> HttpWire:
         tensors = []
         for name, array in inputs.items():
             tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
             tensor.set_data_from_numpy(array, binary_data=self.binary)
             tensors.append(tensor)
         outputs = [httpclient.InferRequestedOutput(o.name, binary_data=self.binary) for o in model.outputs]
-        body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs)
+        # Sequence parameters go in the request's JSON `parameters` (sequence_id, sequence_start,
+        # sequence_end), as tritonclient writes them.
+        flags = {}
+        if sequence is not None:
+            flags = {"sequence_id": sequence.correlation_id, "sequence_start": sequence.start}
+            flags["sequence_end"] = sequence.end
+        body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs, **flags)
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
         path = infer_path(model.name)
         return HttpWire(path, body, headers, build_request(self.address, path, body, headers))

@@ -40,7 +40,18 @@ def print_exact_summary(totals: dict[str, EndpointStats], open_loop: bool = Fals
         "(order statistics; every percentile's in summary.json latency_ci_us)"
     )
     lines.extend(behind_schedule_warnings(totals) if open_loop else [])
+    lines.extend(sequence_lines(totals))
     print("\n".join(lines), flush=True)
+
+
+def sequence_lines(totals: dict[str, EndpointStats]) -> list[str]:
+    """One line per sequence users' endpoint: how its sequences ended (summary.json's sequences_*)."""
+    return [
+        f"{name}: {stats.sequences['started']} sequences started, {stats.sequences['completed']} completed, "
+        f"{stats.sequences['failed']} failed, {stats.sequences['ended_early']} ended early by the stop"
+        for name, stats in sorted(totals.items())
+        if stats.sequences
+    ]
 
 
 def interval_cell(bounds: list[float | None] | None) -> str:

@@ -57,6 +57,9 @@ class EndpointStats:
     # Requests sent per batch size, failures included: the mix the client asked Triton for,
     # to set beside the batches Triton executed (summary.json's requested_batch_sizes).
     batch_sizes: Counter = field(default_factory=Counter)
+    # Sequence users only: sequences started, and how they ended ("completed", "failed",
+    # "ended_early"): summary.json's sequences_* counts (run_format.summary.SEQUENCE_COUNTS).
+    sequences: Counter = field(default_factory=Counter)
 
     def record(
         self,
@@ -67,8 +70,14 @@ class EndpointStats:
         late: bool = False,
         sent_bytes: int = 0,
         received_bytes: int = 0,
+        sequence_started: bool = False,
+        sequence_outcome: str | None = None,
     ) -> None:
         self.requests += 1
+        if sequence_started:
+            self.sequences["started"] += 1
+        if sequence_outcome is not None:
+            self.sequences[sequence_outcome] += 1
         self.batch_sizes[batch_size] += 1
         if failure not in CONNECTION_FAILURES:  # a refused request put nothing on the wire
             self.bytes_sent += sent_bytes
@@ -98,6 +107,7 @@ class EndpointStats:
         self.inferences += other.inferences
         self.failures.update(other.failures)
         self.batch_sizes.update(other.batch_sizes)
+        self.sequences.update(other.sequences)
         self.histogram.add(other.histogram)
         self.late += other.late
         self.dropped += other.dropped
@@ -134,6 +144,7 @@ class EndpointStats:
             "bytes_received": self.bytes_received,
             # String keys: a message map is decoded with string keys only.
             "batch_sizes": {str(size): count for size, count in self.batch_sizes.items()},
+            "sequences": dict(self.sequences),
         }
 
     @classmethod
@@ -153,6 +164,7 @@ class EndpointStats:
             bytes_sent=int(message.get("bytes_sent", 0)),
             bytes_received=int(message.get("bytes_received", 0)),
             batch_sizes=Counter({int(size): int(count) for size, count in message.get("batch_sizes", {}).items()}),
+            sequences=Counter(message.get("sequences", {})),
         )
 
     def latency_summary_us(self) -> dict[str, float]:
@@ -189,12 +201,15 @@ def add_message(message: dict, targets: list[EndpointStats], adder: EncodedAdder
     (the same result as `target.merge(EndpointStats.from_message(message))`, for less CPU)."""
     failures = message["failures"]
     batch_sizes = {int(size): int(count) for size, count in message.get("batch_sizes", {}).items()}
+    sequences = message.get("sequences")
     for target in targets:
         target.requests += int(message["requests"])
         target.inferences += int(message["inferences"])
         if failures:
             target.failures.update(failures)
         target.batch_sizes.update(batch_sizes)
+        if sequences:
+            target.sequences.update(sequences)
         target.late += int(message.get("late", 0))
         target.dropped += int(message.get("dropped", 0))
         target.bytes_sent += int(message.get("bytes_sent", 0))

@@ -35,6 +35,7 @@ from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.files import RUN_MARKERS
 from loadtests.run_format.hdr import zero_summary
+from loadtests.run_format.summary import SEQUENCE_COUNTS
 from loadtests.settings import Settings
 
 RUNS_ROOT = Path("runs")
@@ -151,6 +152,11 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         "bytes_received_per_request": round(stats.bytes_received / stats.requests, 1) if stats.requests else 0.0,
         "requested_batch_sizes": {str(size): stats.batch_sizes[size] for size in sorted(stats.batch_sizes)},
     }
+    if stats.sequences:
+        # Sequence users: started = completed + failed + ended_early (+ any still running when
+        # a worker was lost); the requests of a sequence are in the counts above as well.
+        for key in SEQUENCE_COUNTS:
+            summary[f"sequences_{key}"] = stats.sequences[key]
     if open_loop:
         summary["latency_uncorrected_us"] = stats.uncorrected_summary_us() or zero_summary()
         summary["late"] = stats.late

@@ -57,9 +57,19 @@ class WindowRecorder:
         late: bool = False,
         sent_bytes: int = 0,
         received_bytes: int = 0,
+        sequence_started: bool = False,
+        sequence_outcome: str | None = None,
     ) -> None:
         self._stats(name, model, protocol).record(
-            latency_us, batch_size, failure, uncorrected_us, late, sent_bytes, received_bytes
+            latency_us,
+            batch_size,
+            failure,
+            uncorrected_us,
+            late,
+            sent_bytes,
+            received_bytes,
+            sequence_started,
+            sequence_outcome,
         )
 
     def record_dropped(self, name: str, model: str, protocol: str) -> None:

@@ -34,4 +34,6 @@ class RequestRecording:
             context.get("late", False),
             context.get("request_bytes", 0),
             response_length or 0,
+            context.get("sequence_started", False),
+            context.get("sequence_outcome"),
         )

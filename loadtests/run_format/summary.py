@@ -18,6 +18,8 @@ OVERALL = "overall"
 LATE = "late"
 DROPPED = "dropped"
 OPEN_LOOP_COUNTS = (LATE, DROPPED)
+# How sequence users' sequences went: summary.json's `sequences_<key>` of an endpoint entry.
+SEQUENCE_COUNTS = ("started", "completed", "failed", "ended_early")
 
 
 class EntryTotals(TypedDict):
@@ -52,6 +54,13 @@ class EndpointEntry(EntryTotals):
     requested_batch_sizes: NotRequired[dict[str, int]]  # {"1": 700, "2": 300}
     # Open loop: latency_us is timed from the intended send, this from the actual send.
     latency_uncorrected_us: NotRequired[dict[str, float]]
+    # Sequence users only (SEQUENCE_COUNTS): sequences started, and how each ended: completed
+    # (every response's sum right), failed (a request failed; the sequence was ended), or
+    # ended early (cut short by the test's stop, its last request carrying END).
+    sequences_started: NotRequired[int]
+    sequences_completed: NotRequired[int]
+    sequences_failed: NotRequired[int]
+    sequences_ended_early: NotRequired[int]
 
 
 class MergedEntry(EntryTotals):
