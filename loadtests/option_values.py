@@ -12,9 +12,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from loadtests.addresses import check_address
+from loadtests.addresses import check_address_list
 from loadtests.errors import SpecError
 from loadtests.settings import (
+    BALANCE_POLICIES,
     CLOSED_LOOP,
     DATA_MODES,
     DEFAULT_DOC_STRIDE,
@@ -30,6 +31,7 @@ from loadtests.settings import (
     DEFAULT_WINDOW_S,
     NO_SHAPE,
     OPEN_LOOP_HINT,
+    ROUND_ROBIN,
     TRAFFIC_MODES,
     Settings,
 )
@@ -95,9 +97,11 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
     input_data, data_mode = _input_data(getattr(options, "input_data", None), data_mode)
     return {
-        "triton_http": check_address("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
-        "triton_grpc": check_address("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
-        "triton_metrics": check_address("--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS),
+        "triton_http": check_address_list("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
+        "triton_grpc": check_address_list("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
+        "triton_metrics": check_address_list(
+            "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS
+        ),
         "model": _text(options, "model"),
         "bert_model": _text(options, "bert_model"),
         "resnet_model": _text(options, "resnet_model"),
@@ -116,7 +120,14 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         "grpc_users_per_connection": parse_grpc_connections(
             _given(options, "grpc_connections", DEFAULT_GRPC_CONNECTIONS)
         ),
+        "balance": _balance(_text(options, "balance") or ROUND_ROBIN),
     }
+
+
+def _balance(text: str) -> str:
+    if text not in BALANCE_POLICIES:
+        raise SpecError(f"--balance '{text}' is not one of {', '.join(BALANCE_POLICIES)}")
+    return text
 
 
 def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:

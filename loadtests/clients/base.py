@@ -105,6 +105,8 @@ class TritonClient(ABC):
 
     def __init__(self, address: str, timeout_s: float, request_event: Any) -> None:
         self.address = address
+        # The replica the last request went to (set by `_send`; reported with each request).
+        self.replica = address
         self.timeout_s = timeout_s
         self._timeout_ns = int(timeout_s * 1e9)
         self.request_event = request_event
@@ -207,6 +209,7 @@ class TritonClient(ABC):
             "batch_size": request.batch_size,
             "endpoint": request.endpoint,
             "request_bytes": request.request_bytes,
+            "replica": self.replica,
         }
         elapsed_ns = end_ns - start_ns
         if intended_ns is not None:

@@ -20,6 +20,7 @@ from hdrh.histogram import HdrHistogram
 
 from loadtests.clients.base import CONNECTION_FAILURES
 from loadtests.recording.histogram_merge import EncodedAdder
+from loadtests.recording.replica_counts import ReplicaCounts
 
 # The histogram range, its summary and intervals are the run-directory format's (shared with the reports).
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
@@ -57,6 +58,8 @@ class EndpointStats:
     # Requests sent per batch size, failures included: the mix the client asked Triton for,
     # to set beside the batches Triton executed (summary.json's requested_batch_sizes).
     batch_sizes: Counter = field(default_factory=Counter)
+    # Requests per Triton replica (several --triton-http/--triton-grpc addresses).
+    replicas: ReplicaCounts = field(default_factory=ReplicaCounts)
 
     def record(
         self,
@@ -67,8 +70,11 @@ class EndpointStats:
         late: bool = False,
         sent_bytes: int = 0,
         received_bytes: int = 0,
+        replica: str | None = None,
     ) -> None:
         self.requests += 1
+        if replica is not None:
+            self.replicas.record(replica, failure, latency_us)
         self.batch_sizes[batch_size] += 1
         if failure not in CONNECTION_FAILURES:  # a refused request put nothing on the wire
             self.bytes_sent += sent_bytes
@@ -103,6 +109,7 @@ class EndpointStats:
         self.dropped += other.dropped
         self.bytes_sent += other.bytes_sent
         self.bytes_received += other.bytes_received
+        self.replicas.add(other.replicas)
         if other.uncorrected is not None:
             if self.uncorrected is None:
                 self.uncorrected = new_histogram()
@@ -134,6 +141,7 @@ class EndpointStats:
             "bytes_received": self.bytes_received,
             # String keys: a message map is decoded with string keys only.
             "batch_sizes": {str(size): count for size, count in self.batch_sizes.items()},
+            "replicas": self.replicas.to_message(),
         }
 
     @classmethod
@@ -153,6 +161,7 @@ class EndpointStats:
             bytes_sent=int(message.get("bytes_sent", 0)),
             bytes_received=int(message.get("bytes_received", 0)),
             batch_sizes=Counter({int(size): int(count) for size, count in message.get("batch_sizes", {}).items()}),
+            replicas=ReplicaCounts.from_message(message.get("replicas")),
         )
 
     def latency_summary_us(self) -> dict[str, float]:
@@ -199,6 +208,7 @@ def add_message(message: dict, targets: list[EndpointStats], adder: EncodedAdder
         target.dropped += int(message.get("dropped", 0))
         target.bytes_sent += int(message.get("bytes_sent", 0))
         target.bytes_received += int(message.get("bytes_received", 0))
+        target.replicas.add_message(message.get("replicas"))
     adder.add(message["histogram"], [target.histogram for target in targets])
     uncorrected = message.get("uncorrected")
     if uncorrected:

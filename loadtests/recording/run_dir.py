@@ -147,6 +147,8 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         "bytes_received_per_s": round(stats.bytes_received / duration_s, 1),
         "requested_batch_sizes": {str(size): stats.batch_sizes[size] for size in sorted(stats.batch_sizes)},
     }
+    if len(stats.replicas.requests) > 1:  # several Triton replicas: who got what
+        summary["replicas"] = stats.replicas.to_json()
     if open_loop:
         summary["latency_uncorrected_us"] = stats.uncorrected_summary_us() or zero_summary()
         summary["late"] = stats.late

@@ -57,9 +57,10 @@ class WindowRecorder:
         late: bool = False,
         sent_bytes: int = 0,
         received_bytes: int = 0,
+        replica: str | None = None,
     ) -> None:
         self._stats(name, model, protocol).record(
-            latency_us, batch_size, failure, uncorrected_us, late, sent_bytes, received_bytes
+            latency_us, batch_size, failure, uncorrected_us, late, sent_bytes, received_bytes, replica
         )
 
     def record_dropped(self, name: str, model: str, protocol: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from gevent.lock import Semaphore
 
-from loadtests.clients import open_client
+from loadtests.clients import Connections, open_client
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import StartupError
 from loadtests.settings import Settings
@@ -18,10 +18,13 @@ logger = logging.getLogger(__name__)
 class EndpointCache:
     """Endpoints of the selected user classes, prepared against the current settings."""
 
-    def __init__(self, user_classes: list[type], settings: Callable[[], Settings], request_event) -> None:
+    def __init__(
+        self, user_classes: list[type], settings: Callable[[], Settings], request_event, connections: Connections
+    ) -> None:
         self.user_classes = user_classes
         self.settings = settings
         self.request_event = request_event
+        self.connections = connections
         self.prepared: dict[tuple[str, str], Endpoint] = {}
         self._locks: dict[tuple[str, str], Semaphore] = {}
 
@@ -60,7 +63,7 @@ class EndpointCache:
             if key not in self.prepared:
                 settings = self.settings()
                 model = model_name_for(kind, settings, self.kinds())
-                client = open_client(protocol, settings, self.request_event)
+                client = open_client(protocol, settings, self.request_event, self.connections)
                 try:
                     self.prepared[key] = prepare_endpoint(kind, client, model, settings)
                 finally:

@@ -34,4 +34,5 @@ class RequestRecording:
             context.get("late", False),
             context.get("request_bytes", 0),
             response_length or 0,
+            context.get("replica"),
         )

@@ -50,6 +50,8 @@ class EndpointEntry(EntryTotals):
     requested_batch_sizes: NotRequired[dict[str, int]]  # {"1": 700, "2": 300}
     # Open loop: latency_us is timed from the intended send, this from the actual send.
     latency_uncorrected_us: NotRequired[dict[str, float]]
+    # Several Triton replicas: {address: {"requests", "failures", "mean_latency_us"}}.
+    replicas: NotRequired[dict[str, dict]]
 
 
 class MergedEntry(EntryTotals):
