@@ -158,6 +158,12 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("metrics-address-without-port", ["--triton-metrics", "127.0.0.1"], "--triton-metrics"),
     ("http-address-port-word", ["--triton-http", "127.0.0.1:http"], "--triton-http"),
     ("http-address-port-too-big", ["--triton-http", "127.0.0.1:70000"], "--triton-http"),
+    # several replicas
+    ("address-list-empty-entry", ["--triton-http", "127.0.0.1:8000,"], "--triton-http"),
+    ("address-list-twice", ["--triton-grpc", "10.0.0.1:8001,10.0.0.1:8001"], "--triton-grpc"),
+    ("address-list-bad-port", ["--triton-metrics", "10.0.0.1:8002,10.0.0.2:metrics"], "--triton-metrics"),
+    ("address-list-scheme", ["--triton-http", "10.0.0.1:8000,http://10.0.0.2:8000"], "--triton-http"),
+    ("balance-unknown", ["--balance", "least-loaded"], "--balance"),
     # outputs, refused before any load
     ("run-dir-under-dev-null", ["--run-dir", "/dev/null/run"], "--run-dir"),
     ("run-dir-in-proc", ["--run-dir", "/proc/badinput-run"], "--run-dir"),

@@ -116,6 +116,11 @@ class ReplicaSet:
         return live or addresses
 
     @property
+    def single(self) -> bool:
+        """One IP address, never more: no name to resolve into several replicas later."""
+        return len(self.entries) == 1 and not self._names
+
+    @property
     def first(self) -> str:
         """The first entry as written: the control plane's address and the Host/:authority header."""
         return self.entries[0]

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import gevent
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED
 
+from loadtests.addresses import address_list
 from loadtests.events import RunStarted
 from loadtests.recording.console import behind_schedule_warnings
 from loadtests.recording.faults import FaultLog
@@ -83,7 +84,8 @@ class RunLifecycle:
         directory = RunDirectory.create(
             settings,
             [cls.__name__ for cls in self.environment.user_classes],
-            triton=fetch_triton_info(settings.triton_http, models),
+            # Server and model metadata from the first replica (replicas serve the same models).
+            triton=fetch_triton_info(address_list(settings.triton_http)[0], models),
             window_s=settings.window_s,
         )
         logger.info("run directory: %s", directory.path)

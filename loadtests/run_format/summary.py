@@ -67,6 +67,9 @@ class Summary(TypedDict):
     traffic: dict  # {"mode": "closed"} or the open-loop pattern (mode, rate, ...)
     endpoints: list[EndpointEntry]
     server: dict  # Triton's breakdown per model (loadtests/recording/server_stats.py)
+    # Several replicas: the same breakdown per replica, {HTTP address: {model: {...}}}; `server`
+    # is their sum per model.
+    server_replicas: NotRequired[dict[str, dict]]
     load_generator: dict  # cpu_s, cpu_per_request_us, cpu_throttled_s, ...
     overall: NotRequired[MergedEntry]
     model_totals: NotRequired[dict[str, MergedEntry]]  # models with several endpoints
