@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from locust.event import EventHook
 
+from analysis.replicas import imbalance_findings
+from analysis.run import EndpointSummary, SavedRun
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.http import HttpClient
@@ -24,7 +26,7 @@ from loadtests.clients.replicas import ReplicaChooser, ReplicaSet
 from loadtests.model_spec import ModelSpec
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.serve import model_control_args
-from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust
+from tests.helpers import REPO_ROOT, model_stats, read_summary, run_cli, run_locust
 
 MODEL = "identity"
 CONNECTION_FAILURES = {"connection refused", "connection reset"}
@@ -161,6 +163,12 @@ def test_round_robin_splits_requests_and_per_replica_counts_equal_tritons(triton
         # The server side per replica: the same count, from that replica's own statistics.
         assert summary["server_replicas"][server.http_address][MODEL]["requests"] == end - start
     assert summary["server"][MODEL]["requests"] == sum(after) - sum(before)
+    report = run_cli(["-m", "analysis", "report", str(run_dir)], timeout=180)
+    assert report.returncode == 0, report.stderr[-2000:]
+    text = (run_dir / "report.md").read_text()
+    section = text[text.index("Per replica") :]
+    assert all(s.http_address in section and s.grpc_address in section for s in servers)
+    assert "imbalanced" not in text
 
 
 def test_a_replica_that_dies_is_a_failure_burst_and_the_run_goes_on(triton, tmp_path_factory, tmp_path):
@@ -197,3 +205,26 @@ def test_a_replica_that_dies_is_a_failure_burst_and_the_run_goes_on(triton, tmp_
     assert survivor["requests"] == model_stats(triton.http_address, MODEL)["requests"] - before
     assert all(endpoint["duration_s"] <= 6.0 + 1.0 for endpoint in summary["endpoints"])
     assert ended_after_s < 6.0 + 15.0
+
+
+def saved_run(replicas: dict[str, dict]) -> SavedRun:
+    requests = sum(counts["requests"] for counts in replicas.values())
+    endpoint = EndpointSummary(
+        "identity [grpc]", MODEL, "grpc", requests, 0, requests, 10.0, requests / 10, requests / 10, {}
+    )
+    endpoint = EndpointSummary(**{**endpoint.__dict__, "replicas": replicas})
+    return SavedRun(REPO_ROOT, {}, {endpoint.name: endpoint}, {})
+
+
+def replica(requests: int, mean_ms: float) -> dict:
+    return {"requests": requests, "failures": 0, "mean_latency_us": mean_ms * 1000}
+
+
+def test_the_report_finds_load_and_latency_imbalance_beyond_its_thresholds():
+    even = saved_run({"a:8001": replica(540, 1.0), "b:8001": replica(460, 1.2)})
+    assert imbalance_findings(even) == []  # 8 % off the even share, latency 20 % above the median
+    (load,) = imbalance_findings(saved_run({"a:8001": replica(700, 1.0), "b:8001": replica(300, 1.0)}))
+    assert "a:8001 70.0%, b:8001 30.0%" in load and "even is 50.0%" in load
+    three = {"a:8001": replica(300, 1.0), "b:8001": replica(300, 1.0), "c:8001": replica(300, 1.3)}
+    (latency,) = imbalance_findings(saved_run(three))
+    assert "c:8001 1.300 ms against a median of 1.000 ms" in latency
