@@ -350,6 +350,19 @@ CLI_CASES: list[CliCase] = [
         "closed-grpc-port", ["--triton-grpc", "127.0.0.1:{closed_grpc}"], "cannot reach", "resnet50", "ResNetGrpcUser"
     ),
     locust_case("unknown-host", ["--triton-http", "no-such-host.invalid:8000"], "no-such-host.invalid"),
+    # every replica of a list is asked before any load
+    locust_case(
+        "replica-closed-http-port",
+        ["--triton-http", "{http},127.0.0.1:{closed_http}"],
+        "cannot reach Triton at 127.0.0.1:{closed_http}",
+    ),
+    locust_case(
+        "replica-closed-grpc-port",
+        ["--triton-grpc", "{grpc},127.0.0.1:{closed_grpc}"],
+        "cannot reach Triton at 127.0.0.1:{closed_grpc}",
+        "resnet50",
+        "ResNetGrpcUser",
+    ),
     locust_case("http-scheme-in-address", ["--triton-http", "http://{http}"], "--triton-http"),
     locust_case(
         "grpc-scheme-in-address", ["--triton-grpc", "grpc://{grpc}"], "--triton-grpc", "resnet50", "ResNetGrpcUser"

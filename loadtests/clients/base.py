@@ -124,6 +124,11 @@ class TritonClient(ABC):
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
         """Triton's metadata and config JSON for the model (pre-flight turns them into a ModelSpec)."""
 
+    def replica_clients(self) -> list[TritonClient]:
+        """A client for each other replica of this client's address option, for the pre-flight
+        to ask each one whether it is live and has the model (the caller closes them)."""
+        return []
+
     # -- data plane ---------------------------------------------------------------------
     @abstractmethod
     def warm(self) -> bool:

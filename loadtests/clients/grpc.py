@@ -120,6 +120,10 @@ class GrpcClient(TritonClient):
         config = self.control.get_model_config(model, as_json=True, client_timeout=CONTROL_TIMEOUT_S)
         return metadata, config.get("config", config)
 
+    def replica_clients(self) -> list[TritonClient]:
+        others = [r for r in self._chooser.replicas.current() if r != self.address]
+        return [GrpcClient(r, self.timeout_s, self.request_event, Connections()) for r in others]
+
     # -- data plane ---------------------------------------------------------------------
     def _slot(self, replica: str) -> tuple[ConnectionPool, int]:
         if replica not in self._slots:

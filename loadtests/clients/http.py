@@ -102,6 +102,10 @@ class HttpClient(TritonClient):
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
         return self.control.model_metadata(model), self.control.model_config(model)
 
+    def replica_clients(self) -> list[TritonClient]:
+        others = [r for r in self._chooser.replicas.current() if r != self.address]
+        return [HttpClient(r, self.timeout_s, self.request_event, self.binary) for r in others]
+
     # -- data plane ---------------------------------------------------------------------
     def prepare(self, model: ModelSpec, inputs: dict[str, np.ndarray], endpoint: str, batch_size: int) -> HttpWire:
         tensors = []
