@@ -25,7 +25,6 @@ class Connections:
         self.resolve_every_s = resolve_every_s
         self._pools: dict[tuple[str, int], ConnectionPool] = {}
         self._replicas: dict[str, ReplicaSet] = {}
-        self._clients = 0
 
     def grpc_pool(self, address: str, users_per_connection: int) -> ConnectionPool:
         key = (address, users_per_connection)
@@ -40,6 +39,5 @@ class Connections:
         return self._replicas[text]
 
     def chooser(self, text: str, balance: str = ROUND_ROBIN) -> ReplicaChooser:
-        """A new client's replica choice (`--balance`); clients are numbered in the order they open."""
-        self._clients += 1
-        return ReplicaChooser(self.replicas(text), pinned=balance == PIN_USER, start=self._clients - 1)
+        """A new client's replica choice (`--balance`); numbered when it first sends (replicas.py)."""
+        return ReplicaChooser(self.replicas(text), pinned=balance == PIN_USER)

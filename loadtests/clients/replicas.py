@@ -97,7 +97,13 @@ class ReplicaSet:
         self._resolved: dict[str, tuple[str, ...]] = {}
         self._next_resolve = 0.0
         self._down_until: dict[str, float] = {}
+        self._turns = 0
         self.current()
+
+    def take_turn(self) -> int:
+        """The next client's number (0, 1, 2, ...): where its round robin starts, or its pin."""
+        self._turns += 1
+        return self._turns - 1
 
     def mark_down(self, replica: str, for_s: float = DOWN_FOR_S) -> None:
         """`replica` refused or reset a connection: skip it for a while."""
