@@ -156,20 +156,25 @@ class ReplicaSet:
 class ReplicaChooser:
     """One client's choice of replica for each request.
 
-    Round robin (`pinned=False`): the next replica on every request, starting at `start`
-    (clients of a process start at consecutive replicas, so the replicas share the load
-    from the first request). Pinned (`--balance pin-user`): always replica number `start`
-    (users are numbered in the order they start, so users are spread round robin); when
-    that replica leaves the DNS answer the user moves to another.
+    Clients are numbered per address option in the order they first send or connect (a
+    pre-flight client, which only asks the control plane, takes no number), unless `start`
+    gives the number. Round robin (`pinned=False`): the next replica on every request,
+    starting after replica `number` (clients start at consecutive replicas, so the replicas
+    share the load from the first request). Pinned (`--balance pin-user`): always replica
+    `number` modulo the count (users connect in on_start, so users are spread round robin in
+    the order they start); when that replica leaves the DNS answer or is down, the user moves
+    to another one that is up.
     """
 
-    def __init__(self, replicas: ReplicaSet, pinned: bool, start: int) -> None:
+    def __init__(self, replicas: ReplicaSet, pinned: bool, start: int | None = None) -> None:
         self.replicas = replicas
         self.pinned = pinned
         self._turn = start
         self._pin: str | None = None
 
     def next(self) -> str:
+        if self._turn is None:
+            self._turn = self.replicas.take_turn()
         addresses = self.replicas.up()
         if self.pinned:
             if self._pin not in addresses:
