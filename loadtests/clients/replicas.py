@@ -20,7 +20,7 @@ Service's own balancing only acts when connections open (docs/gke.md).
 
     replicas = ReplicaSet("triton-headless:8001")       # resolves to 3 pods
     replicas.current()   # ('10.4.0.7:8001', '10.4.1.9:8001', '10.4.2.3:8001')
-    chooser = ReplicaChooser(replicas, pinned=False, start=5)
+    chooser = ReplicaChooser(replicas, pinned=False, start=1)
     chooser.next()       # '10.4.2.3:8001', then '10.4.0.7:8001', ... (round robin)
 """
 
@@ -53,7 +53,8 @@ __all__ = [
 
 
 def resolve_ipv4(host: str, port: int) -> list[str]:
-    """The distinct addresses a name resolves to, IPv4 first (in the resolver's order); raises OSError.
+    """The distinct addresses a name resolves to, IPv4 first, sorted (DNS servers rotate the
+    order of A records: sorted, the replicas keep their order between lookups); raises OSError.
 
     IPv6 only when the name has no IPv4 address: 'localhost' resolves to both 127.0.0.1 and
     ::1, which are one server, not two replicas."""
@@ -64,7 +65,7 @@ def resolve_ipv4(host: str, port: int) -> list[str]:
             if family == socket.AF_UNSPEC:
                 raise
             continue
-        return list(dict.fromkeys(info[4][0] for info in infos))
+        return sorted({info[4][0] for info in infos}, key=ipaddress.ip_address)
     return []
 
 
