@@ -12,6 +12,7 @@ import math
 import pandas as pd
 
 from analysis.dataset import Dataset
+from analysis.replicas import imbalance_findings
 from loadtests.run_format.faults import fault_sentences
 from loadtests.run_format.summary import late_ratio
 
@@ -40,6 +41,7 @@ def findings(data: Dataset) -> list[str]:
     out += _failures(data)
     out += _open_loop(data)
     out += _tails(data)
+    out += imbalance_findings(data.run)
     for name, frame in data.levels.items():
         prefix = f"{name}: " if len(data.levels) > 1 else ""
         out += [prefix + line for line in _composition(frame, data.level_kind)]

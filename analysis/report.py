@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis import plots, tables
+from analysis import plots, replicas, tables
 from analysis.dataset import Dataset, load
 from analysis.document import Document
 from analysis.findings import findings
@@ -121,6 +121,23 @@ def _mix_section(doc: Document, data: Dataset) -> None:
     doc.table(headers, rows)
 
 
+def _replicas_section(doc: Document, data: Dataset) -> None:
+    """Several Triton replicas: where the requests went, and each replica's own statistics."""
+    client = replicas.client_rows(data.run)
+    if not client:
+        return
+    doc.heading("Per replica", 3)
+    doc.paragraph(
+        "Requests each replica received from the client (the share of the endpoint's requests) and their mean "
+        "latency; then each replica's own statistics (the server side above is their sum).",
+        True,
+    )
+    doc.table(replicas.CLIENT_HEADERS, client)
+    server = replicas.server_rows(data.run)
+    if server:
+        doc.table(replicas.SERVER_HEADERS, server)
+
+
 def _endpoints_section(doc: Document, data: Dataset, prefix: str) -> None:
     """The whole run per endpoint: totals, open-loop lateness, Triton's side, percentile bounds."""
     if not data.endpoints:
@@ -154,6 +171,7 @@ def _endpoints_section(doc: Document, data: Dataset, prefix: str) -> None:
                 True,
             )
             doc.image(f"{prefix}batch_sizes.png", batches_png, "Executed batch sizes vs requested")
+    _replicas_section(doc, data)
     if (interval_headers := tables.interval_headers(data)) is not None:
         doc.heading("How sure the percentiles are", 3)
         doc.paragraph(

@@ -54,6 +54,8 @@ class EndpointSummary:
     confidence: float | None = None
     # Requests sent per batch size, {"1": 700, "2": 300} (empty in older run directories).
     requested_batch_sizes: dict[str, int] = field(default_factory=dict)
+    # Several Triton replicas: {address: {"requests", "failures", "mean_latency_us"}} ({} otherwise).
+    replicas: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -78,6 +80,7 @@ class EndpointSummary:
             latency_ci_us=entry.get("latency_ci_us"),
             confidence=entry.get("confidence"),
             requested_batch_sizes={str(k): int(v) for k, v in (entry.get("requested_batch_sizes") or {}).items()},
+            replicas=dict(entry.get("replicas") or {}),
         )
 
 
@@ -109,6 +112,8 @@ class SavedRun:
     mix: dict = field(default_factory=dict)
     overall: dict = field(default_factory=dict)
     model_totals: dict = field(default_factory=dict)
+    # Several Triton replicas: summary.json's "server_replicas", {address: {model: breakdown}}.
+    server_replicas: dict = field(default_factory=dict)
 
     def requested_batch_sizes(self) -> dict[str, dict[str, int]]:
         """Per model, requests sent per batch size over its endpoints: {"bert_qa": {"1": 700, "2": 300}}."""
@@ -158,4 +163,5 @@ def load_run(path: str | Path) -> SavedRun:
         mix=summary.get("mix") or {},
         overall=summary.get("overall") or {},
         model_totals=summary.get("model_totals") or {},
+        server_replicas=summary.get("server_replicas") or {},
     )

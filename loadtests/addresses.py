@@ -31,3 +31,27 @@ def check_address(option: str, text: str) -> str:
     """The address itself, once split_address accepts it."""
     split_address(option, text)
     return text
+
+
+def address_list(text: str) -> tuple[str, ...]:
+    """The entries of a comma-separated address option, as written: 'a:1, b:2' -> ('a:1', 'b:2')."""
+    return tuple(entry.strip() for entry in text.split(","))
+
+
+def check_address_list(option: str, text: str) -> str:
+    """One or several HOST:PORT entries, comma-separated (several Triton replicas); returns
+    them normalised ('a:1,b:2'). Raises SpecError naming the option for an empty entry, a
+    malformed one, or one written twice (it would get twice the load of the others).
+
+        check_address_list("--triton-grpc", "10.0.0.1:8001, 10.0.0.2:8001") == "10.0.0.1:8001,10.0.0.2:8001"
+    """
+    entries = address_list(text)
+    if not all(entries):
+        raise SpecError(f"{option} '{text}': an empty entry (write HOST:PORT[,HOST:PORT...])")
+    seen: set[str] = set()
+    for entry in entries:
+        split_address(option, entry)
+        if entry in seen:
+            raise SpecError(f"{option} '{text}': {entry} is listed twice")
+        seen.add(entry)
+    return ",".join(entries)

@@ -155,20 +155,13 @@ def _seq_len(kind: str, inputs: dict[str, np.ndarray]) -> int | None:
 
 
 def fetch_model(client: TritonClient, name: str) -> ModelSpec:
-    """Server live, model ready, metadata and config: or one line saying which is not."""
-    where = f"Triton at {client.address} over {PROTOCOL_NAMES[client.protocol]}"
-    try:
-        live = client.server_live()
-    except Exception as error:  # tritonclient raises assorted socket and gRPC errors here
-        raise ServerError(f"cannot reach {where}: {_reason(error)}") from None
-    if not live:
-        raise ServerError(f"{where} is not live")
-    try:
-        ready = client.model_ready(name)
-    except Exception as error:
-        raise ServerError(f"cannot ask {where} about model '{name}': {_reason(error)}") from None
-    if not ready:
-        raise ServerError(f"model '{name}' is not ready on {where} (unknown, or failed to load)")
+    """Server live, model ready (on every replica), metadata and config: or one line saying which is not."""
+    _check_live_and_ready(client, name)
+    for replica in client.replica_clients():
+        try:
+            _check_live_and_ready(replica, name)
+        finally:
+            replica.close()
     metadata, config = client.model_metadata_and_config(name)
     if (config.get("model_transaction_policy") or {}).get("decoupled"):
         # A decoupled model may answer one request with any number of responses (or none),
@@ -185,6 +178,22 @@ def fetch_model(client: TritonClient, name: str) -> ModelSpec:
             f"cannot generate or send (supported: {', '.join(TRITON_TO_NUMPY)})"
         )
     return spec
+
+
+def _check_live_and_ready(client: TritonClient, name: str) -> None:
+    where = f"Triton at {client.address} over {PROTOCOL_NAMES[client.protocol]}"
+    try:
+        live = client.server_live()
+    except Exception as error:  # tritonclient raises assorted socket and gRPC errors here
+        raise ServerError(f"cannot reach {where}: {_reason(error)}") from None
+    if not live:
+        raise ServerError(f"{where} is not live")
+    try:
+        ready = client.model_ready(name)
+    except Exception as error:
+        raise ServerError(f"cannot ask {where} about model '{name}': {_reason(error)}") from None
+    if not ready:
+        raise ServerError(f"model '{name}' is not ready on {where} (unknown, or failed to load)")
 
 
 def _reason(error: Exception) -> str:

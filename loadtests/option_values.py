@@ -12,11 +12,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from loadtests.addresses import check_address
+from loadtests.addresses import check_address_list
 from loadtests.batch_size import BatchSizeSpec
 from loadtests.errors import SpecError
 from loadtests.mix_options import parse_mix
 from loadtests.settings import (
+    BALANCE_POLICIES,
     CLOSED_LOOP,
     DATA_MODES,
     DEFAULT_DOC_STRIDE,
@@ -35,6 +36,7 @@ from loadtests.settings import (
     IMAGE_TENSOR,
     NO_SHAPE,
     OPEN_LOOP_HINT,
+    ROUND_ROBIN,
     TRAFFIC_MODES,
     Settings,
 )
@@ -103,9 +105,11 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
     if mix is not None and _text(options, "model"):
         raise SpecError("--mix and --model both name the generic users' models: give one of them")
     return {
-        "triton_http": check_address("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
-        "triton_grpc": check_address("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
-        "triton_metrics": check_address("--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS),
+        "triton_http": check_address_list("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
+        "triton_grpc": check_address_list("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
+        "triton_metrics": check_address_list(
+            "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS
+        ),
         "model": _text(options, "model"),
         "mix": mix,
         "bert_model": _text(options, "bert_model"),
@@ -129,6 +133,7 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         "grpc_users_per_connection": parse_grpc_connections(
             _given(options, "grpc_connections", DEFAULT_GRPC_CONNECTIONS)
         ),
+        "balance": _balance(_text(options, "balance") or ROUND_ROBIN),
     }
 
 
@@ -137,6 +142,12 @@ def _image_format(options: argparse.Namespace) -> str:
     if value not in IMAGE_FORMATS:
         raise SpecError(f"--image-format '{value}' is not one of {', '.join(IMAGE_FORMATS)}")
     return value
+
+
+def _balance(text: str) -> str:
+    if text not in BALANCE_POLICIES:
+        raise SpecError(f"--balance '{text}' is not one of {', '.join(BALANCE_POLICIES)}")
+    return text
 
 
 def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:

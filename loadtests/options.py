@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 from loadtests.errors import SpecError
 from loadtests.settings import (
+    BALANCE_POLICIES,
     CLOSED_LOOP,
     DATA_MODES,
     DEFAULT_BERT_MODEL,
@@ -36,6 +37,7 @@ from loadtests.settings import (
     DEFAULT_WINDOW_S,
     IMAGE_FORMATS,
     IMAGE_TENSOR,
+    ROUND_ROBIN,
     TRAFFIC_MODES,
 )
 from loadtests.traffic.arguments import add_arguments as add_shape_arguments
@@ -70,9 +72,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         # arguments added this way (locust/argument_parser.py, ui_extra_args_dict).
         parser.add_argument(name, env_var=env, **kwargs)
 
-    option("--triton-http", default=DEFAULT_TRITON_HTTP, metavar="HOST:PORT", help="Triton HTTP endpoint")
-    option("--triton-grpc", default=DEFAULT_TRITON_GRPC, metavar="HOST:PORT", help="Triton gRPC endpoint")
-    option("--triton-metrics", default=DEFAULT_TRITON_METRICS, metavar="HOST:PORT", help="Triton Prometheus endpoint")
+    # Several replicas: a comma-separated list, or a DNS name with several addresses (a headless
+    # Service), resolved again every 30 s (loadtests/clients/replicas.py).
+    replicas = "; several replicas: HOST:PORT,HOST:PORT or a name resolving to several addresses"
+    option("--triton-http", default=DEFAULT_TRITON_HTTP, metavar="HOST:PORT", help=f"Triton HTTP endpoint{replicas}")
+    option("--triton-grpc", default=DEFAULT_TRITON_GRPC, metavar="HOST:PORT", help=f"Triton gRPC endpoint{replicas}")
+    option(
+        "--triton-metrics",
+        default=DEFAULT_TRITON_METRICS,
+        metavar="HOST:PORT",
+        help=f"Triton Prometheus endpoint{replicas} (one per HTTP replica, in the same order)",
+    )
+    option(
+        "--balance",
+        default=ROUND_ROBIN,
+        choices=BALANCE_POLICIES,
+        help="several replicas: round-robin (each request to the next replica, over a connection to each) "
+        "or pin-user (each user stays on one replica, users assigned round robin)",
+    )
     option(
         "--model",
         default="",

@@ -47,6 +47,10 @@ CLOSED_LOOP = "closed"
 OPEN_LOOP_MODES = ("constant", "poisson", "gamma")
 OPEN_LOOP_HINT = "--traffic " + "|".join(OPEN_LOOP_MODES)
 TRAFFIC_MODES = (CLOSED_LOOP, *OPEN_LOOP_MODES)
+# --balance: how requests spread over several Triton replicas (loadtests/clients/replicas.py).
+ROUND_ROBIN = "round-robin"
+PIN_USER = "pin-user"
+BALANCE_POLICIES = (ROUND_ROBIN, PIN_USER)
 NO_SHAPE = "none"
 
 
@@ -83,6 +87,7 @@ class Settings:
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     validate_responses: bool = False
     grpc_users_per_connection: int = int(DEFAULT_GRPC_CONNECTIONS)  # 1: per user, 0: per process
+    balance: str = ROUND_ROBIN  # over the replicas of a --triton-http/--triton-grpc list or DNS name
     # -- recording and outputs
     run_dir: Path | None = None
     window_s: float = DEFAULT_WINDOW_S

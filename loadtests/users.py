@@ -34,7 +34,7 @@ from gevent.pool import Group
 from locust import User, constant, task
 from locust.user.task import LOCUST_STATE_STOPPING
 
-from loadtests.clients import TritonClient, open_client
+from loadtests.clients import Connections, TritonClient, open_client
 from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.endpoint_mix import MixedEndpoint
 from loadtests.endpoints import Endpoint
@@ -56,6 +56,7 @@ class ProcessServices(Protocol):
     settings: Settings
     sender: OpenLoop | None  # the open-loop sender while a test runs (None in closed loop)
     sequence_slots: UserSlots  # sequence users' slots in this process (their correlation IDs)
+    connections: Connections  # the process's gRPC pools and replica sets
 
     def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint: ...
 
@@ -94,7 +95,7 @@ class TritonUser(User):
             process.fail_startup(error)
             self.stop(force=True)
             return
-        client = open_client(self.protocol, process.settings, self.environment.events.request)
+        client = open_client(self.protocol, process.settings, self.environment.events.request, process.connections)
         client.warm()  # connect now, not inside the first timed request
         if process.sender is None:
             self.client = client

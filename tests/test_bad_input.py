@@ -169,6 +169,12 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("metrics-address-without-port", ["--triton-metrics", "127.0.0.1"], "--triton-metrics"),
     ("http-address-port-word", ["--triton-http", "127.0.0.1:http"], "--triton-http"),
     ("http-address-port-too-big", ["--triton-http", "127.0.0.1:70000"], "--triton-http"),
+    # several replicas
+    ("address-list-empty-entry", ["--triton-http", "127.0.0.1:8000,"], "--triton-http"),
+    ("address-list-twice", ["--triton-grpc", "10.0.0.1:8001,10.0.0.1:8001"], "--triton-grpc"),
+    ("address-list-bad-port", ["--triton-metrics", "10.0.0.1:8002,10.0.0.2:metrics"], "--triton-metrics"),
+    ("address-list-scheme", ["--triton-http", "10.0.0.1:8000,http://10.0.0.2:8000"], "--triton-http"),
+    ("balance-unknown", ["--balance", "least-loaded"], "--balance"),
     # outputs, refused before any load
     ("run-dir-under-dev-null", ["--run-dir", "/dev/null/run"], "--run-dir"),
     ("run-dir-in-proc", ["--run-dir", "/proc/badinput-run"], "--run-dir"),
@@ -355,6 +361,19 @@ CLI_CASES: list[CliCase] = [
         "closed-grpc-port", ["--triton-grpc", "127.0.0.1:{closed_grpc}"], "cannot reach", "resnet50", "ResNetGrpcUser"
     ),
     locust_case("unknown-host", ["--triton-http", "no-such-host.invalid:8000"], "no-such-host.invalid"),
+    # every replica of a list is asked before any load
+    locust_case(
+        "replica-closed-http-port",
+        ["--triton-http", "{http},127.0.0.1:{closed_http}"],
+        "cannot reach Triton at 127.0.0.1:{closed_http}",
+    ),
+    locust_case(
+        "replica-closed-grpc-port",
+        ["--triton-grpc", "{grpc},127.0.0.1:{closed_grpc}"],
+        "cannot reach Triton at 127.0.0.1:{closed_grpc}",
+        "resnet50",
+        "ResNetGrpcUser",
+    ),
     locust_case("http-scheme-in-address", ["--triton-http", "http://{http}"], "--triton-http"),
     locust_case(
         "grpc-scheme-in-address", ["--triton-grpc", "grpc://{grpc}"], "--triton-grpc", "resnet50", "ResNetGrpcUser"

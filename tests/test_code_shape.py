@@ -178,7 +178,20 @@ def problems_of(path: Path) -> list[str]:
             if length > MAX_FUNCTION_LINES and f"{name}::{node.name}" not in LONG_FUNCTION_ALLOWED:
                 problems.append(f"{name}:{node.lineno} {node.name}(): {length} lines (at most {MAX_FUNCTION_LINES})")
     problems.extend(layer_problems(path))
+    problems.extend(global_statements(name, tree(path)))
     return problems
+
+
+def global_statements(name: str, module: ast.Module) -> list[str]:
+    """`global` in loadtests/ or analysis/: a run's state belongs to an object (SuiteProcess,
+    ActiveRun), not to a module, so two Environments in one process never share it."""
+    if not name.startswith(("loadtests/", "analysis/")):
+        return []
+    return [
+        f"{name}:{node.lineno} global {', '.join(node.names)} (keep the state in an object)"
+        for node in ast.walk(module)
+        if isinstance(node, ast.Global)
+    ]
 
 
 def layer_problems(path: Path) -> list[str]:
@@ -265,6 +278,11 @@ def test_the_checks_catch_what_they_check(tmp_path):
     assert "loadtests.run.process" in imported_modules(REPO_ROOT / "loadtests/run/wiring.py")
     # The settings module imports only value types of the suite.
     assert imported_modules(REPO_ROOT / "loadtests/settings.py") == {"loadtests.batch_size", "loadtests.mix"}
+    module_state = ast.parse("_enabled = False\n\n\ndef enable():\n    global _enabled\n    _enabled = True\n")
+    assert global_statements("loadtests/probe.py", module_state) == [
+        "loadtests/probe.py:5 global _enabled (keep the state in an object)"
+    ]
+    assert global_statements("tests/probe.py", module_state) == []  # tests may keep module state
     long_function = "def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES + "    return x\n"
     source = tmp_path / "long.py"
     source.write_text(long_function)

@@ -133,11 +133,12 @@ GRPC_PROBE = """
 import json, sys
 from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
+from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
 names = []
 event = EventHook()
 event.add_listener(lambda exception=None, **_: names.append(str(exception) if exception else None))
-client = GrpcClient(sys.argv[1], 2.0, event)
+client = GrpcClient(sys.argv[1], 2.0, event, Connections())
 request = PreparedRequest("identity [grpc]", "identity", 1, b"")
 client.infer(request)
 client.close()

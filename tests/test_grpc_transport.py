@@ -26,6 +26,7 @@ monkey.patch_all()
 import numpy as np, psutil
 from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
+from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
 from loadtests.model_spec import ModelSpec
 
@@ -42,8 +43,9 @@ def connections():
 
 
 counts = []
+pools = Connections()  # the process's, as SuiteProcess holds them
 for users_per_connection in policies:
-    clients = [GrpcClient(address, 5.0, event, users_per_connection=users_per_connection) for _ in range(users)]
+    clients = [GrpcClient(address, 5.0, event, pools, users_per_connection=users_per_connection) for _ in range(users)]
     model = ModelSpec.from_triton(*clients[0].model_metadata_and_config("identity"))
     inputs = {"INPUT0": np.ones((1, 16), dtype=np.float32)}
     for client in clients:
@@ -75,10 +77,11 @@ monkey.patch_all()
 import numpy as np
 from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
+from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
 from loadtests.model_spec import ModelSpec
 
-client = GrpcClient(sys.argv[1], 10.0, EventHook(), users_per_connection=0)
+client = GrpcClient(sys.argv[1], 10.0, EventHook(), Connections(), users_per_connection=0)
 model = ModelSpec.from_triton(*client.model_metadata_and_config("echo_fp32_nobatch"))
 rng = np.random.default_rng(1)
 # 1.2 MB: far beyond HTTP/2's 64 KiB initial windows and 16 KiB frames, both ways.
@@ -117,6 +120,7 @@ monkey.patch_all()
 import numpy as np
 from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
+from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
 from loadtests.model_spec import ModelSpec
 
@@ -124,8 +128,9 @@ names = []
 event = EventHook()
 event.add_listener(lambda exception=None, **_: names.append(str(exception) if exception else None))
 address = sys.argv[1]
-fast = GrpcClient(address, 10.0, event, users_per_connection=0)
-short = GrpcClient(address, 0.005, event, users_per_connection=0)  # shares fast's connection
+pools = Connections()
+fast = GrpcClient(address, 10.0, event, pools, users_per_connection=0)
+short = GrpcClient(address, 0.005, event, pools, users_per_connection=0)  # shares fast's connection
 model = ModelSpec.from_triton(*fast.model_metadata_and_config("sleep"))
 inputs = {i.name: np.ones([1, *[d if d > 0 else 1 for d in i.shape]], dtype=i.numpy_dtype) for i in model.inputs}
 for client in (short, fast, short, fast):

@@ -262,6 +262,8 @@ def _matches(selector: dict, labels: dict) -> bool:
             return False
         if expression["operator"] == "Exists" and not present:
             return False
+        if expression["operator"] == "DoesNotExist" and present:
+            return False
     return True
 
 
@@ -321,6 +323,28 @@ def test_crd_objects_select_pods_and_ports_that_exist(objects, target):
         for endpoint in monitor["spec"]["endpoints"]:
             assert endpoint["port"] in ports
             assert endpoint["path"] == "/metrics"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+def test_locust_targets_every_triton_pod_through_a_headless_service(objects, target):
+    """A ClusterIP Service pins each keep-alive/HTTP/2 connection to one pod: locust.conf
+    names a headless Service (one DNS record per pod), which the suite resolves to replicas."""
+    docs = objects[target]
+    conf = _locust_conf(docs)
+    hosts = {conf[key].rpartition(":")[0] for key in ("triton-http", "triton-grpc", "triton-metrics")}
+    (host,) = hosts
+    service = _find(docs, "Service", host)
+    assert service["spec"]["clusterIP"] == "None"
+    triton = _find(docs, "Deployment", "triton")["spec"]["template"]["metadata"]["labels"]
+    assert _matches({"matchLabels": service["spec"]["selector"]}, triton)
+    ports = {p["name"]: p["port"] for p in service["spec"]["ports"]}
+    assert {key: int(conf[f"triton-{key}"].rpartition(":")[2]) for key in ("http", "grpc", "metrics")} == {
+        name: ports[name] for name in ("http", "grpc", "metrics")
+    }
+    # Prometheus scrapes each pod once: no ServiceMonitor selects both Services of the pods.
+    for monitor in (d for d in docs if d["kind"] == "ServiceMonitor"):
+        assert not _matches(monitor["spec"]["selector"], service["metadata"]["labels"])
 
 
 @needs_kubectl
@@ -559,7 +583,8 @@ def test_container_args_and_locust_conf_parse_with_the_suites_parser(objects, ta
         assert parsed["unknown"] == [], f"{name}: unknown to the suite's parser: {parsed['unknown']}"
         options = parsed["options"]
         assert options["user_classes"] and options["model"] == conf["model"], name
-        assert options["triton_grpc"] == "triton:8001" and options["triton_http"] == "triton:8000", name
+        assert options["triton_grpc"] == "triton-headless:8001", name
+        assert options["triton_http"] == "triton-headless:8000", name
         if "master" in name:
             assert options["master"] and options["master_bind_port"] == 5557, name
             assert options["headless"] == ("headless" in name), name
@@ -612,9 +637,9 @@ def test_headless_job_commands_run_locally_and_merge_the_workers_requests(object
     free = TritonPorts.free()
     zmq_port, metrics_port = free.http, free.grpc
     hosts = {
-        "triton:8000": triton.http_address,
-        "triton:8001": triton.grpc_address,
-        "triton:8002": triton.metrics_address,
+        "triton-headless:8000": triton.http_address,
+        "triton-headless:8001": triton.grpc_address,
+        "triton-headless:8002": triton.metrics_address,
         "locust-master": "127.0.0.1",
         "5557": str(zmq_port),
         "9646": str(metrics_port),

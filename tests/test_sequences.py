@@ -13,7 +13,7 @@ import tritonclient.http as httpclient
 from locust.event import EventHook
 
 from loadtests.batch_size import BatchSizeSpec
-from loadtests.clients import open_client
+from loadtests.clients import Connections, open_client
 from loadtests.clients.base import SequenceStep
 from loadtests.endpoints import prepare_endpoint
 from loadtests.sequence_ids import SequenceIds
@@ -81,7 +81,8 @@ def test_two_generators_sharing_ids_fail_the_state_check(triton):
     failures: list[str] = []
     event = EventHook()
     event.add_listener(lambda exception=None, **_: failures.append(str(exception)) if exception else None)
-    clients = [open_client("http", settings, event) for _ in range(2)]
+    connections = Connections()
+    clients = [open_client("http", settings, event, connections) for _ in range(2)]
     try:
         endpoint = prepare_endpoint("sequence", clients[0], MODEL, settings)
         # Both use worker 0, slot 0: what two single-process generators would do without coordination.
@@ -101,7 +102,8 @@ def test_a_sequence_that_fails_midway_is_ended_and_counted(triton):
     target = SequenceIds(ids.worker, ids.slot).next()  # the ID of the sender's first sequence
     seen: list[dict] = []
     event, quiet = EventHook(), EventHook()
-    client, other = open_client("grpc", settings, event), open_client("http", settings, quiet)
+    connections = Connections()
+    client, other = open_client("grpc", settings, event, connections), open_client("http", settings, quiet, connections)
     try:
         endpoint = prepare_endpoint("sequence", client, MODEL, settings)
         other_endpoint = prepare_endpoint("sequence", other, MODEL, settings)

@@ -1,6 +1,6 @@
 """The only package that knows tritonclient and the wire: one module per protocol.
 
-client = open_client("grpc", settings, environment.events.request)
+client = open_client("grpc", settings, environment.events.request, process.connections)
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loadtests.clients.base import PreparedRequest, RequestFailure, TritonClient
+from loadtests.clients.connections import Connections
 
 if TYPE_CHECKING:
     from loadtests.settings import Settings
@@ -15,13 +16,19 @@ if TYPE_CHECKING:
 PROTOCOLS = ("http", "grpc")
 
 
-def open_client(protocol: str, settings: Settings, request_event) -> TritonClient:
-    """A new connection for one user (tritonclient connections are not shared between greenlets)."""
+def open_client(protocol: str, settings: Settings, request_event, connections: Connections) -> TritonClient:
+    """A new client for one user (a client is never shared between greenlets); `connections`
+    are its process's (gRPC pools and the replicas of each address, see connections.py)."""
     if protocol == "http":
         from loadtests.clients.http import HttpClient
 
         return HttpClient(
-            settings.triton_http, settings.request_timeout_s, request_event, binary=not settings.http_json
+            settings.triton_http,
+            settings.request_timeout_s,
+            request_event,
+            binary=not settings.http_json,
+            connections=connections,
+            balance=settings.balance,
         )
     if protocol == "grpc":
         from loadtests.clients.grpc import GrpcClient
@@ -30,9 +37,11 @@ def open_client(protocol: str, settings: Settings, request_event) -> TritonClien
             settings.triton_grpc,
             settings.request_timeout_s,
             request_event,
+            connections,
             users_per_connection=settings.grpc_users_per_connection,
+            balance=settings.balance,
         )
     raise ValueError(f"unknown protocol {protocol!r}")
 
 
-__all__ = ["PROTOCOLS", "PreparedRequest", "RequestFailure", "TritonClient", "open_client"]
+__all__ = ["PROTOCOLS", "Connections", "PreparedRequest", "RequestFailure", "TritonClient", "open_client"]

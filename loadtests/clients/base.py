@@ -136,6 +136,8 @@ class TritonClient(ABC):
 
     def __init__(self, address: str, timeout_s: float, request_event: Any) -> None:
         self.address = address
+        # The replica the last request went to (set by `_send`; reported with each request).
+        self.replica = address
         self.timeout_s = timeout_s
         self._timeout_ns = int(timeout_s * 1e9)
         self.request_event = request_event
@@ -152,6 +154,11 @@ class TritonClient(ABC):
     @abstractmethod
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
         """Triton's metadata and config JSON for the model (pre-flight turns them into a ModelSpec)."""
+
+    def replica_clients(self) -> list[TritonClient]:
+        """A client for each other replica of this client's address option, for the pre-flight
+        to ask each one whether it is live and has the model (the caller closes them)."""
+        return []
 
     # -- data plane ---------------------------------------------------------------------
     @abstractmethod
@@ -246,6 +253,7 @@ class TritonClient(ABC):
             "batch_size": request.batch_size,
             "endpoint": request.endpoint,
             "request_bytes": request.request_bytes,
+            "replica": self.replica,
         }
         if request.sequence is not None:
             context["sequence_started"] = request.sequence.start and not request.sequence.recovery

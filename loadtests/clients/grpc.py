@@ -9,7 +9,10 @@ what the control plane (pre-flight calls) uses, so `enable_gevent()` still runs 
 
 Connections: `users_per_connection` users share one HTTP/2 connection (streams are
 multiplexed), 1 is a connection per user and 0 one per process (`--grpc-connections`).
-perf_analyzer shares a channel between up to 6 of its contexts, the default here.
+perf_analyzer shares a channel between up to 6 of its contexts, the default here. The pools
+are the process's (`Connections`, owned by SuiteProcess): with several replicas there is one
+pool per replica, a user holds a slot in each replica it sends to, and `--balance` picks the
+replica of each request (round robin) or of each user (pin-user), see replicas.py.
 """
 
 from __future__ import annotations
@@ -19,31 +22,31 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
-from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, SequenceStep, TritonClient
+from loadtests.clients.base import CONNECTION_FAILURES, CONTROL_TIMEOUT_S, RequestFailure, SequenceStep, TritonClient
+from loadtests.clients.connections import Connections
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
+from loadtests.clients.replicas import ROUND_ROBIN
 from loadtests.model_spec import ModelSpec
 
 MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
 # perf_analyzer's gRPC client shares one channel (one TCP connection) between up to 6 of its
 # concurrent contexts (TRITON_CLIENT_GRPC_CHANNEL_MAX_SHARE_COUNT in tritonclient's C++ library).
 DEFAULT_USERS_PER_CONNECTION = 6
-CONNECT_TIMEOUT_S = 5.0
-
-# One pool per (address, policy) in this process: users share connections through it.
-_pools: dict[tuple[str, int], ConnectionPool] = {}
-
-_gevent_enabled = False
 
 
 def enable_gevent() -> None:
-    """Make grpcio cooperate with gevent. Must run before the first channel is created."""
-    global _gevent_enabled
-    if not _gevent_enabled:
+    """Make grpcio cooperate with gevent. Must run before the first channel is created.
+
+    Once per interpreter: a second init_gevent() would start a second pool of grpcio's
+    callback greenlets. grpcio records that it ran (cygrpc.g_gevent_activated), so the
+    record is grpcio's own, not a flag of ours."""
+    from grpc._cython import cygrpc
+
+    if not getattr(cygrpc, "g_gevent_activated", False):
         import grpc.experimental.gevent as grpc_gevent
 
         grpc_gevent.init_gevent()
-        _gevent_enabled = True
 
 
 def _tensor_bytes(array: np.ndarray) -> bytes:
@@ -76,7 +79,8 @@ def _failure(error: CallFailure) -> RequestFailure:
 
 
 class GrpcClient(TritonClient):
-    """Triton gRPC client for one user; `users_per_connection` as in the module docstring."""
+    """Triton gRPC client for one user; `users_per_connection` and `balance` as in the module
+    docstring. `address` is one HOST:PORT or a comma-separated list (replicas)."""
 
     protocol = "grpc"
 
@@ -85,15 +89,17 @@ class GrpcClient(TritonClient):
         address: str,
         timeout_s: float,
         request_event,
+        connections: Connections,
         users_per_connection: int = DEFAULT_USERS_PER_CONNECTION,
+        balance: str = ROUND_ROBIN,
     ) -> None:
-        super().__init__(address, timeout_s, request_event)
+        self._chooser = connections.chooser(address, balance)
+        super().__init__(self._chooser.replicas.first, timeout_s, request_event)
         enable_gevent()  # for the control plane's grpcio channel
-        key = (address, users_per_connection)
-        if key not in _pools:
-            _pools[key] = ConnectionPool(address, users_per_connection, CONNECT_TIMEOUT_S)
-        self._pool = _pools[key]
-        self._slot = self._pool.slot_for_new_user()
+        self._connections = connections
+        self.users_per_connection = users_per_connection
+        # This user's slot in the pool of each replica it has sent to.
+        self._slots: dict[str, tuple[ConnectionPool, int]] = {}
         self._control: grpcclient.InferenceServerClient | None = None
 
     # -- control plane ----------------------------------------------------------------
@@ -114,10 +120,22 @@ class GrpcClient(TritonClient):
         config = self.control.get_model_config(model, as_json=True, client_timeout=CONTROL_TIMEOUT_S)
         return metadata, config.get("config", config)
 
+    def replica_clients(self) -> list[TritonClient]:
+        others = [r for r in self._chooser.replicas.current() if r != self.address]
+        return [GrpcClient(r, self.timeout_s, self.request_event, Connections()) for r in others]
+
     # -- data plane ---------------------------------------------------------------------
+    def _slot(self, replica: str) -> tuple[ConnectionPool, int]:
+        if replica not in self._slots:
+            pool = self._connections.grpc_pool(replica, self.users_per_connection)
+            self._slots[replica] = (pool, pool.slot_for_new_user())
+        return self._slots[replica]
+
     def warm(self) -> bool:
         try:
-            self._pool.connection(self._slot)
+            for replica in self._chooser.targets():
+                pool, slot = self._slot(replica)
+                pool.connection(slot)
         except CallFailure:
             return False
         return True
@@ -156,10 +174,15 @@ class GrpcClient(TritonClient):
     def _send(self, wire: PreparedCall | bytes) -> bytes:
         if isinstance(wire, bytes):  # a bare serialised request (tests)
             wire = self._call(wire)
+        self.replica = replica = self._chooser.next()
+        pool, slot = self._slot(replica)
         try:
-            return self._pool.connection(self._slot).unary(wire, self.timeout_s)
+            return pool.connection(slot).unary(wire, self.timeout_s)
         except CallFailure as error:
-            raise _failure(error) from None
+            failure = _failure(error)
+            if failure.name in CONNECTION_FAILURES:
+                self._chooser.failed(replica)
+            raise failure from None
 
     def _response_length(self, response: bytes) -> int:
         return len(response)
@@ -174,9 +197,9 @@ class GrpcClient(TritonClient):
         return arrays, {o.name: o.datatype for o in response.outputs}
 
     def close(self) -> None:
-        if self._slot is not None:
-            self._pool.release(self._slot)
-            self._slot = None
+        slots, self._slots = self._slots, {}
+        for pool, slot in slots.values():
+            pool.release(slot)
         if self._control is not None:
             # Dropped here, while the hub runs: left to the interpreter's exit, tritonclient's
             # __del__ closes the grpcio channel again and waits on a hub that is gone (a hang

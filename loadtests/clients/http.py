@@ -2,8 +2,12 @@
 
 Request bodies are generated once with tritonclient's public `generate_request_body`,
 framed once as a whole HTTP/1.1 request, and written on one keep-alive gevent socket per
-user (`http_wire.py`: only what an inference response needs is parsed). tritonclient's
-own client is used for the pre-flight calls and to decode outputs for validation.
+user and replica (`http_wire.py`: only what an inference response needs is parsed).
+tritonclient's own client is used to decode outputs for validation.
+
+Several replicas (`--triton-http a:8000,b:8000` or a name resolving to several): the user
+keeps one connection per replica and `--balance` picks the replica of each request (round
+robin) or of the user (pin-user), see replicas.py.
 """
 
 from __future__ import annotations
@@ -18,14 +22,17 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from loadtests.clients.base import (
+    CONNECTION_FAILURES,
     CONTROL_TIMEOUT_S,
     RequestFailure,
     SequenceStep,
     TritonClient,
     connection_failure,
 )
+from loadtests.clients.connections import Connections
 from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
+from loadtests.clients.replicas import ROUND_ROBIN
 from loadtests.errors import ServerError
 from loadtests.model_spec import ModelSpec
 
@@ -51,20 +58,40 @@ def _split_address(address: str) -> tuple[str, int]:
 
 
 class HttpClient(TritonClient):
-    """Triton HTTP client for one user. `binary=False` sends and receives JSON tensors."""
+    """Triton HTTP client for one user. `binary=False` sends and receives JSON tensors.
+    `address` is one HOST:PORT or a comma-separated list (replicas); `connections` is the
+    process's (a client of its own when not given)."""
 
     protocol = "http"
 
-    def __init__(self, address: str, timeout_s: float, request_event, binary: bool = True) -> None:
-        super().__init__(address, timeout_s, request_event)
-        self._host, self._port = _split_address(address)
+    def __init__(
+        self,
+        address: str,
+        timeout_s: float,
+        request_event,
+        binary: bool = True,
+        connections: Connections | None = None,
+        balance: str = ROUND_ROBIN,
+    ) -> None:
+        self._chooser = (connections or Connections()).chooser(address, balance)
+        super().__init__(self._chooser.replicas.first, timeout_s, request_event)
+        _split_address(self.address)
         self.binary = binary
-        self._http = HttpConnection(
-            self._host, self._port, connect_timeout_s=min(CONNECTION_TIMEOUT_S, timeout_s), timeout_s=timeout_s
-        )
-        self._health_request = build_request(address, LIVE_PATH, b"", {}, method="GET")
-        # Pre-flight over the same address, through the suite's one control-plane reader.
-        self.control = TritonControl(address, timeout_s=CONTROL_TIMEOUT_S)
+        self._connections: dict[str, HttpConnection] = {}
+        self._health_request = build_request(self.address, LIVE_PATH, b"", {}, method="GET")
+        # Pre-flight over the first address, through the suite's one control-plane reader.
+        self.control = TritonControl(self.address, timeout_s=CONTROL_TIMEOUT_S)
+
+    def _connection(self, replica: str) -> HttpConnection:
+        connection = self._connections.get(replica)
+        if connection is None:
+            host, port = _split_address(replica)
+            timeout_s = self.timeout_s
+            connection = HttpConnection(
+                host, port, connect_timeout_s=min(CONNECTION_TIMEOUT_S, timeout_s), timeout_s=timeout_s
+            )
+            self._connections[replica] = connection
+        return connection
 
     # -- control plane ----------------------------------------------------------------
     def server_live(self) -> bool:
@@ -75,6 +102,10 @@ class HttpClient(TritonClient):
 
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
         return self.control.model_metadata(model), self.control.model_config(model)
+
+    def replica_clients(self) -> list[TritonClient]:
+        others = [r for r in self._chooser.replicas.current() if r != self.address]
+        return [HttpClient(r, self.timeout_s, self.request_event, self.binary) for r in others]
 
     # -- data plane ---------------------------------------------------------------------
     def prepare(
@@ -104,7 +135,8 @@ class HttpClient(TritonClient):
 
     def warm(self) -> bool:
         try:
-            self._http.exchange(self._health_request)
+            for replica in self._chooser.targets():
+                self._connection(replica).exchange(self._health_request)
         except (OSError, ResponseError, ValueError):
             return False
         return True
@@ -113,12 +145,17 @@ class HttpClient(TritonClient):
         return len(wire.body)
 
     def _send(self, wire: HttpWire) -> tuple[int | None, bytes]:
+        self.replica = replica = self._chooser.next()
+        connection = self._connection(replica)
         try:
             # A failed exchange closes its connection: a late response to a timed-out
             # request is never read as the next request's.
-            status, header_length, body = self._http.exchange(wire.request)
+            status, header_length, body = connection.exchange(wire.request)
         except (TimeoutError, gevent.Timeout, OSError, ResponseError, ValueError, HTTPException) as error:
-            raise _transport_failure(error) from None
+            failure = _transport_failure(error)
+            if failure.name in CONNECTION_FAILURES:
+                self._chooser.failed(replica)
+            raise failure from None
         if status != 200:
             raise RequestFailure(f"HTTP {status}", _error_text(body))
         return header_length, body
@@ -137,7 +174,9 @@ class HttpClient(TritonClient):
         return {name: result.as_numpy(name) for name in datatypes}, datatypes
 
     def close(self) -> None:
-        self._http.close()
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
 
 
 def _transport_failure(error: BaseException) -> RequestFailure:

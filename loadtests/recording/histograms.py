@@ -20,6 +20,7 @@ from hdrh.histogram import HdrHistogram
 
 from loadtests.clients.base import CONNECTION_FAILURES
 from loadtests.recording.histogram_merge import EncodedAdder
+from loadtests.recording.replica_counts import ReplicaCounts
 
 # The histogram range, its summary and intervals are the run-directory format's (shared with the reports).
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
@@ -60,6 +61,8 @@ class EndpointStats:
     # Sequence users only: sequences started, and how they ended ("completed", "failed",
     # "ended_early"): summary.json's sequences_* counts (run_format.summary.SEQUENCE_COUNTS).
     sequences: Counter = field(default_factory=Counter)
+    # Requests per Triton replica (several --triton-http/--triton-grpc addresses).
+    replicas: ReplicaCounts = field(default_factory=ReplicaCounts)
 
     def record(
         self,
@@ -72,12 +75,15 @@ class EndpointStats:
         received_bytes: int = 0,
         sequence_started: bool = False,
         sequence_outcome: str | None = None,
+        replica: str | None = None,
     ) -> None:
         self.requests += 1
         if sequence_started:
             self.sequences["started"] += 1
         if sequence_outcome is not None:
             self.sequences[sequence_outcome] += 1
+        if replica is not None:
+            self.replicas.record(replica, failure, latency_us)
         self.batch_sizes[batch_size] += 1
         if failure not in CONNECTION_FAILURES:  # a refused request put nothing on the wire
             self.bytes_sent += sent_bytes
@@ -113,6 +119,7 @@ class EndpointStats:
         self.dropped += other.dropped
         self.bytes_sent += other.bytes_sent
         self.bytes_received += other.bytes_received
+        self.replicas.add(other.replicas)
         if other.uncorrected is not None:
             if self.uncorrected is None:
                 self.uncorrected = new_histogram()
@@ -145,6 +152,7 @@ class EndpointStats:
             # String keys: a message map is decoded with string keys only.
             "batch_sizes": {str(size): count for size, count in self.batch_sizes.items()},
             "sequences": dict(self.sequences),
+            "replicas": self.replicas.to_message(),
         }
 
     @classmethod
@@ -165,6 +173,7 @@ class EndpointStats:
             bytes_received=int(message.get("bytes_received", 0)),
             batch_sizes=Counter({int(size): int(count) for size, count in message.get("batch_sizes", {}).items()}),
             sequences=Counter(message.get("sequences", {})),
+            replicas=ReplicaCounts.from_message(message.get("replicas")),
         )
 
     def latency_summary_us(self) -> dict[str, float]:
@@ -214,6 +223,7 @@ def add_message(message: dict, targets: list[EndpointStats], adder: EncodedAdder
         target.dropped += int(message.get("dropped", 0))
         target.bytes_sent += int(message.get("bytes_sent", 0))
         target.bytes_received += int(message.get("bytes_received", 0))
+        target.replicas.add_message(message.get("replicas"))
     adder.add(message["histogram"], [target.histogram for target in targets])
     uncorrected = message.get("uncorrected")
     if uncorrected:

@@ -9,6 +9,11 @@ memory gauges where present. On this CPU-only machine Triton 2.51 exports `nv_in
 (per model and version; `nv_inference_request_failure` also per reason), `nv_cpu_*` and
 `nv_pinned_memory_pool_*` (not kept); no `nv_gpu_*` and no `nv_energy_consumption`: an
 absent metric is simply absent, not an error.
+
+Several replicas (`--triton-metrics A,B` or a name resolving to several): each scrape asks
+every replica and labels its series `replica="HOST:PORT"` in server_metrics.csv (GPU
+utilisation and memory per replica included); a replica that does not answer is an error
+in `errors`, not a failed scrape of the others.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl, metrics_url
+from loadtests.clients.replicas import ReplicaSet
 from loadtests.errors import ServerError
 from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 
@@ -199,6 +205,7 @@ class MetricsPoller:
         csv_path: str | Path | None = None,
     ) -> None:
         self.metrics_address = metrics_address
+        self._replicas = ReplicaSet(metrics_address)
         self.timeout_s = timeout_s
         self.prefixes = prefixes
         self.rows: list[tuple[float, str, str, float]] = []
@@ -210,7 +217,10 @@ class MetricsPoller:
         self._sampler = PeriodicSampler(self._scrape, interval_s, clock, before_tick)
 
     def _scrape(self) -> None:
-        samples = scrape(self.metrics_address, self.timeout_s, self.prefixes)
+        if self._replicas.single:
+            samples = scrape(self.metrics_address, self.timeout_s, self.prefixes)
+        else:
+            samples = self._scrape_replicas()
         now = self._sampler.clock()
         if self._csv is not None:
             self._csv.writerows((f"{now:.3f}", s.name, s.labels_json, _format_value(s.value)) for s in samples)
@@ -221,6 +231,22 @@ class MetricsPoller:
             labels = sample.labels_json
             labels = self._label_strings.setdefault(labels, labels)  # one string object per label set
             self.rows.append((now, sample.name, labels, sample.value))
+
+    def _scrape_replicas(self) -> list[Sample]:
+        samples, errors = [], []
+        addresses = self._replicas.current()
+        for address in addresses:
+            try:
+                found = scrape(address, self.timeout_s, self.prefixes)
+            except ServerError as error:
+                errors.append(str(error))
+                continue
+            samples.extend(Sample(s.name, {**s.labels, "replica": address}, s.value, s.timestamp_ms) for s in found)
+        if len(errors) == len(addresses):
+            raise ServerError("; ".join(errors))
+        for error in errors:
+            self._sampler.record_error(error)
+        return samples
 
     @property
     def interval_s(self) -> float:

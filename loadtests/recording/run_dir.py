@@ -157,6 +157,8 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         # a worker was lost); the requests of a sequence are in the counts above as well.
         for key in SEQUENCE_COUNTS:
             summary[f"sequences_{key}"] = stats.sequences[key]
+    if len(stats.replicas.requests) > 1:  # several Triton replicas: who got what
+        summary["replicas"] = stats.replicas.to_json()
     if open_loop:
         summary["latency_uncorrected_us"] = stats.uncorrected_summary_us() or zero_summary()
         summary["late"] = stats.late

@@ -56,10 +56,14 @@ class PeriodicSampler:
         try:
             self._sample()
         except ServerError as exc:
-            if len(self.errors) < MAX_RECORDED_ERRORS:
-                self.errors.append({"time_s": self.clock(), "error": str(exc)})
-            else:
-                self.errors_dropped += 1
+            self.record_error(str(exc))
+
+    def record_error(self, error: str) -> None:
+        """A failed sample (or one replica's part of a sample), kept up to MAX_RECORDED_ERRORS."""
+        if len(self.errors) < MAX_RECORDED_ERRORS:
+            self.errors.append({"time_s": self.clock(), "error": error})
+        else:
+            self.errors_dropped += 1
 
     def start(self) -> None:
         if self._greenlet is not None:

@@ -38,6 +38,13 @@ count grew, warning when several did. A version missing from the earlier snapsho
 from zero, as perf_analyzer does; a version whose counters went down (Triton restarted, or
 the model was reloaded) counts from zero too, as Prometheus treats a counter reset.
 
+Replicas (several `--triton-http` addresses, or a name resolving to several): each replica's
+raw entries are kept under "<version>@<address>" keys of the same model ({"1@10.4.0.7:8000":
+entry, ...}), so every delta above sums the replicas exactly as it sums versions (a replica
+that joins counts from zero; one whose counters go down restarted), and `replica_snapshots`
+takes one replica's view back out for the per-replica breakdown. One address keeps plain
+version keys: a single-server run's files are what they always were.
+
 Facts checked against the local Triton 2.51 (CPU): a Python-backend error response
 counts as a success; a request Triton rejects before the model (wrong shape) counts in
 neither success nor fail; model warm-up requests count as successes; in 200 sequential
@@ -244,6 +251,46 @@ def interval_deltas(snapshots: list[StatsSnapshot]) -> list[tuple[float, float, 
     """(start_s, end_s, deltas) between each pair of consecutive snapshots."""
     pairs = pairwise(snapshots)
     return [(a.time_s, b.time_s, compute_delta(a, b)) for a, b in pairs]
+
+
+# -- replicas ----------------------------------------------------------------------------------
+REPLICA_SEPARATOR = "@"
+
+
+def replica_key(version: str, address: str) -> str:
+    """The key of one replica's entry for a model version: '1@10.4.0.7:8000'."""
+    return f"{version}{REPLICA_SEPARATOR}{address}"
+
+
+def replica_addresses(snapshots: list[StatsSnapshot]) -> list[str]:
+    """Every replica address seen in the snapshots, in the order first seen ([] for one server)."""
+    seen: dict[str, None] = {}
+    for snapshot in snapshots:
+        for raw in snapshot.models.values():
+            for key in raw:
+                if REPLICA_SEPARATOR in key:
+                    seen.setdefault(key.partition(REPLICA_SEPARATOR)[2], None)
+    return list(seen)
+
+
+def replica_snapshots(snapshots: list[StatsSnapshot], address: str) -> list[StatsSnapshot]:
+    """The snapshots as one replica saw them (its entries, under their plain version keys)."""
+    suffix = f"{REPLICA_SEPARATOR}{address}"
+    return [
+        StatsSnapshot(
+            snapshot.time_s,
+            {
+                model: {key[: -len(suffix)]: entry for key, entry in raw.items() if key.endswith(suffix)}
+                for model, raw in snapshot.models.items()
+            },
+        )
+        for snapshot in snapshots
+    ]
+
+
+def replica_deltas(snapshots: list[StatsSnapshot]) -> dict[str, dict[str, ModelDelta]]:
+    """{address: {model: ModelDelta}} over the whole run, per replica ({} for one server)."""
+    return {address: total_delta(replica_snapshots(snapshots, address)) for address in replica_addresses(snapshots)}
 
 
 def deltas_json(deltas: dict[str, ModelDelta]) -> dict[str, dict]:

@@ -55,3 +55,14 @@ class ServerWatch:
         directory.write_json("server_stats.json", self.stats.to_json())
         self.metrics.write_csv(directory.path / "server_metrics.csv")
         return {model: delta.to_json() for model, delta in sorted(self.stats.total_delta().items())}
+
+    def replicas(self) -> dict[str, dict]:
+        """summary.json's `server_replicas`: {address: {model: breakdown}} when several replicas
+        answered (each replica's own statistics; `server` is their sum per model), else {}."""
+        deltas = self.stats.replica_deltas()
+        if len(deltas) < 2:
+            return {}
+        return {
+            address: {model: delta.to_json() for model, delta in sorted(models.items())}
+            for address, models in deltas.items()
+        }

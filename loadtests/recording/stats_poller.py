@@ -2,6 +2,12 @@
 
 The arithmetic on the snapshots is in server_stats.py, the file in server_stats_file.py;
 this module only takes them (through loadtests.clients.control) and keeps them.
+
+Several replicas (`--triton-http A,B` or a name resolving to several, re-resolved every
+30 s by loadtests.clients.replicas): every snapshot asks each replica, and keeps each one's
+entries under "<version>@<address>" keys (server_stats.py sums them per model). A replica
+that does not answer is an error in `errors` (the snapshot goes on with the others) and its
+previous entries are carried forward, so its next answer is not counted from zero.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
+from loadtests.clients.replicas import ReplicaSet
+from loadtests.errors import ServerError
 from loadtests.recording import server_stats
 from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 from loadtests.recording.server_stats import ModelDelta, StatsSnapshot
@@ -30,6 +38,36 @@ def take_snapshot(
     """
     stats = TritonControl(http_address, timeout_s=timeout_s).statistics(models)
     return StatsSnapshot(clock(), stats)
+
+
+def take_replica_snapshot(
+    addresses: tuple[str, ...],
+    models: list[str],
+    previous: StatsSnapshot | None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    clock: Callable[[], float] = time.time,
+) -> tuple[StatsSnapshot, list[str]]:
+    """Every replica's statistics in one snapshot, and the errors of those that did not answer
+    (their last entries carried forward). ServerError when none answered."""
+    merged: dict[str, dict] = {model: {} for model in models}
+    errors = []
+    for address in addresses:
+        try:
+            stats = TritonControl(address, timeout_s=timeout_s).statistics(models)
+        except ServerError as error:
+            errors.append(str(error))
+            stats = _last_entries(previous, address)
+        for model, raw in stats.items():
+            merged[model].update({server_stats.replica_key(version, address): entry for version, entry in raw.items()})
+    if len(errors) == len(addresses):
+        raise ServerError("; ".join(errors))
+    return StatsSnapshot(clock(), merged), errors
+
+
+def _last_entries(previous: StatsSnapshot | None, address: str) -> dict[str, dict]:
+    if previous is None:
+        return {}
+    return server_stats.replica_snapshots([previous], address)[0].models
 
 
 class ServerStatsPoller:
@@ -60,6 +98,8 @@ class ServerStatsPoller:
         before_tick: Callable[[], None] | None = None,
     ) -> None:
         self.http_address = http_address
+        # Several addresses (or a name with several): one snapshot asks every replica.
+        self._replicas = ReplicaSet(http_address)
         self.models = list(models)
         # Read at every snapshot: the end of a run shortens it (ServerWatch.stop).
         self.timeout_s = timeout_s
@@ -67,7 +107,15 @@ class ServerStatsPoller:
         self._sampler = PeriodicSampler(self._take, interval_s, clock, before_tick)
 
     def _take(self) -> None:
-        self.snapshots.append(take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock))
+        if self._replicas.single:  # plain version keys: a one-server run's file as it always was
+            self.snapshots.append(take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock))
+            return
+        previous = self.snapshots[-1] if self.snapshots else None
+        addresses = self._replicas.current()
+        snapshot, errors = take_replica_snapshot(addresses, self.models, previous, self.timeout_s, self._sampler.clock)
+        self.snapshots.append(snapshot)
+        for error in errors:
+            self._sampler.record_error(error)
 
     @property
     def interval_s(self) -> float:
@@ -113,6 +161,10 @@ class ServerStatsPoller:
     def total_delta(self) -> dict[str, ModelDelta]:
         """First snapshot to last, restart-safe (see server_stats.total_delta)."""
         return server_stats.total_delta(self.snapshots)
+
+    def replica_deltas(self) -> dict[str, dict[str, ModelDelta]]:
+        """Per replica address, first snapshot to last ({} for one server)."""
+        return server_stats.replica_deltas(self.snapshots)
 
     def restarts(self) -> list[dict[str, Any]]:
         return server_stats.restarts(self.snapshots)

@@ -59,6 +59,7 @@ class WindowRecorder:
         received_bytes: int = 0,
         sequence_started: bool = False,
         sequence_outcome: str | None = None,
+        replica: str | None = None,
     ) -> None:
         self._stats(name, model, protocol).record(
             latency_us,
@@ -70,6 +71,7 @@ class WindowRecorder:
             received_bytes,
             sequence_started,
             sequence_outcome,
+            replica,
         )
 
     def record_dropped(self, name: str, model: str, protocol: str) -> None:

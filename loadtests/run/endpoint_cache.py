@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from gevent.lock import Semaphore
 
-from loadtests.clients import open_client
+from loadtests.clients import Connections, open_client
 from loadtests.endpoint_mix import MIX_KIND, MixedEndpoint, check_mix_applies, prepare_mix
 from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
 from loadtests.errors import StartupError
@@ -23,10 +23,13 @@ logger = logging.getLogger(__name__)
 class EndpointCache:
     """Endpoints of the selected user classes, prepared against the current settings."""
 
-    def __init__(self, user_classes: list[type], settings: Callable[[], Settings], request_event) -> None:
+    def __init__(
+        self, user_classes: list[type], settings: Callable[[], Settings], request_event, connections: Connections
+    ) -> None:
         self.user_classes = user_classes
         self.settings = settings
         self.request_event = request_event
+        self.connections = connections
         self.prepared: dict[tuple[str, str], Endpoint | MixedEndpoint] = {}
         self._locks: dict[tuple[str, str], Semaphore] = {}
 
@@ -82,7 +85,7 @@ class EndpointCache:
     def _prepare(self, kind: str, protocol: str, settings: Settings) -> Endpoint | MixedEndpoint:
         if settings.mix is not None:
             check_mix_applies({cls.__name__: cls.workload for cls in self.classes()})
-        client = open_client(protocol, settings, self.request_event)
+        client = open_client(protocol, settings, self.request_event, self.connections)
         try:
             if settings.mix is not None:
                 return prepare_mix(client, settings.mix, settings)

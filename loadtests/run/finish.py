@@ -25,6 +25,9 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
     run.aggregator.close_windows(final=True, end_s=run.directory.stopped_at or time.time())
     server = run.server.stop(run.directory)
     extra: dict = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else {}
+    replicas = run.server.replicas()
+    if replicas:
+        extra["server_replicas"] = replicas
     extra["faults"] = faults = run.faults.to_json(
         run.server.stats.restarts(),
         run.server.stats.errors,

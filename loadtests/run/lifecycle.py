@@ -20,6 +20,7 @@ from collections.abc import Callable
 import gevent
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED
 
+from loadtests.addresses import address_list
 from loadtests.events import RunStarted
 from loadtests.recording.console import behind_schedule_warnings
 from loadtests.recording.faults import FaultLog
@@ -80,7 +81,8 @@ class RunLifecycle:
     def start(self) -> None:
         settings = self.process.settings
         models = self.process.endpoints.models()
-        triton = fetch_triton_info(settings.triton_http, models)
+        # Server and model metadata from the first replica (replicas serve the same models).
+        triton = fetch_triton_info(address_list(settings.triton_http)[0], models)
         directory = RunDirectory.create(
             settings,
             [cls.__name__ for cls in self.environment.user_classes],

@@ -118,7 +118,8 @@ class LocalSender:
                 return 1
 
         request_event = self.process.environment.events.request
-        clients = ClientPool(lambda protocol: open_client(protocol, settings, request_event))
+        connections = self.process.connections
+        clients = ClientPool(lambda protocol: open_client(protocol, settings, request_event, connections))
         self.process.sender = OpenLoop(
             settings.traffic,
             settings.max_in_flight,

@@ -18,6 +18,8 @@ import time
 import gevent
 from locust.env import Environment
 
+from loadtests.addresses import address_list
+from loadtests.clients import Connections
 from loadtests.endpoint_mix import MixedEndpoint
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
@@ -44,7 +46,11 @@ class SuiteProcess:
         self.role = Role.of(environment.runner)
         self.settings = Settings()
         self.recorder = WindowRecorder()
-        self.endpoints = EndpointCache(environment.user_classes, lambda: self.settings, environment.events.request)
+        # The users' gRPC connection pools and the replicas of each address: this process's.
+        self.connections = Connections()
+        self.endpoints = EndpointCache(
+            environment.user_classes, lambda: self.settings, environment.events.request, self.connections
+        )
         # The open-loop sender while a test runs on a process with users (None in closed loop).
         self.sender: OpenLoop | None = None
         # Sequence users' slots (bits of their correlation IDs, loadtests/sequence_ids.py).
@@ -69,7 +75,7 @@ class SuiteProcess:
         self.recorder.window_s = settings.window_s
         if self.role.records_run:
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
-            self.environment.host = f"http://{settings.triton_http}"
+            self.environment.host = f"http://{address_list(settings.triton_http)[0]}"
         return settings
 
     # -- what the users need (loadtests.users.ProcessServices) ---------------------------------

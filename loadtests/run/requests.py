@@ -36,4 +36,5 @@ class RequestRecording:
             response_length or 0,
             context.get("sequence_started", False),
             context.get("sequence_outcome"),
+            context.get("replica"),
         )

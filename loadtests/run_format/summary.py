@@ -61,6 +61,8 @@ class EndpointEntry(EntryTotals):
     sequences_completed: NotRequired[int]
     sequences_failed: NotRequired[int]
     sequences_ended_early: NotRequired[int]
+    # Several Triton replicas: {address: {"requests", "failures", "mean_latency_us"}}.
+    replicas: NotRequired[dict[str, dict]]
 
 
 class MergedEntry(EntryTotals):
@@ -89,6 +91,9 @@ class Summary(TypedDict):
     traffic: dict  # {"mode": "closed"} or the open-loop pattern (mode, rate, ...)
     endpoints: list[EndpointEntry]
     server: dict  # Triton's breakdown per model (loadtests/recording/server_stats.py)
+    # Several replicas: the same breakdown per replica, {HTTP address: {model: {...}}}; `server`
+    # is their sum per model.
+    server_replicas: NotRequired[dict[str, dict]]
     load_generator: dict  # cpu_s, cpu_per_request_us, cpu_throttled_s, ..., workers
     overall: NotRequired[MergedEntry]
     model_totals: NotRequired[dict[str, MergedEntry]]  # models with several endpoints
