@@ -14,6 +14,7 @@ from typing import Any
 
 from loadtests.addresses import check_address
 from loadtests.errors import SpecError
+from loadtests.run_format.storage import is_url
 from loadtests.settings import (
     CLOSED_LOOP,
     DATA_MODES,
@@ -143,6 +144,7 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         raise SpecError("--window and --server-stats-interval must be positive")
     return {
         "run_dir": _path(options, "run_dir"),
+        "upload": _upload(_text(options, "upload")),
         "window_s": window_s,
         "server_poll_s": server_poll_s,
         "slo": _text(options, "slo"),
@@ -151,6 +153,13 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
         "csv_prefix": _text(options, "csv_prefix"),
     }
+
+
+def _upload(url: str) -> str:
+    """--upload: a URL (a local copy is --run-dir's job); its writability is checked in pre-flight."""
+    if url and not is_url(url):
+        raise SpecError(f"--upload {url} is not a URL (e.g. gs://bucket/runs, s3://bucket/runs, file:///srv/runs)")
+    return url
 
 
 def _traffic(options: argparse.Namespace) -> dict[str, Any]:

@@ -130,6 +130,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check every response's outputs (names, dtypes, batch dim, values)",
     )
     option("--run-dir", default="", metavar="DIR", help="run directory (default runs/<UTC time>-<name>)")
+    # Copied at the end of the run by loadtests/run/upload.py (fsspec: loadtests/run_format/storage.py).
+    option(
+        "--upload",
+        default="",
+        metavar="URL",
+        help="copy the finished run directory to URL/<run name>/ (gs://bucket/prefix, s3://bucket/prefix, "
+        "file:///dir; gs:// needs gcsfs, s3:// s3fs); checked writable before any load",
+    )
     # Parsed and evaluated by loadtests/slo_gate.py (grammar: loadtests/run_format/slo/, docs/ci.md).
     option(
         "--slo",

@@ -70,6 +70,7 @@ class Settings:
     grpc_users_per_connection: int = int(DEFAULT_GRPC_CONNECTIONS)  # 1: per user, 0: per process
     # -- recording and outputs
     run_dir: Path | None = None
+    upload: str = ""  # --upload URL: where the finished run directory is copied ("" none)
     window_s: float = DEFAULT_WINDOW_S
     server_poll_s: float = DEFAULT_SERVER_POLL_S
     slo: str = ""  # the --slo clauses as given (parsed by loadtests/slo_gate.py)
