@@ -12,7 +12,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from loadtests.addresses import check_address
+from loadtests.addresses import check_endpoint
+from loadtests.connection_security import ConnectionSecurity, TlsFiles, parse_header, redact_header
 from loadtests.errors import SpecError
 from loadtests.run_format.storage import is_url
 from loadtests.settings import (
@@ -96,9 +97,12 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         raise SpecError(f"--data-mode '{data_mode}' is not one of {', '.join(DATA_MODES)}")
     input_data, data_mode = _input_data(getattr(options, "input_data", None), data_mode)
     return {
-        "triton_http": check_address("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
-        "triton_grpc": check_address("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
-        "triton_metrics": check_address("--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS),
+        "triton_http": check_endpoint("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP, "http"),
+        "triton_grpc": check_endpoint("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC, "grpc"),
+        "triton_metrics": check_endpoint(
+            "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS, "http"
+        ),
+        "security": _security(options),
         "model": _text(options, "model"),
         "bert_model": _text(options, "bert_model"),
         "resnet_model": _text(options, "resnet_model"),
@@ -118,6 +122,32 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
             _given(options, "grpc_connections", DEFAULT_GRPC_CONNECTIONS)
         ),
     }
+
+
+def _header_texts(value: str | list[str] | None) -> list[str]:
+    """--header as given: a list from the command line, one string from the environment or the web UI."""
+    items = [value] if isinstance(value, str) else list(value or [])
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _security(options: argparse.Namespace) -> ConnectionSecurity:
+    """--ssl-* and --header; files checked here, so a bad one stops the run before any load."""
+    tls = TlsFiles(
+        ca=_path(options, "ssl_ca"),
+        cert=_path(options, "ssl_cert"),
+        key=_path(options, "ssl_key"),
+        insecure=bool(getattr(options, "ssl_insecure", False)),
+    )
+    security = ConnectionSecurity(
+        tls, tuple(parse_header(text) for text in _header_texts(getattr(options, "header", None)))
+    )
+    if tls.insecure and _text(options, "triton_grpc").lower().startswith("grpcs://"):
+        raise SpecError(
+            "--ssl-insecure works with https:// only (grpcio, the gRPC pre-flight, always verifies): give --ssl-ca"
+        )
+    if tls != TlsFiles():
+        security.context()  # raises SpecError for an unreadable or malformed file
+    return security
 
 
 def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:
@@ -223,6 +253,8 @@ def _jsonable(options: argparse.Namespace) -> dict[str, Any]:
     """Every option as given, for config.json."""
     out: dict[str, Any] = {}
     for key, value in sorted(vars(options).items()):
+        if key == "header":  # a literal value may be a token: written as <redacted>
+            value = [redact_header(text) for text in _header_texts(value)]
         if isinstance(value, str | int | float | bool) or value is None:
             out[key] = value
         elif isinstance(value, list | tuple):

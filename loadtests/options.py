@@ -69,6 +69,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     option("--triton-http", default=DEFAULT_TRITON_HTTP, metavar="HOST:PORT", help="Triton HTTP endpoint")
     option("--triton-grpc", default=DEFAULT_TRITON_GRPC, metavar="HOST:PORT", help="Triton gRPC endpoint")
     option("--triton-metrics", default=DEFAULT_TRITON_METRICS, metavar="HOST:PORT", help="Triton Prometheus endpoint")
+    # TLS and headers for every connection to Triton (loadtests/connection_security.py, docs/users.md):
+    # https://HOST:PORT and grpcs://HOST:PORT in the three options above turn TLS on.
+    option("--ssl-ca", default="", metavar="FILE", help="CA bundle (PEM) that verifies Triton's TLS certificate")
+    option("--ssl-cert", default="", metavar="FILE", help="client certificate (PEM) for mutual TLS")
+    option("--ssl-key", default="", metavar="FILE", help="private key (PEM) of --ssl-cert")
+    option(
+        "--ssl-insecure",
+        action="store_true",
+        default=False,
+        help="for testing only: accept any server certificate (no verification, no hostname check)",
+    )
+    option(
+        "--header",
+        action="append",
+        default=None,
+        metavar="'NAME: VALUE'",
+        is_secret=True,
+        help="extra header on every request to Triton, HTTP and gRPC (repeatable); VALUE env:VAR or "
+        "file:PATH reads the secret from there, so it stays out of config.json and the web UI",
+    )
     option(
         "--model",
         default="",

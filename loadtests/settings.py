@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtests.batch_size import BatchSizeSpec, parse_batch_size
+from loadtests.connection_security import ConnectionSecurity
 
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
 DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
@@ -52,6 +53,8 @@ class Settings:
     triton_http: str = DEFAULT_TRITON_HTTP
     triton_grpc: str = DEFAULT_TRITON_GRPC
     triton_metrics: str = DEFAULT_TRITON_METRICS
+    # TLS files and --header values (resolved) for every connection to Triton.
+    security: ConnectionSecurity = field(default_factory=ConnectionSecurity)
     model: str = ""
     bert_model: str = ""
     resnet_model: str = ""

@@ -41,6 +41,8 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.batch_size",
             # A model's description as Triton reports it (pure values): workloads and clients read it.
             "loadtests.model_spec",
+            # TLS files and --header values (pure values and the stdlib's ssl): clients and the control plane read them.
+            "loadtests.connection_security",
             "loadtests.events",
             "loadtests.run_format",
         ),

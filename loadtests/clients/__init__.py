@@ -21,7 +21,11 @@ def open_client(protocol: str, settings: Settings, request_event) -> TritonClien
         from loadtests.clients.http import HttpClient
 
         return HttpClient(
-            settings.triton_http, settings.request_timeout_s, request_event, binary=not settings.http_json
+            settings.triton_http,
+            settings.request_timeout_s,
+            request_event,
+            binary=not settings.http_json,
+            security=settings.security,
         )
     if protocol == "grpc":
         from loadtests.clients.grpc import GrpcClient
@@ -31,6 +35,7 @@ def open_client(protocol: str, settings: Settings, request_event) -> TritonClien
             settings.request_timeout_s,
             request_event,
             users_per_connection=settings.grpc_users_per_connection,
+            security=settings.security,
         )
     raise ValueError(f"unknown protocol {protocol!r}")
 

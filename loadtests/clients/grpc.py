@@ -19,9 +19,13 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
+from loadtests.addresses import endpoint_tls
 from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
+from loadtests.clients.grpc_tls import ALPN_H2
+from loadtests.connection_security import ConnectionSecurity
+from loadtests.errors import ServerError
 from loadtests.model_spec import ModelSpec
 
 MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
@@ -30,8 +34,8 @@ MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
 DEFAULT_USERS_PER_CONNECTION = 6
 CONNECT_TIMEOUT_S = 5.0
 
-# One pool per (address, policy) in this process: users share connections through it.
-_pools: dict[tuple[str, int], ConnectionPool] = {}
+# One pool per (address, policy, security) in this process: users share connections through it.
+_pools: dict[tuple[str, int, ConnectionSecurity], ConnectionPool] = {}
 
 _gevent_enabled = False
 
@@ -44,6 +48,22 @@ def enable_gevent() -> None:
 
         grpc_gevent.init_gevent()
         _gevent_enabled = True
+
+
+def grpcio_tls(security: ConnectionSecurity, tls: bool) -> dict:
+    """tritonclient's TLS arguments for the control plane's grpcio channel (files by path).
+
+    grpcio cannot skip verification, so --ssl-insecure is refused for grpcs:// when the options are read.
+    """
+    if not tls:
+        return {}
+    files = security.tls
+    return {
+        "ssl": True,
+        "root_certificates": str(files.ca) if files.ca else None,
+        "private_key": str(files.key) if files.key else None,
+        "certificate_chain": str(files.cert) if files.cert else None,
+    }
 
 
 def _tensor_bytes(array: np.ndarray) -> bytes:
@@ -86,12 +106,16 @@ class GrpcClient(TritonClient):
         timeout_s: float,
         request_event,
         users_per_connection: int = DEFAULT_USERS_PER_CONNECTION,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         super().__init__(address, timeout_s, request_event)
         enable_gevent()  # for the control plane's grpcio channel
-        key = (address, users_per_connection)
+        self._authority, self._tls = endpoint_tls(address)  # "grpcs://host:port": TLS
+        self.security = security or ConnectionSecurity()
+        key = (address, users_per_connection, self.security)
         if key not in _pools:
-            _pools[key] = ConnectionPool(address, users_per_connection, CONNECT_TIMEOUT_S)
+            context = self.security.context(ALPN_H2) if self._tls else None
+            _pools[key] = ConnectionPool(self._authority, users_per_connection, CONNECT_TIMEOUT_S, context)
         self._pool = _pools[key]
         self._slot = self._pool.slot_for_new_user()
         self._control: grpcclient.InferenceServerClient | None = None
@@ -100,18 +124,27 @@ class GrpcClient(TritonClient):
     @property
     def control(self) -> grpcclient.InferenceServerClient:
         if self._control is None:
-            self._control = grpcclient.InferenceServerClient(self.address)
+            self._control = grpcclient.InferenceServerClient(self._authority, **grpcio_tls(self.security, self._tls))
         return self._control
 
+    def _calls(self) -> dict:
+        """What every control-plane call takes: the timeout and --header as gRPC metadata."""
+        return {"client_timeout": CONTROL_TIMEOUT_S, "headers": dict(self.security.headers) or None}
+
     def server_live(self) -> bool:
-        return bool(self.control.is_server_live(client_timeout=CONTROL_TIMEOUT_S))
+        if self._tls:  # the data plane's own handshake first: its failure names the reason in one line
+            try:
+                self._pool.connection(self._slot)
+            except CallFailure as error:
+                raise ServerError(error.detail) from None
+        return bool(self.control.is_server_live(**self._calls()))
 
     def model_ready(self, model: str) -> bool:
-        return bool(self.control.is_model_ready(model, client_timeout=CONTROL_TIMEOUT_S))
+        return bool(self.control.is_model_ready(model, **self._calls()))
 
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
-        metadata = self.control.get_model_metadata(model, as_json=True, client_timeout=CONTROL_TIMEOUT_S)
-        config = self.control.get_model_config(model, as_json=True, client_timeout=CONTROL_TIMEOUT_S)
+        metadata = self.control.get_model_metadata(model, as_json=True, **self._calls())
+        config = self.control.get_model_config(model, as_json=True, **self._calls())
         return metadata, config.get("config", config)
 
     # -- data plane ---------------------------------------------------------------------
@@ -135,7 +168,9 @@ class GrpcClient(TritonClient):
         return self._call(request.SerializeToString())
 
     def _call(self, message: bytes) -> PreparedCall:
-        return prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s)
+        return prepare_call(
+            self._authority, MODEL_INFER_METHOD, message, self.timeout_s, self.security.headers, self._tls
+        )
 
     def wire_bytes(self, wire: PreparedCall) -> int:
         return wire.message_bytes

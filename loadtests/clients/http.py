@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from http.client import HTTPException
 
 import gevent
+import gevent.ssl
 import numpy as np
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
+from loadtests.addresses import endpoint_tls
 from loadtests.clients.base import CONTROL_TIMEOUT_S, RequestFailure, TritonClient, connection_failure
 from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
 from loadtests.model_spec import ModelSpec
 
@@ -49,16 +52,30 @@ class HttpClient(TritonClient):
 
     protocol = "http"
 
-    def __init__(self, address: str, timeout_s: float, request_event, binary: bool = True) -> None:
+    def __init__(
+        self,
+        address: str,
+        timeout_s: float,
+        request_event,
+        binary: bool = True,
+        security: ConnectionSecurity | None = None,
+    ) -> None:
         super().__init__(address, timeout_s, request_event)
-        self._host, self._port = _split_address(address)
+        self._authority, tls = endpoint_tls(address)  # "https://host:port": TLS
+        self._host, self._port = _split_address(self._authority)
         self.binary = binary
+        self.security = security or ConnectionSecurity()
         self._http = HttpConnection(
-            self._host, self._port, connect_timeout_s=min(CONNECTION_TIMEOUT_S, timeout_s), timeout_s=timeout_s
+            self._host,
+            self._port,
+            connect_timeout_s=min(CONNECTION_TIMEOUT_S, timeout_s),
+            timeout_s=timeout_s,
+            tls=self.security.context(context_class=gevent.ssl.SSLContext) if tls else None,
         )
-        self._health_request = build_request(address, LIVE_PATH, b"", {}, method="GET")
+        self._headers = dict(self.security.headers)  # --header, on every request
+        self._health_request = build_request(self._authority, LIVE_PATH, b"", self._headers, method="GET")
         # Pre-flight over the same address, through the suite's one control-plane reader.
-        self.control = TritonControl(address, timeout_s=CONTROL_TIMEOUT_S)
+        self.control = TritonControl(address, timeout_s=CONTROL_TIMEOUT_S, security=self.security)
 
     # -- control plane ----------------------------------------------------------------
     def server_live(self) -> bool:
@@ -80,8 +97,9 @@ class HttpClient(TritonClient):
         outputs = [httpclient.InferRequestedOutput(o.name, binary_data=self.binary) for o in model.outputs]
         body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs)
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
+        headers.update(self._headers)
         path = infer_path(model.name)
-        return HttpWire(path, body, headers, build_request(self.address, path, body, headers))
+        return HttpWire(path, body, headers, build_request(self._authority, path, body, headers))
 
     def warm(self) -> bool:
         try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl, metrics_url
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
 from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 
@@ -156,14 +157,17 @@ def kept(samples: Iterable[Sample], prefixes: tuple[str, ...] = KEPT_PREFIXES) -
 
 
 def scrape(
-    metrics_address: str, timeout_s: float = DEFAULT_TIMEOUT_S, prefixes: tuple[str, ...] = KEPT_PREFIXES
+    metrics_address: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    prefixes: tuple[str, ...] = KEPT_PREFIXES,
+    security: ConnectionSecurity | None = None,
 ) -> list[Sample]:
     """Triton's metrics whose names start with one of `prefixes`. Raises ServerError if unreachable.
 
     Example:
         [s.value for s in scrape("localhost:8002") if s.name == "nv_inference_count"]  # [1234.0, ...]
     """
-    text = TritonControl("", metrics_address, timeout_s).metrics_text()
+    text = TritonControl("", metrics_address, timeout_s, security).metrics_text()
     try:
         return kept(parse(text), prefixes)
     except ValueError as exc:
@@ -197,8 +201,10 @@ class MetricsPoller:
         clock: Callable[[], float] = time.time,
         before_tick: Callable[[], None] | None = None,
         csv_path: str | Path | None = None,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.metrics_address = metrics_address
+        self.security = security
         self.timeout_s = timeout_s
         self.prefixes = prefixes
         self.rows: list[tuple[float, str, str, float]] = []
@@ -210,7 +216,7 @@ class MetricsPoller:
         self._sampler = PeriodicSampler(self._scrape, interval_s, clock, before_tick)
 
     def _scrape(self) -> None:
-        samples = scrape(self.metrics_address, self.timeout_s, self.prefixes)
+        samples = scrape(self.metrics_address, self.timeout_s, self.prefixes, self.security)
         now = self._sampler.clock()
         if self._csv is not None:
             self._csv.writerows((f"{now:.3f}", s.name, s.labels_json, _format_value(s.value)) for s in samples)

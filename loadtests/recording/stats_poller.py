@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.recording import server_stats
 from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 from loadtests.recording.server_stats import ModelDelta, StatsSnapshot
@@ -22,13 +23,14 @@ def take_snapshot(
     models: list[str],
     timeout_s: float = DEFAULT_TIMEOUT_S,
     clock: Callable[[], float] = time.time,
+    security: ConnectionSecurity | None = None,
 ) -> StatsSnapshot:
     """The models' raw statistics, stamped with the time the answers arrived.
 
     All models or none (ServerError): a snapshot missing a model would make the next delta
     count that model's whole history.
     """
-    stats = TritonControl(http_address, timeout_s=timeout_s).statistics(models)
+    stats = TritonControl(http_address, timeout_s=timeout_s, security=security).statistics(models)
     return StatsSnapshot(clock(), stats)
 
 
@@ -58,8 +60,10 @@ class ServerStatsPoller:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         clock: Callable[[], float] = time.time,
         before_tick: Callable[[], None] | None = None,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.http_address = http_address
+        self.security = security
         self.models = list(models)
         # Read at every snapshot: the end of a run shortens it (ServerWatch.stop).
         self.timeout_s = timeout_s
@@ -67,7 +71,9 @@ class ServerStatsPoller:
         self._sampler = PeriodicSampler(self._take, interval_s, clock, before_tick)
 
     def _take(self) -> None:
-        self.snapshots.append(take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock))
+        self.snapshots.append(
+            take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock, self.security)
+        )
 
     @property
     def interval_s(self) -> float:

@@ -83,7 +83,7 @@ class RunLifecycle:
         directory = RunDirectory.create(
             settings,
             [cls.__name__ for cls in self.environment.user_classes],
-            triton=fetch_triton_info(settings.triton_http, models),
+            triton=fetch_triton_info(settings.triton_http, models, security=settings.security),
             window_s=settings.window_s,
         )
         logger.info("run directory: %s", directory.path)
@@ -94,6 +94,7 @@ class RunLifecycle:
             settings.server_poll_s,
             self.wait_for_quiet,
             metrics_csv=directory.path / "server_metrics.csv",
+            security=settings.security,
         )
         server.start()
         grace = {"grace_s": LOCAL_GRACE_S} if self.process.role is Role.LOCAL else {}

@@ -18,6 +18,7 @@ import time
 import gevent
 from locust.env import Environment
 
+from loadtests.clients.control import base_url
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
@@ -65,7 +66,7 @@ class SuiteProcess:
         self.recorder.window_s = settings.window_s
         if self.role.records_run:
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
-            self.environment.host = f"http://{settings.triton_http}"
+            self.environment.host = base_url(settings.triton_http)
         return settings
 
     # -- what the users need (loadtests.users.ProcessServices) ---------------------------------
