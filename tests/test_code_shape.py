@@ -252,8 +252,11 @@ def test_the_checks_catch_what_they_check(tmp_path):
     assert layer_of("loadtests") == 0
     assert layer_of("loadtests.runtime") is None  # a module in no layer fails until it is placed
     assert "loadtests.run.process" in imported_modules(REPO_ROOT / "loadtests/run/wiring.py")
-    # The settings module imports only a value type of the suite.
-    assert imported_modules(REPO_ROOT / "loadtests/settings.py") == {"loadtests.batch_size"}
+    # The settings module imports only value types of the suite.
+    assert imported_modules(REPO_ROOT / "loadtests/settings.py") == {
+        "loadtests.batch_size",
+        "loadtests.connection_security",
+    }
     long_function = "def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES + "    return x\n"
     source = tmp_path / "long.py"
     source.write_text(long_function)

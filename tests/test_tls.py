@@ -118,20 +118,27 @@ def test_a_wrong_ca_is_one_preflight_error(triton, pki, https_proxy, grpcs_proxy
     assert model_stats(triton.http_address, "identity") == before
 
 
-def test_mutual_tls_needs_the_client_certificate(triton, pki, tmp_path):
-    proxy = TlsProxy(triton.http_address, pki, HEADER, mode="http", client_ca=pki.ca)
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_mutual_tls_needs_the_client_certificate(triton, pki, tmp_path, protocol):
+    upstream = triton.http_address if protocol == "http" else triton.grpc_address
+    proxy = TlsProxy(upstream, pki, HEADER, mode=protocol, client_ca=pki.ca)
+    if protocol == "http":
+        user, options = "TritonHttpUser", targets(triton, http=f"https://{proxy.address}")
+    else:
+        user, options = "TritonGrpcUser", targets(triton, grpc=f"grpcs://{proxy.address}")
+    options += ["--ssl-ca", str(pki.ca), *HEADER_OPTION]
     try:
-        options = [*targets(triton, http=f"https://{proxy.address}"), "--ssl-ca", str(pki.ca), *HEADER_OPTION]
-        refused = run_with_env("TritonHttpUser", options, ENV)
+        refused = run_with_env(user, options, ENV)
         client = ["--ssl-cert", str(pki.client_cert), "--ssl-key", str(pki.client_key)]
-        accepted = run_with_env("TritonHttpUser", [*options, *client, "--run-dir", str(tmp_path / "run")], ENV)
+        accepted = run_with_env(user, [*options, *client, "--run-dir", str(tmp_path / "run")], ENV)
     finally:
         proxy.close()
-    assert refused.returncode == 2
+    assert refused.returncode == 2, refused.stderr[-3000:]
     (line,) = error_lines(refused)
-    assert (line.startswith("error: ") and "TLS" in line) or "reset" in line.lower(), line
+    assert line.startswith("error: cannot reach Triton"), line
     assert accepted.returncode == 0, accepted.stderr[-3000:]
     assert read_summary(tmp_path / "run")["endpoints"][0]["requests"] > 0
+    assert proxy.counts.without_header == 0
 
 
 def test_bad_header_and_tls_options_are_one_line_each(triton, tmp_path):
