@@ -54,7 +54,7 @@ class ConnectionSecurity:
     """TLS files and headers (lower-cased names, resolved values) for every connection to Triton."""
 
     tls: TlsFiles = field(default_factory=TlsFiles)
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # values may be tokens: never in a repr
 
     def context(self, alpn: tuple[str, ...] = (), context_class: type[ssl.SSLContext] | None = None) -> ssl.SSLContext:
         """The client SSLContext, built once per (ALPN list, class): loading a CA bundle costs

@@ -185,3 +185,28 @@ def test_literal_header_is_redacted_in_config_json_and_the_web_ui_shows_no_secre
     assert '"is_secret": true' in page.replace("\\", "") or '"is_secret":true' in page.replace("\\", ""), page[:500]
     assert "env:LT_TEST_API_KEY" in page
     assert SECRET not in page and SECRET not in output
+
+
+def test_schemes_header_values_and_redaction(tmp_path):
+    from loadtests.addresses import check_endpoint, endpoint_tls
+    from loadtests.connection_security import parse_header, redact_header
+    from loadtests.errors import SpecError
+
+    assert check_endpoint("--triton-grpc", "grpcs://triton.example:443/", "grpc") == "grpcs://triton.example:443"
+    assert check_endpoint("--triton-http", "HTTP://127.0.0.1:8000", "http") == "127.0.0.1:8000"
+    assert endpoint_tls("https://h:1") == ("h:1", True) and endpoint_tls("h:1") == ("h:1", False)
+    with pytest.raises(SpecError, match="grpc:// or grpcs://"):
+        check_endpoint("--triton-grpc", "https://h:1", "grpc")
+    token = tmp_path / "token"
+    token.write_text(SECRET + "\n")
+    assert parse_header(f"X-Api-Key: file:{token}") == ("x-api-key", SECRET)
+    assert parse_header("Authorization: env:T", {"T": "Bearer 1"}) == ("authorization", "Bearer 1")
+    assert parse_header("X-Route: canary") == ("x-route", "canary")
+    for bad in ("Host: x", "grpc-timeout: 1S", "Bad Name: x", "X: env:UNSET_VARIABLE_LT"):
+        with pytest.raises(SpecError) as error:
+            parse_header(bad, {})
+        assert SECRET not in str(error.value)
+    with pytest.raises(SpecError, match="line break"):
+        parse_header("X: env:T", {"T": "a\r\nInjected: 1"})
+    assert redact_header(f"Authorization: Bearer {SECRET}") == "Authorization: <redacted>"
+    assert redact_header("Authorization: env:TOKEN") == "Authorization: env:TOKEN"
