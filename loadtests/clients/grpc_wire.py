@@ -72,7 +72,6 @@ class Connection:
 
     def __init__(self, host: str, port: int, connect_timeout_s: float, tls: ssl.SSLContext | None = None) -> None:
         self.host, self.port, self._tls_context, self._tls = host, port, tls, None  # grpcs://: grpc_tls.py
-        self.authority = f"{host}:{port}"
         self._connect_timeout_s = connect_timeout_s
         self._sock: socket.socket | None = None
         self._watcher = None
@@ -147,7 +146,6 @@ class Connection:
             self._wake(stream, failure)
         self._window_opened.set()
 
-    # -- sending --------------------------------------------------------------------------
     def _send(self, data: bytes) -> None:
         with self._send_lock:  # TLS records are made in the order they are sent
             if data:
@@ -164,7 +162,7 @@ class Connection:
         if self._send_lock.locked() or self._tls:  # TLS: a record cut short cannot be re-sent
             self._pending_control.append(data)
             if not self._send_lock.locked():
-                gevent.spawn(self._send, b"")
+                gevent.spawn(self._flush_control)
             return
         try:
             sent = self._raw.send(data)
@@ -174,6 +172,10 @@ class Connection:
             return
         if sent < len(data):
             gevent.spawn(self._send, data[sent:])
+
+    def _flush_control(self) -> None:
+        with contextlib.suppress(OSError):  # the connection died meanwhile: nothing left to answer
+            self._send(b"")
 
     def _send_body(self, stream_id: int, body: bytes, header_frame: bytes, deadline: float | None) -> None:
         """HEADERS, then DATA frames within the peer's frame size and windows (waiting for
