@@ -210,3 +210,39 @@ def test_schemes_header_values_and_redaction(tmp_path):
         parse_header("X: env:T", {"T": "a\r\nInjected: 1"})
     assert redact_header(f"Authorization: Bearer {SECRET}") == "Authorization: <redacted>"
     assert redact_header("Authorization: env:TOKEN") == "Authorization: env:TOKEN"
+
+
+def test_tritons_own_grpc_mutual_tls(pki, tmp_path):
+    """Triton's own gRPC TLS (`--grpc-use-ssl-mutual`, no proxy): a Triton serving only `identity`."""
+    from loadtests.server import TEST_REPOSITORY, LocalTriton
+
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    (repository / "identity").symlink_to(TEST_REPOSITORY / "identity", target_is_directory=True)
+    tls_args = [
+        "--grpc-use-ssl-mutual=true",
+        f"--grpc-server-cert={pki.server_cert}",
+        f"--grpc-server-key={pki.server_key}",
+        f"--grpc-root-cert={pki.ca}",
+    ]
+    with LocalTriton([repository], log_file=tmp_path / "triton.log", extra_args=tls_args) as server:
+        options = [
+            "--triton-http", server.http_address,
+            "--triton-grpc", f"grpcs://{server.grpc_address}",
+            "--triton-metrics", server.metrics_address,
+            "--model", "identity", "--ssl-ca", str(pki.ca),
+        ]  # fmt: skip
+        client = ["--ssl-cert", str(pki.client_cert), "--ssl-key", str(pki.client_key)]
+        refused = run_with_env("TritonGrpcUser", options, {})
+        before = model_stats(server.http_address, "identity")
+        accepted = run_with_env("TritonGrpcUser", [*options, *client, "--run-dir", str(tmp_path / "run")], {})
+        after = model_stats(server.http_address, "identity")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    (line,) = error_lines(refused)
+    # TLS 1.3: the server refuses a missing client certificate after the handshake, so the line
+    # is the pre-flight's "Socket closed" rather than a handshake reason.
+    assert line.startswith("error: cannot reach Triton at grpcs://"), line
+    assert accepted.returncode == 0, accepted.stderr[-3000:]
+    (endpoint,) = read_summary(tmp_path / "run")["endpoints"]
+    assert endpoint["failures"] == 0
+    assert endpoint["requests"] == after["requests"] - before["requests"] > 0

@@ -17,10 +17,12 @@ code 4 (the run happened, an output is missing); the run directory stays on loca
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import loadtests
 from loadtests.errors import LoadTestError
 from loadtests.run_format.storage import upload_directory
 from loadtests.slo_gate import note_output_failed
@@ -33,7 +35,10 @@ def copy_run(path: Path, url: str) -> str:
     if url.startswith(IN_PROCESS_SCHEMES):
         return upload_directory(path, url)
     command = [sys.executable, "-m", "loadtests.run_format.storage", "upload", str(path), url]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    # The child finds this package wherever the process runs (a pod's working directory need not hold it).
+    package_root = str(Path(loadtests.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if result.returncode != 0:
         lines = result.stderr.strip().splitlines() or [f"exit code {result.returncode}"]
         raise OSError(lines[-1])
