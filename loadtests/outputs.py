@@ -1,4 +1,4 @@
-"""Pre-flight of the run's outputs: the run directory and the --junit file must be writable.
+"""Pre-flight of the run's outputs: the run directory, the --junit file and --upload's URL must be writable.
 
 Checked at init (headless) and again at test_start (the web UI may have changed them), before
 any load: otherwise a run measures for its whole -t and then loses everything it measured to
@@ -12,6 +12,7 @@ from pathlib import Path
 from loadtests.errors import SpecError
 from loadtests.recording.run_dir import RUNS_ROOT
 from loadtests.run_format.output_paths import directory_problem, file_problem
+from loadtests.run_format.storage import check_destination
 from loadtests.settings import Settings
 
 
@@ -29,3 +30,5 @@ def check_outputs(settings: Settings, junit: str = "") -> None:
     problem = file_problem(junit) if junit else None
     if problem:
         raise SpecError(f"--junit {junit}: {problem}")
+    if settings.upload:
+        check_destination("--upload", settings.upload)  # writes and removes a marker object

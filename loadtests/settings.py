@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtests.batch_size import BatchSizeSpec, parse_batch_size
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.mix import ModelMix
 
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
@@ -65,6 +66,8 @@ class Settings:
     triton_http: str = DEFAULT_TRITON_HTTP
     triton_grpc: str = DEFAULT_TRITON_GRPC
     triton_metrics: str = DEFAULT_TRITON_METRICS
+    # TLS files and --header values (resolved) for every connection to Triton.
+    security: ConnectionSecurity = field(default_factory=ConnectionSecurity)
     model: str = ""
     bert_model: str = ""
     resnet_model: str = ""
@@ -90,6 +93,7 @@ class Settings:
     balance: str = ROUND_ROBIN  # over the replicas of a --triton-http/--triton-grpc list or DNS name
     # -- recording and outputs
     run_dir: Path | None = None
+    upload: str = ""  # --upload URL: where the finished run directory is copied ("" none)
     window_s: float = DEFAULT_WINDOW_S
     server_poll_s: float = DEFAULT_SERVER_POLL_S
     slo: str = ""  # the --slo clauses as given (parsed by loadtests/slo_gate.py)

@@ -164,8 +164,9 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("mix-with-model", ["--mix", "identity:1", "--model", "identity"], "give one of them"),
     ("mix-file-missing", ["--mix", "/nonexistent/mix.yaml"], "cannot read the mix file"),
     # addresses
-    ("http-address-with-scheme", ["--triton-http", "http://127.0.0.1:8000"], "--triton-http"),
-    ("grpc-address-with-scheme", ["--triton-grpc", "grpc://127.0.0.1:8001"], "--triton-grpc"),
+    # (http://, https://, grpc://, grpcs:// are accepted: issue 16's TLS; other schemes are not)
+    ("http-address-with-foreign-scheme", ["--triton-http", "ftp://127.0.0.1:8000"], "--triton-http"),
+    ("grpc-address-with-http-scheme", ["--triton-grpc", "https://127.0.0.1:8001"], "--triton-grpc"),
     ("metrics-address-without-port", ["--triton-metrics", "127.0.0.1"], "--triton-metrics"),
     ("http-address-port-word", ["--triton-http", "127.0.0.1:http"], "--triton-http"),
     ("http-address-port-too-big", ["--triton-http", "127.0.0.1:70000"], "--triton-http"),
@@ -374,9 +375,14 @@ CLI_CASES: list[CliCase] = [
         "resnet50",
         "ResNetGrpcUser",
     ),
-    locust_case("http-scheme-in-address", ["--triton-http", "http://{http}"], "--triton-http"),
+    locust_case("grpc-scheme-in-http-address", ["--triton-http", "grpc://{http}"], "--triton-http"),
     locust_case(
-        "grpc-scheme-in-address", ["--triton-grpc", "grpc://{grpc}"], "--triton-grpc", "resnet50", "ResNetGrpcUser"
+        "http-scheme-in-grpc-address", ["--triton-grpc", "http://{grpc}"], "--triton-grpc", "resnet50", "ResNetGrpcUser"
+    ),
+    # TLS to a server that does not speak it: the handshake is refused, before any load
+    locust_case("https-to-plain-http", ["--triton-http", "https://{http}"], "TLS handshake failed"),
+    locust_case(
+        "grpcs-to-plain-grpc", ["--triton-grpc", "grpcs://{grpc}"], "TLS handshake failed", "resnet50", "ResNetGrpcUser"
     ),
     # batch sizes and sequence lengths the model cannot take
     locust_case("batch-empty", ["--batch-size", ""], "--batch-size"),

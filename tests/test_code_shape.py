@@ -42,6 +42,8 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.mix",  # the --mix value the Settings object holds
             # A model's description as Triton reports it (pure values): workloads and clients read it.
             "loadtests.model_spec",
+            # TLS files and --header values (pure values and the stdlib's ssl): clients and the control plane read them.
+            "loadtests.connection_security",
             "loadtests.events",
             "loadtests.run_format",
             # Sequence users' correlation IDs (pure arithmetic and the per-process slots).
@@ -277,7 +279,11 @@ def test_the_checks_catch_what_they_check(tmp_path):
     assert layer_of("loadtests.runtime") is None  # a module in no layer fails until it is placed
     assert "loadtests.run.process" in imported_modules(REPO_ROOT / "loadtests/run/wiring.py")
     # The settings module imports only value types of the suite.
-    assert imported_modules(REPO_ROOT / "loadtests/settings.py") == {"loadtests.batch_size", "loadtests.mix"}
+    assert imported_modules(REPO_ROOT / "loadtests/settings.py") == {
+        "loadtests.batch_size",
+        "loadtests.connection_security",
+        "loadtests.mix",
+    }
     module_state = ast.parse("_enabled = False\n\n\ndef enable():\n    global _enabled\n    _enabled = True\n")
     assert global_statements("loadtests/probe.py", module_state) == [
         "loadtests/probe.py:5 global _enabled (keep the state in an object)"

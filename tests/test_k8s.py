@@ -644,6 +644,8 @@ def test_headless_job_commands_run_locally_and_merge_the_workers_requests(object
         "5557": str(zmq_port),
         "9646": str(metrics_port),
         "0.0.0.0": "127.0.0.1",
+        # The GKE Jobs' --upload bucket (components/gke-upload): a local directory instead.
+        "gs://your-bucket/runs": f"file://{tmp_path / 'bucket'}",
     }
     short = {"run-time": "4s", "users": "4", "spawn-rate": "4", "expect-workers-max-wait": "60"}
 
@@ -720,6 +722,11 @@ def test_headless_job_commands_run_locally_and_merge_the_workers_requests(object
     inferences = sum(e["inferences"] for e in summary["endpoints"])
     assert requests == after["requests"] - before["requests"]
     assert inferences == after["inferences"] - before["inferences"]
+    if overlay.startswith("gke"):  # --upload copied the whole run directory to the "bucket"
+        copied = tmp_path / "bucket" / run_dir.name
+        assert {p.relative_to(copied): p.read_bytes() for p in copied.rglob("*") if p.is_file()} == {
+            p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()
+        }
 
 
 # --- the image -----------------------------------------------------------------------------

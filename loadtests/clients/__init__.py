@@ -29,6 +29,7 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
             binary=not settings.http_json,
             connections=connections,
             balance=settings.balance,
+            security=settings.security,
         )
     if protocol == "grpc":
         from loadtests.clients.grpc import GrpcClient
@@ -40,6 +41,7 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
             connections,
             users_per_connection=settings.grpc_users_per_connection,
             balance=settings.balance,
+            security=settings.security,
         )
     raise ValueError(f"unknown protocol {protocol!r}")
 

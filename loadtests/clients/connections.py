@@ -12,7 +12,9 @@ client through `open_client`, never kept in a module: two Environments in one in
 from __future__ import annotations
 
 from loadtests.clients.grpc_pool import ConnectionPool
+from loadtests.clients.grpc_tls import ALPN_H2
 from loadtests.clients.replicas import PIN_USER, RESOLVE_EVERY_S, ROUND_ROBIN, ReplicaChooser, ReplicaSet
+from loadtests.connection_security import ConnectionSecurity
 
 CONNECT_TIMEOUT_S = 5.0
 
@@ -23,13 +25,17 @@ class Connections:
 
     def __init__(self, resolve_every_s: float = RESOLVE_EVERY_S) -> None:
         self.resolve_every_s = resolve_every_s
-        self._pools: dict[tuple[str, int], ConnectionPool] = {}
+        self._pools: dict[tuple[str, int, ConnectionSecurity | None], ConnectionPool] = {}
         self._replicas: dict[str, ReplicaSet] = {}
 
-    def grpc_pool(self, address: str, users_per_connection: int) -> ConnectionPool:
-        key = (address, users_per_connection)
+    def grpc_pool(
+        self, address: str, users_per_connection: int, tls: ConnectionSecurity | None = None
+    ) -> ConnectionPool:
+        """The pool of one replica address; `tls` (grpcs://): every connection's handshake uses it."""
+        key = (address, users_per_connection, tls)
         if key not in self._pools:
-            self._pools[key] = ConnectionPool(address, users_per_connection, CONNECT_TIMEOUT_S)
+            context = tls.context(ALPN_H2) if tls is not None else None
+            self._pools[key] = ConnectionPool(address, users_per_connection, CONNECT_TIMEOUT_S, context)
         return self._pools[key]
 
     def replicas(self, text: str) -> ReplicaSet:

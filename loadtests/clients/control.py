@@ -42,11 +42,13 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -90,6 +92,8 @@ class TritonControl:
     http_address: str
     metrics_address: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # TLS files and --header values (https:// addresses speak TLS with them; headers go on every request).
+    security: ConnectionSecurity | None = None
 
     # -- health ------------------------------------------------------------------------------
     def server_live(self) -> bool:
@@ -133,7 +137,7 @@ class TritonControl:
         if not self.metrics_address:
             raise ServerError("no Triton metrics address given (e.g. --triton-metrics 127.0.0.1:8002)")
         url = metrics_url(self.metrics_address)
-        body = _request("GET", url, None, self.timeout_s)
+        body = _request("GET", url, None, self.timeout_s, self.security)
         try:
             return body.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -169,7 +173,7 @@ class TritonControl:
         """
         body = {"parameters": {"config": json.dumps(config)}} if config is not None else {}
         path = f"/v2/repository/models/{quote(model, safe='')}/load"
-        _request("POST", f"{base_url(self.http_address)}{path}", body, timeout_s)
+        _request("POST", f"{base_url(self.http_address)}{path}", body, timeout_s, self.security)
 
     def unload(self, model: str, unload_dependents: bool = False) -> None:
         """Unload a model (and, with `unload_dependents`, the models an ensemble loaded with it).
@@ -182,14 +186,14 @@ class TritonControl:
     # -- transport ---------------------------------------------------------------------------
     def _ok(self, path: str) -> bool:
         try:
-            status, _ = _exchange("GET", f"{base_url(self.http_address)}{path}", None, self.timeout_s)
+            status, _ = _exchange("GET", f"{base_url(self.http_address)}{path}", None, self.timeout_s, self.security)
         except (OSError, http.client.HTTPException) as error:
             raise _transport_error("GET", f"{base_url(self.http_address)}{path}", error, self.timeout_s) from None
         return status == http.client.OK
 
     def _json(self, method: str, path: str, body: dict | None = None) -> Any:
         url = f"{base_url(self.http_address)}{path}"
-        answer = _request(method, url, body, self.timeout_s)
+        answer = _request(method, url, body, self.timeout_s, self.security)
         if not answer.strip():
             return {}  # load and unload answer 200 with an empty body
         try:
@@ -208,10 +212,12 @@ def _by_model_and_version(document: Any, path: str) -> dict[str, dict[str, dict]
         raise ServerError(f"GET {path}: not a statistics response ({type(error).__name__}: {error})") from None
 
 
-def _request(method: str, url: str, body: dict | None, timeout_s: float) -> bytes:
+def _request(
+    method: str, url: str, body: dict | None, timeout_s: float, security: ConnectionSecurity | None = None
+) -> bytes:
     """The response body of a 200; anything else is one ServerError line naming the request."""
     try:
-        status, answer = _exchange(method, url, body, timeout_s)
+        status, answer = _exchange(method, url, body, timeout_s, security)
     except (OSError, http.client.HTTPException) as error:
         raise _transport_error(method, url, error, timeout_s) from None
     if status != http.client.OK:
@@ -230,22 +236,37 @@ def _error_text(answer: bytes) -> str:
 def _transport_error(method: str, url: str, error: Exception, timeout_s: float) -> ServerError:
     if isinstance(error, TimeoutError):
         return ServerError(f"{method} {url}: timed out after {timeout_s:g} s")
+    if isinstance(error, ssl.SSLError):  # a wrong CA, a refused client certificate, not TLS at all
+        return ServerError(f"TLS handshake failed: {method} {url}: {tls_reason(error)}")
     # Refused and reset connections are OSErrors; a malformed or cut response an HTTPException.
     if isinstance(error, OSError):
         return ServerError(f"cannot reach Triton: {method} {url}: {type(error).__name__}: {error}")
     return ServerError(f"{method} {url}: {type(error).__name__}: {error}")
 
 
-def _exchange(method: str, url: str, body: dict | None, timeout_s: float) -> tuple[int, bytes]:
+def tls_reason(error: ssl.SSLError) -> str:
+    """An SSLError on one line: "CERTIFICATE_VERIFY_FAILED (certificate verify failed: self-signed ...)"."""
+    detail = getattr(error, "verify_message", None) or " ".join(str(error).split())
+    return f"{error.reason or type(error).__name__} ({detail})"
+
+
+def _exchange(
+    method: str, url: str, body: dict | None, timeout_s: float, security: ConnectionSecurity | None = None
+) -> tuple[int, bytes]:
     deadline = time.monotonic() + timeout_s
     scheme, _, rest = url.partition("://")
     host, _, path = rest.partition("/")
-    connection_class = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-    connection = connection_class(host, timeout=timeout_s)
+    security = security or ConnectionSecurity()
+    if scheme == "https":
+        connection = http.client.HTTPSConnection(host, timeout=timeout_s, context=security.context())
+    else:
+        connection = http.client.HTTPConnection(host, timeout=timeout_s)
     try:
         connection.connect()
         payload = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"} if payload is not None else {}
+        headers = dict(security.headers)
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
         _set_remaining(connection, deadline)
         connection.request(method, f"/{path}", body=payload, headers=headers)
         _set_remaining(connection, deadline)

@@ -22,11 +22,14 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
+from loadtests.addresses import endpoint_tls
 from loadtests.clients.base import CONNECTION_FAILURES, CONTROL_TIMEOUT_S, RequestFailure, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.replicas import ROUND_ROBIN
+from loadtests.connection_security import ConnectionSecurity
+from loadtests.errors import ServerError
 from loadtests.model_spec import ModelSpec
 
 MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
@@ -47,6 +50,22 @@ def enable_gevent() -> None:
         import grpc.experimental.gevent as grpc_gevent
 
         grpc_gevent.init_gevent()
+
+
+def grpcio_tls(security: ConnectionSecurity, tls: bool) -> dict:
+    """tritonclient's TLS arguments for the control plane's grpcio channel (files by path).
+
+    grpcio cannot skip verification, so --ssl-insecure is refused for grpcs:// when the options are read.
+    """
+    if not tls:
+        return {}
+    files = security.tls
+    return {
+        "ssl": True,
+        "root_certificates": str(files.ca) if files.ca else None,
+        "private_key": str(files.key) if files.key else None,
+        "certificate_chain": str(files.cert) if files.cert else None,
+    }
 
 
 def _tensor_bytes(array: np.ndarray) -> bytes:
@@ -92,8 +111,11 @@ class GrpcClient(TritonClient):
         connections: Connections,
         users_per_connection: int = DEFAULT_USERS_PER_CONNECTION,
         balance: str = ROUND_ROBIN,
+        security: ConnectionSecurity | None = None,
     ) -> None:
-        self._chooser = connections.chooser(address, balance)
+        authority, self._tls = endpoint_tls(address)  # "grpcs://host:port[,host:port]": TLS
+        self.security = security or ConnectionSecurity()
+        self._chooser = connections.chooser(authority, balance)
         super().__init__(self._chooser.replicas.first, timeout_s, request_event)
         enable_gevent()  # for the control plane's grpcio channel
         self._connections = connections
@@ -106,28 +128,42 @@ class GrpcClient(TritonClient):
     @property
     def control(self) -> grpcclient.InferenceServerClient:
         if self._control is None:
-            self._control = grpcclient.InferenceServerClient(self.address)
+            self._control = grpcclient.InferenceServerClient(self.address, **grpcio_tls(self.security, self._tls))
         return self._control
 
+    def _calls(self) -> dict:
+        """What every control-plane call takes: the timeout and --header as gRPC metadata."""
+        return {"client_timeout": CONTROL_TIMEOUT_S, "headers": dict(self.security.headers) or None}
+
     def server_live(self) -> bool:
-        return bool(self.control.is_server_live(client_timeout=CONTROL_TIMEOUT_S))
+        if self._tls:  # the data plane's own handshake first: its failure names the reason in one line
+            try:
+                pool, slot = self._slot(self.address)
+                pool.connection(slot)
+            except CallFailure as error:
+                raise ServerError(error.detail) from None
+        return bool(self.control.is_server_live(**self._calls()))
 
     def model_ready(self, model: str) -> bool:
-        return bool(self.control.is_model_ready(model, client_timeout=CONTROL_TIMEOUT_S))
+        return bool(self.control.is_model_ready(model, **self._calls()))
 
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
-        metadata = self.control.get_model_metadata(model, as_json=True, client_timeout=CONTROL_TIMEOUT_S)
-        config = self.control.get_model_config(model, as_json=True, client_timeout=CONTROL_TIMEOUT_S)
+        metadata = self.control.get_model_metadata(model, as_json=True, **self._calls())
+        config = self.control.get_model_config(model, as_json=True, **self._calls())
         return metadata, config.get("config", config)
 
     def replica_clients(self) -> list[TritonClient]:
         others = [r for r in self._chooser.replicas.current() if r != self.address]
-        return [GrpcClient(r, self.timeout_s, self.request_event, Connections()) for r in others]
+        scheme = "grpcs://" if self._tls else ""
+        return [
+            GrpcClient(scheme + r, self.timeout_s, self.request_event, Connections(), security=self.security)
+            for r in others
+        ]
 
     # -- data plane ---------------------------------------------------------------------
     def _slot(self, replica: str) -> tuple[ConnectionPool, int]:
         if replica not in self._slots:
-            pool = self._connections.grpc_pool(replica, self.users_per_connection)
+            pool = self._connections.grpc_pool(replica, self.users_per_connection, self.security if self._tls else None)
             self._slots[replica] = (pool, pool.slot_for_new_user())
         return self._slots[replica]
 
@@ -166,7 +202,7 @@ class GrpcClient(TritonClient):
         return self._call(request.SerializeToString())
 
     def _call(self, message: bytes) -> PreparedCall:
-        return prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s)
+        return prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s, self.security.headers, self._tls)
 
     def wire_bytes(self, wire: PreparedCall) -> int:
         return wire.message_bytes

@@ -115,10 +115,13 @@ def grpc_timeout(timeout_s: float) -> bytes:
     return b"99999999H"
 
 
-def request_header_block(authority: str, path: str, timeout_s: float | None) -> bytes:
+def request_header_block(
+    authority: str, path: str, timeout_s: float | None, metadata: tuple[tuple[str, str], ...] = (), tls: bool = False
+) -> bytes:
+    """The request's HPACK block; `metadata` (--header, lower-case names) after gRPC's own fields."""
     block = [
         b"\x83",  # :method POST (static index 3)
-        b"\x86",  # :scheme http (static index 6)
+        b"\x87" if tls else b"\x86",  # :scheme https (static index 7) or http (6)
         hpack_literal(4, path.encode()),  # :path
         hpack_literal(1, authority.encode()),  # :authority
         hpack_literal(31, b"application/grpc"),  # content-type
@@ -126,6 +129,7 @@ def request_header_block(authority: str, path: str, timeout_s: float | None) -> 
     ]
     if timeout_s:
         block.append(hpack_literal(b"grpc-timeout", grpc_timeout(timeout_s)))
+    block += [hpack_literal(name.encode("latin-1"), value.encode("latin-1")) for name, value in metadata]
     return b"".join(block)
 
 
@@ -141,11 +145,33 @@ class PreparedCall:
         return len(self.body) - 5
 
 
-def prepare_call(authority: str, path: str, message: bytes, timeout_s: float | None) -> PreparedCall:
+def prepare_call(
+    authority: str,
+    path: str,
+    message: bytes,
+    timeout_s: float | None,
+    metadata: tuple[tuple[str, str], ...] = (),
+    tls: bool = False,
+) -> PreparedCall:
     """Frame one unary call's request once, for every connection to `authority`."""
     return PreparedCall(
-        request_header_block(authority, path, timeout_s), MESSAGE_PREFIX.pack(0, len(message)) + message
+        request_header_block(authority, path, timeout_s, metadata, tls), MESSAGE_PREFIX.pack(0, len(message)) + message
     )
+
+
+class Stream:
+    """One call in flight on a connection: its waiting greenlet and what arrived so far."""
+
+    __slots__ = ("chunks", "headers_seen", "received", "waiter")
+
+    def __init__(self, waiter) -> None:
+        self.waiter = waiter
+        self.headers_seen = False
+        self.chunks: list[bytes] = []
+        self.received = 0
+
+
+TIMED_OUT = object()  # what a call's timer hands its waiter
 
 
 class HeaderDecoder:

@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+import ssl
+
 from loadtests.clients.grpc_wire import Connection
 
 
@@ -16,8 +18,15 @@ class ConnectionPool:
     """Which connection a user's calls go on: `users_per_connection` users share one
     (1: a connection per user; 0: one for the whole process)."""
 
-    def __init__(self, address: str, users_per_connection: int, connect_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        users_per_connection: int,
+        connect_timeout_s: float = 5.0,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         host, _, port = address.rpartition(":")
+        self.tls = tls  # grpcs://: the context every connection's handshake uses
         self.host, self.port = host, int(port)
         self.users_per_connection = users_per_connection
         self.connect_timeout_s = connect_timeout_s
@@ -45,7 +54,7 @@ class ConnectionPool:
         """The slot's connection, opened (again) if it is closed or going away."""
         connection = self._slots[slot]
         if connection is None or not connection.usable:
-            connection = Connection(self.host, self.port, self.connect_timeout_s)
+            connection = Connection(self.host, self.port, self.connect_timeout_s, self.tls)
             self._slots[slot] = connection
             connection.open()
         return connection

@@ -10,13 +10,14 @@ reads responses in a gevent I/O watcher that runs in the hub and switches straig
 into the waiting greenlet: one greenlet switch each way per request, no thread.
 
 The bytes, and what of HTTP/2 is handled: `grpc_frames.py`; which users share a connection
-(streams are multiplexed): `grpc_pool.py`.
+(streams are multiplexed): `grpc_pool.py`; TLS (grpcs://) between frames and socket: `grpc_tls.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import struct
 import time
 
@@ -51,44 +52,33 @@ from loadtests.clients.grpc_frames import (
     SETTINGS_ENABLE_PUSH,
     SETTINGS_INITIAL_WINDOW_SIZE,
     SETTINGS_MAX_FRAME_SIZE,
+    TIMED_OUT,
     U32,
     WINDOW_REFILL_AT,
     WINDOW_UPDATE,
     CallFailure,
     HeaderDecoder,
     PreparedCall,
+    Stream,
     call_outcome,
     frame,
     frame_header,
 )
-
-
-class _Stream:
-    __slots__ = ("chunks", "headers_seen", "received", "waiter")
-
-    def __init__(self, waiter: Waiter) -> None:
-        self.waiter = waiter
-        self.headers_seen = False
-        self.chunks: list[bytes] = []
-        self.received = 0
-
-
-_TIMED_OUT = object()
+from loadtests.clients.grpc_tls import TlsSession
 
 
 class Connection:
     """One HTTP/2 connection to a gRPC server, shared by any number of greenlets."""
 
-    def __init__(self, host: str, port: int, connect_timeout_s: float) -> None:
-        self.host, self.port = host, port
-        self.authority = f"{host}:{port}"
+    def __init__(self, host: str, port: int, connect_timeout_s: float, tls: ssl.SSLContext | None = None) -> None:
+        self.host, self.port, self._tls_context, self._tls = host, port, tls, None  # grpcs://: grpc_tls.py
         self._connect_timeout_s = connect_timeout_s
         self._sock: socket.socket | None = None
         self._watcher = None
         self._hub = get_hub()
         self._send_lock = Semaphore()
         self._pending_control: list[bytes] = []
-        self._streams: dict[int, _Stream] = {}
+        self._streams: dict[int, Stream] = {}
         self._next_stream_id = 1
         self._buffer = bytearray()
         self._headers = HeaderDecoder()
@@ -120,20 +110,17 @@ class Connection:
         except OSError as error:
             raise CallFailure("connection refused", str(error)) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls_context is not None:  # raises CallFailure, the socket closed
+            self._tls = TlsSession.connect(sock, self._tls_context, self.host, self._connect_timeout_s)
         sock.settimeout(None)
         self._sock = sock
         # The hub must never wait: it reads and answers on the non-blocking socket gevent wraps.
         self._raw = sock._sock
-        settings = struct.pack(">HI", SETTINGS_ENABLE_PUSH, 0) + struct.pack(
-            ">HI", SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW
-        )
-        hello = (
-            PREFACE
-            + frame(SETTINGS, 0, 0, settings)
-            + frame(WINDOW_UPDATE, 0, 0, U32.pack(MAX_WINDOW - DEFAULT_WINDOW))
-        )
+        settings = struct.pack(">HIHI", SETTINGS_ENABLE_PUSH, 0, SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW)
+        window = frame(WINDOW_UPDATE, 0, 0, U32.pack(MAX_WINDOW - DEFAULT_WINDOW))
+        hello = PREFACE + frame(SETTINGS, 0, 0, settings) + window
         try:
-            sock.sendall(hello)
+            sock.sendall(self._tls.encrypt(hello) if self._tls else hello)
         except OSError as error:
             self._fail_all(CallFailure("connection reset", str(error)))
             raise self._dead from None
@@ -159,21 +146,23 @@ class Connection:
             self._wake(stream, failure)
         self._window_opened.set()
 
-    # -- sending --------------------------------------------------------------------------
     def _send(self, data: bytes) -> None:
-        with self._send_lock:
-            self._sock.sendall(data)
+        with self._send_lock:  # TLS records are made in the order they are sent
+            if data:
+                self._sock.sendall(self._tls.encrypt(data) if self._tls else data)
             if self._pending_control:
                 control, self._pending_control = b"".join(self._pending_control), []
-                self._sock.sendall(control)
+                self._sock.sendall(self._tls.encrypt(control) if self._tls else control)
 
     def _send_control(self, data: bytes) -> None:
         """Frames the hub itself answers with (ACKs, window updates, cancels). A greenlet
         may be in the middle of writing a large request: then they go after it."""
         if self._sock is None or self._dead is not None:
             return
-        if self._send_lock.locked():
+        if self._send_lock.locked() or self._tls:  # TLS: a record cut short cannot be re-sent
             self._pending_control.append(data)
+            if not self._send_lock.locked():
+                gevent.spawn(self._flush_control)
             return
         try:
             sent = self._raw.send(data)
@@ -183,6 +172,10 @@ class Connection:
             return
         if sent < len(data):
             gevent.spawn(self._send, data[sent:])
+
+    def _flush_control(self) -> None:
+        with contextlib.suppress(OSError):  # the connection died meanwhile: nothing left to answer
+            self._send(b"")
 
     def _send_body(self, stream_id: int, body: bytes, header_frame: bytes, deadline: float | None) -> None:
         """HEADERS, then DATA frames within the peer's frame size and windows (waiting for
@@ -223,7 +216,7 @@ class Connection:
         stream_id = self._next_stream_id
         self._next_stream_id += 2
         waiter = Waiter(self._hub)
-        self._streams[stream_id] = _Stream(waiter)
+        self._streams[stream_id] = Stream(waiter)
         timer = None
         header_frame = frame_header(len(call.header_block), HEADERS, END_HEADERS, stream_id) + call.header_block
         try:
@@ -235,7 +228,7 @@ class Connection:
                 raise self._dead from None
             if timeout_s is not None:
                 timer = self._hub.loop.timer(timeout_s)
-                timer.start(waiter.switch, _TIMED_OUT)
+                timer.start(waiter.switch, TIMED_OUT)
             result = waiter.get()
         except BaseException:
             # Killed (a stopped run) or failed while sending: the server must not go on with it.
@@ -245,7 +238,7 @@ class Connection:
         finally:
             if timer is not None:
                 timer.close()
-        if result is _TIMED_OUT:
+        if result is TIMED_OUT:
             if self._streams.pop(stream_id, None) is not None:
                 self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
             raise CallFailure("timeout", f"no response within {timeout_s} s")
@@ -253,7 +246,7 @@ class Connection:
             raise result
         return result
 
-    def _wake(self, stream: _Stream, result) -> None:
+    def _wake(self, stream: Stream, result) -> None:
         # Runs in the hub (I/O watcher or _fail_all from a greenlet): a Waiter switches
         # straight into the greenlet waiting on it.
         if getcurrent() is self._hub:
@@ -269,6 +262,13 @@ class Connection:
             return
         except OSError as error:
             self._fail_all(CallFailure("connection reset", str(error)))
+            return
+        if self._tls is not None and data:
+            try:
+                data = self._tls.decrypt(data)  # None: no whole TLS record yet
+            except CallFailure as failure:
+                return self._fail_all(failure)
+        if data is None:
             return
         if not data:
             self._fail_all(CallFailure("connection reset", "connection closed by the server"))

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from http.client import HTTPException
 
 import gevent
+import gevent.ssl
 import numpy as np
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
+from loadtests.addresses import endpoint_tls
 from loadtests.clients.base import (
     CONNECTION_FAILURES,
     CONTROL_TIMEOUT_S,
@@ -33,6 +35,7 @@ from loadtests.clients.connections import Connections
 from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
 from loadtests.model_spec import ModelSpec
 
@@ -72,15 +75,23 @@ class HttpClient(TritonClient):
         binary: bool = True,
         connections: Connections | None = None,
         balance: str = ROUND_ROBIN,
+        security: ConnectionSecurity | None = None,
     ) -> None:
-        self._chooser = (connections or Connections()).chooser(address, balance)
+        authority, self._tls = endpoint_tls(address)  # "https://host:port[,host:port]": TLS
+        self._chooser = (connections or Connections()).chooser(authority, balance)
         super().__init__(self._chooser.replicas.first, timeout_s, request_event)
         _split_address(self.address)
         self.binary = binary
+        self.security = security or ConnectionSecurity()
         self._connections: dict[str, HttpConnection] = {}
-        self._health_request = build_request(self.address, LIVE_PATH, b"", {}, method="GET")
+        self._headers = dict(self.security.headers)  # --header, on every request
+        self._health_request = build_request(self.address, LIVE_PATH, b"", self._headers, method="GET")
         # Pre-flight over the first address, through the suite's one control-plane reader.
-        self.control = TritonControl(self.address, timeout_s=CONTROL_TIMEOUT_S)
+        self.control = TritonControl(self._url(self.address), timeout_s=CONTROL_TIMEOUT_S, security=self.security)
+
+    def _url(self, replica: str) -> str:
+        """A replica's address as the options write it (https:// when TLS)."""
+        return f"https://{replica}" if self._tls else replica
 
     def _connection(self, replica: str) -> HttpConnection:
         connection = self._connections.get(replica)
@@ -88,7 +99,11 @@ class HttpClient(TritonClient):
             host, port = _split_address(replica)
             timeout_s = self.timeout_s
             connection = HttpConnection(
-                host, port, connect_timeout_s=min(CONNECTION_TIMEOUT_S, timeout_s), timeout_s=timeout_s
+                host,
+                port,
+                connect_timeout_s=min(CONNECTION_TIMEOUT_S, timeout_s),
+                timeout_s=timeout_s,
+                tls=self.security.context(context_class=gevent.ssl.SSLContext) if self._tls else None,
             )
             self._connections[replica] = connection
         return connection
@@ -105,7 +120,10 @@ class HttpClient(TritonClient):
 
     def replica_clients(self) -> list[TritonClient]:
         others = [r for r in self._chooser.replicas.current() if r != self.address]
-        return [HttpClient(r, self.timeout_s, self.request_event, self.binary) for r in others]
+        return [
+            HttpClient(self._url(r), self.timeout_s, self.request_event, self.binary, security=self.security)
+            for r in others
+        ]
 
     # -- data plane ---------------------------------------------------------------------
     def prepare(
@@ -130,6 +148,7 @@ class HttpClient(TritonClient):
             flags["sequence_end"] = sequence.end
         body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs, **flags)
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
+        headers.update(self._headers)
         path = infer_path(model.name)
         return HttpWire(path, body, headers, build_request(self.address, path, body, headers))
 

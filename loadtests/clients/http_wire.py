@@ -16,8 +16,10 @@ Example:
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 
+import gevent.select
 import gevent.socket
 
 READ_CHUNK = 64 * 1024
@@ -47,9 +49,12 @@ class HttpConnection:
     """A lazily (re)opened connection; any failure closes it, so a late response is never
     read as the next request's."""
 
-    def __init__(self, host: str, port: int, connect_timeout_s: float, timeout_s: float) -> None:
+    def __init__(
+        self, host: str, port: int, connect_timeout_s: float, timeout_s: float, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.host, self.port = host, port
         self.connect_timeout_s, self.timeout_s = connect_timeout_s, timeout_s
+        self.tls = tls  # a gevent.ssl.SSLContext for https://, else None
         self._sock = None
         self._last_used = 0.0
 
@@ -64,11 +69,21 @@ class HttpConnection:
         if self._sock is None:
             sock = gevent.socket.create_connection((self.host, self.port), timeout=self.connect_timeout_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.tls is not None:
+                try:  # the handshake within the connect timeout
+                    sock = self.tls.wrap_socket(sock, server_hostname=self.host)
+                except BaseException:
+                    sock.close()
+                    raise
             sock.settimeout(self.timeout_s)  # per read or write, as geventhttpclient's network_timeout
             self._sock = sock
         return self._sock
 
     def _closed_by_peer(self) -> bool:
+        if self.tls is not None:
+            # TLS cannot peek at its plaintext. Nothing is due on an idle HTTP/1.1 connection:
+            # readable bytes are the server's close_notify or EOF, either way it is closing.
+            return self._sock.pending() > 0 or bool(gevent.select.select([self._sock], [], [], 0)[0])
         # A zero timeout makes gevent's recv raise on EWOULDBLOCK: with any other timeout it
         # waits for readability whatever the flags (MSG_DONTWAIT included), and a healthy idle
         # connection then waited the whole request timeout.

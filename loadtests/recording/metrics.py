@@ -26,8 +26,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from loadtests.addresses import endpoint_tls
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl, metrics_url
 from loadtests.clients.replicas import ReplicaSet
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
 from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 
@@ -162,14 +164,17 @@ def kept(samples: Iterable[Sample], prefixes: tuple[str, ...] = KEPT_PREFIXES) -
 
 
 def scrape(
-    metrics_address: str, timeout_s: float = DEFAULT_TIMEOUT_S, prefixes: tuple[str, ...] = KEPT_PREFIXES
+    metrics_address: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    prefixes: tuple[str, ...] = KEPT_PREFIXES,
+    security: ConnectionSecurity | None = None,
 ) -> list[Sample]:
     """Triton's metrics whose names start with one of `prefixes`. Raises ServerError if unreachable.
 
     Example:
         [s.value for s in scrape("localhost:8002") if s.name == "nv_inference_count"]  # [1234.0, ...]
     """
-    text = TritonControl("", metrics_address, timeout_s).metrics_text()
+    text = TritonControl("", metrics_address, timeout_s, security).metrics_text()
     try:
         return kept(parse(text), prefixes)
     except ValueError as exc:
@@ -203,9 +208,13 @@ class MetricsPoller:
         clock: Callable[[], float] = time.time,
         before_tick: Callable[[], None] | None = None,
         csv_path: str | Path | None = None,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.metrics_address = metrics_address
-        self._replicas = ReplicaSet(metrics_address)
+        authority, tls = endpoint_tls(metrics_address)  # https://: every replica speaks TLS
+        self._scheme = "https://" if tls else ""
+        self._replicas = ReplicaSet(authority)
+        self.security = security
         self.timeout_s = timeout_s
         self.prefixes = prefixes
         self.rows: list[tuple[float, str, str, float]] = []
@@ -218,7 +227,7 @@ class MetricsPoller:
 
     def _scrape(self) -> None:
         if self._replicas.single:
-            samples = scrape(self.metrics_address, self.timeout_s, self.prefixes)
+            samples = scrape(self.metrics_address, self.timeout_s, self.prefixes, self.security)
         else:
             samples = self._scrape_replicas()
         now = self._sampler.clock()
@@ -237,7 +246,7 @@ class MetricsPoller:
         addresses = self._replicas.current()
         for address in addresses:
             try:
-                found = scrape(address, self.timeout_s, self.prefixes)
+                found = scrape(self._scheme + address, self.timeout_s, self.prefixes, self.security)
             except ServerError as error:
                 errors.append(str(error))
                 continue

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import gevent
 
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.recording.metrics import MetricsPoller
 from loadtests.recording.stats_poller import ServerStatsPoller
 
@@ -35,11 +36,14 @@ class ServerWatch:
         interval_s: float,
         before_tick: Callable[[], None] | None = None,
         metrics_csv: Path | None = None,
+        security: ConnectionSecurity | None = None,
     ) -> None:
-        self.stats = ServerStatsPoller(http_address, models, interval_s=interval_s, before_tick=before_tick)
+        self.stats = ServerStatsPoller(
+            http_address, models, interval_s=interval_s, before_tick=before_tick, security=security
+        )
         # Streamed to the run directory as scraped (server_metrics.csv), not held in memory.
         self.metrics = MetricsPoller(
-            metrics_address, interval_s=interval_s, before_tick=before_tick, csv_path=metrics_csv
+            metrics_address, interval_s=interval_s, before_tick=before_tick, csv_path=metrics_csv, security=security
         )
 
     def start(self) -> None:

@@ -16,8 +16,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from loadtests.addresses import endpoint_tls
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
 from loadtests.clients.replicas import ReplicaSet
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
 from loadtests.recording import server_stats
 from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
@@ -30,13 +32,14 @@ def take_snapshot(
     models: list[str],
     timeout_s: float = DEFAULT_TIMEOUT_S,
     clock: Callable[[], float] = time.time,
+    security: ConnectionSecurity | None = None,
 ) -> StatsSnapshot:
     """The models' raw statistics, stamped with the time the answers arrived.
 
     All models or none (ServerError): a snapshot missing a model would make the next delta
     count that model's whole history.
     """
-    stats = TritonControl(http_address, timeout_s=timeout_s).statistics(models)
+    stats = TritonControl(http_address, timeout_s=timeout_s, security=security).statistics(models)
     return StatsSnapshot(clock(), stats)
 
 
@@ -46,6 +49,8 @@ def take_replica_snapshot(
     previous: StatsSnapshot | None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     clock: Callable[[], float] = time.time,
+    security: ConnectionSecurity | None = None,
+    scheme: str = "",
 ) -> tuple[StatsSnapshot, list[str]]:
     """Every replica's statistics in one snapshot, and the errors of those that did not answer
     (their last entries carried forward). ServerError when none answered."""
@@ -53,7 +58,7 @@ def take_replica_snapshot(
     errors = []
     for address in addresses:
         try:
-            stats = TritonControl(address, timeout_s=timeout_s).statistics(models)
+            stats = TritonControl(scheme + address, timeout_s=timeout_s, security=security).statistics(models)
         except ServerError as error:
             errors.append(str(error))
             stats = _last_entries(previous, address)
@@ -96,10 +101,14 @@ class ServerStatsPoller:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         clock: Callable[[], float] = time.time,
         before_tick: Callable[[], None] | None = None,
+        security: ConnectionSecurity | None = None,
     ) -> None:
         self.http_address = http_address
         # Several addresses (or a name with several): one snapshot asks every replica.
-        self._replicas = ReplicaSet(http_address)
+        authority, tls = endpoint_tls(http_address)  # https://: every replica speaks TLS
+        self._scheme = "https://" if tls else ""
+        self._replicas = ReplicaSet(authority)
+        self.security = security
         self.models = list(models)
         # Read at every snapshot: the end of a run shortens it (ServerWatch.stop).
         self.timeout_s = timeout_s
@@ -108,11 +117,15 @@ class ServerStatsPoller:
 
     def _take(self) -> None:
         if self._replicas.single:  # plain version keys: a one-server run's file as it always was
-            self.snapshots.append(take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock))
+            self.snapshots.append(
+                take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock, self.security)
+            )
             return
         previous = self.snapshots[-1] if self.snapshots else None
         addresses = self._replicas.current()
-        snapshot, errors = take_replica_snapshot(addresses, self.models, previous, self.timeout_s, self._sampler.clock)
+        snapshot, errors = take_replica_snapshot(
+            addresses, self.models, previous, self.timeout_s, self._sampler.clock, self.security, self._scheme
+        )
         self.snapshots.append(snapshot)
         for error in errors:
             self._sampler.record_error(error)

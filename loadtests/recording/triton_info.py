@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
+from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
 from loadtests.run_format.ensembles import composing_models
 
 
-def fetch_triton_info(http_address: str, models: list[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+def fetch_triton_info(
+    http_address: str,
+    models: list[str],
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    security: ConnectionSecurity | None = None,
+) -> dict:
     """{"server": /v2, "models": {m: {"metadata": ..., "config": ...}}}; errors recorded, not raised.
 
     The models of the run, then the composing models of its ensembles (their configs'
@@ -17,7 +23,7 @@ def fetch_triton_info(http_address: str, models: list[str], timeout_s: float = D
 
     Example: fetch_triton_info("127.0.0.1:8000", ["bert_qa"])["models"]["bert_qa"]["config"]["max_batch_size"]
     """
-    control = TritonControl(http_address, timeout_s=timeout_s)
+    control = TritonControl(http_address, timeout_s=timeout_s, security=security)
     info: dict = {"http": http_address, "models": {}}
     try:
         info["server"] = control.server_metadata()

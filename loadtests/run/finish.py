@@ -2,7 +2,7 @@
 
 Every window closed, Triton's last snapshot taken, the faults found, the merged totals and
 the --slo verdicts computed, then summary.json written; run_finished fired; the console
-table printed; the JUnit file and exit code 3 last (loadtests/slo_gate.py).
+table printed; the JUnit file and exit code 3 (loadtests/slo_gate.py); --upload's copy last.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from loadtests.clients.base import CONNECTION_FAILURES
 from loadtests.recording.console import print_exact_summary, print_faults
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
+from loadtests.run.upload import upload_run
 from loadtests.run_format.summary import mix_block
 from loadtests.settings import Settings
 
@@ -59,6 +60,7 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
     print_exact_summary(totals, open_loop=settings.open_loop)
     print_faults(faults)
     slo_gate.report(process.environment, settings, results)  # the table, --junit, exit code 3
+    upload_run(process.environment, settings.upload, path)  # last: the directory is complete
 
 
 def traffic_json(settings: Settings, shape) -> dict:

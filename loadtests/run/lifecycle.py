@@ -82,7 +82,7 @@ class RunLifecycle:
         settings = self.process.settings
         models = self.process.endpoints.models()
         # Server and model metadata from the first replica (replicas serve the same models).
-        triton = fetch_triton_info(address_list(settings.triton_http)[0], models)
+        triton = fetch_triton_info(address_list(settings.triton_http)[0], models, security=settings.security)
         directory = RunDirectory.create(
             settings,
             [cls.__name__ for cls in self.environment.user_classes],
@@ -97,6 +97,7 @@ class RunLifecycle:
             settings.server_poll_s,
             self.wait_for_quiet,
             metrics_csv=directory.path / "server_metrics.csv",
+            security=settings.security,
         )
         server.start()
         grace = {"grace_s": LOCAL_GRACE_S} if self.process.role is Role.LOCAL else {}

@@ -20,6 +20,7 @@ from locust.env import Environment
 
 from loadtests.addresses import address_list
 from loadtests.clients import Connections
+from loadtests.clients.control import base_url
 from loadtests.endpoint_mix import MixedEndpoint
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
@@ -75,7 +76,7 @@ class SuiteProcess:
         self.recorder.window_s = settings.window_s
         if self.role.records_run:
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
-            self.environment.host = f"http://{address_list(settings.triton_http)[0]}"
+            self.environment.host = base_url(address_list(settings.triton_http)[0])
         return settings
 
     # -- what the users need (loadtests.users.ProcessServices) ---------------------------------

@@ -1,0 +1,248 @@
+"""TLS and --header (issue 16, item 2), against the session's real Triton behind TLS proxies
+(tests/tls_support.py): Triton's HTTP has no TLS, and its gRPC TLS would need a Triton of its
+own; a proxy also sees every request's headers, which Triton does not show.
+
+Proved: requests succeed with the right CA (HTTPS and gRPC over TLS, mutual TLS), fail the
+pre-flight with a wrong CA or a missing client certificate (exit 2, one line, Triton's counters
+untouched); the header reaches the server on every request (inference and control plane);
+the secret appears in no file of the run directory, the console or the web UI's page.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from loadtests.server import TritonPorts
+from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust
+from tests.tls_support import Pki, TlsProxy, make_pki
+
+SECRET = "s3cr3t-token-value-0d9f"
+HEADER = ("X-Api-Key", SECRET)
+ENV = {"LT_TEST_API_KEY": SECRET}
+HEADER_OPTION = ["--header", "X-Api-Key: env:LT_TEST_API_KEY"]
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def https_proxy(triton, pki):
+    proxy = TlsProxy(triton.http_address, pki, HEADER, mode="http")
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture(scope="module")
+def grpcs_proxy(triton, pki):
+    proxy = TlsProxy(triton.grpc_address, pki, HEADER, mode="grpc")
+    yield proxy
+    proxy.close()
+
+
+def targets(triton, http: str | None = None, grpc: str | None = None) -> list[str]:
+    return [
+        "--triton-http", http or triton.http_address,
+        "--triton-grpc", grpc or triton.grpc_address,
+        "--triton-metrics", triton.metrics_address,
+        "--model", "identity",
+    ]  # fmt: skip
+
+
+def run_with_env(user: str, options: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    from tests.helpers import run_cli
+
+    args = ["-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary", "-u", "2", "-r", "20", "-t", "3s"]
+    return run_cli([*args, user, *options], timeout=180, env=env)
+
+
+def secret_free(run_dir, *texts: str) -> None:
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    for text in texts:
+        assert SECRET not in text
+
+
+def error_lines(result: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
+
+
+def test_https_with_the_right_ca_and_the_header_on_every_request(triton, pki, https_proxy, tmp_path):
+    before = model_stats(triton.http_address, "identity")
+    seen_before = https_proxy.counts.with_header
+    options = [*targets(triton, http=f"https://{https_proxy.address}"), "--ssl-ca", str(pki.ca), *HEADER_OPTION]
+    result = run_with_env("TritonHttpUser", [*options, "--run-dir", str(tmp_path / "run")], ENV)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (endpoint,) = read_summary(tmp_path / "run")["endpoints"]
+    after = model_stats(triton.http_address, "identity")
+    assert endpoint["failures"] == 0 and endpoint["requests"] > 0
+    assert endpoint["requests"] == after["requests"] - before["requests"]
+    # Every request through the proxy carried the header: inference, pre-flight, statistics.
+    assert https_proxy.counts.without_header == 0
+    assert https_proxy.counts.with_header - seen_before > endpoint["requests"]
+    secret_free(tmp_path / "run", result.stdout, result.stderr)
+
+
+def test_grpcs_with_the_right_ca_sends_the_header_as_metadata(triton, pki, grpcs_proxy, tmp_path):
+    before = model_stats(triton.http_address, "identity")
+    options = [*targets(triton, grpc=f"grpcs://{grpcs_proxy.address}"), "--ssl-ca", str(pki.ca), *HEADER_OPTION]
+    result = run_with_env("TritonGrpcUser", [*options, "--run-dir", str(tmp_path / "run")], ENV)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (endpoint,) = read_summary(tmp_path / "run")["endpoints"]
+    after = model_stats(triton.http_address, "identity")
+    assert endpoint["failures"] == 0 and endpoint["requests"] > 0
+    assert endpoint["requests"] == after["requests"] - before["requests"]
+    assert grpcs_proxy.counts.without_header == 0  # grpcio's pre-flight calls included
+    assert grpcs_proxy.counts.with_header >= endpoint["requests"]
+    secret_free(tmp_path / "run", result.stdout, result.stderr)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_wrong_ca_is_one_preflight_error(triton, pki, https_proxy, grpcs_proxy, tmp_path, protocol):
+    before = model_stats(triton.http_address, "identity")
+    if protocol == "http":
+        user, options = "TritonHttpUser", targets(triton, http=f"https://{https_proxy.address}")
+    else:
+        user, options = "TritonGrpcUser", targets(triton, grpc=f"grpcs://{grpcs_proxy.address}")
+    result = run_with_env(user, [*options, "--ssl-ca", str(pki.other_ca), *HEADER_OPTION], ENV)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = error_lines(result)
+    assert "certificate verify failed" in line.lower() or "CERTIFICATE_VERIFY_FAILED" in line, line
+    assert model_stats(triton.http_address, "identity") == before
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_mutual_tls_needs_the_client_certificate(triton, pki, tmp_path, protocol):
+    upstream = triton.http_address if protocol == "http" else triton.grpc_address
+    proxy = TlsProxy(upstream, pki, HEADER, mode=protocol, client_ca=pki.ca)
+    if protocol == "http":
+        user, options = "TritonHttpUser", targets(triton, http=f"https://{proxy.address}")
+    else:
+        user, options = "TritonGrpcUser", targets(triton, grpc=f"grpcs://{proxy.address}")
+    options += ["--ssl-ca", str(pki.ca), *HEADER_OPTION]
+    try:
+        refused = run_with_env(user, options, ENV)
+        client = ["--ssl-cert", str(pki.client_cert), "--ssl-key", str(pki.client_key)]
+        accepted = run_with_env(user, [*options, *client, "--run-dir", str(tmp_path / "run")], ENV)
+    finally:
+        proxy.close()
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    (line,) = error_lines(refused)
+    assert line.startswith("error: cannot reach Triton"), line
+    assert accepted.returncode == 0, accepted.stderr[-3000:]
+    assert read_summary(tmp_path / "run")["endpoints"][0]["requests"] > 0
+    assert proxy.counts.without_header == 0
+
+
+def test_bad_header_and_tls_options_are_one_line_each(triton, tmp_path):
+    before = model_stats(triton.http_address, "identity")
+    cases = {
+        "environment variable LT_NOT_SET is not set": ["--header", "X-Api-Key: env:LT_NOT_SET"],
+        "is not 'Name: value'": ["--header", "no colon here"],
+        "--ssl-ca": ["--ssl-ca", str(tmp_path / "missing.pem")],
+        "the scheme is http:// or https://": ["--triton-http", "ftp://127.0.0.1:1"],
+    }
+    for expected, option in cases.items():
+        result = run_locust(["TritonHttpUser"], [*targets(triton), *option], run_time="3s")
+        assert result.returncode == 2, (expected, result.stderr[-2000:])
+        (line,) = error_lines(result)
+        assert expected in line, line
+    assert model_stats(triton.http_address, "identity") == before
+
+
+def test_literal_header_is_redacted_in_config_json_and_the_web_ui_shows_no_secret(triton, tmp_path):
+    result = run_with_env(
+        "TritonHttpUser",
+        [*targets(triton), "--header", f"X-Literal: {SECRET}", "--run-dir", str(tmp_path / "run")],
+        {},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = (tmp_path / "run" / "config.json").read_text()
+    assert '"X-Literal: <redacted>"' in config
+    secret_free(tmp_path / "run", result.stdout, result.stderr)
+    # The web UI: the option is a secret (a password field), and its value is the env: reference.
+    port = TritonPorts.free().http
+    command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--web-port", str(port), "TritonHttpUser"]
+    command += [*targets(triton), *HEADER_OPTION]
+    env = {**__import__("os").environ, **ENV}
+    with subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as web:
+        page = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not page:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+            except OSError:
+                time.sleep(0.3)
+        web.terminate()
+        output = web.communicate(timeout=60)[0].decode()
+    assert '"is_secret": true' in page.replace("\\", "") or '"is_secret":true' in page.replace("\\", ""), page[:500]
+    assert "env:LT_TEST_API_KEY" in page
+    assert SECRET not in page and SECRET not in output
+
+
+def test_schemes_header_values_and_redaction(tmp_path):
+    from loadtests.addresses import check_endpoint, endpoint_tls
+    from loadtests.connection_security import parse_header, redact_header
+    from loadtests.errors import SpecError
+
+    assert check_endpoint("--triton-grpc", "grpcs://triton.example:443/", "grpc") == "grpcs://triton.example:443"
+    assert check_endpoint("--triton-http", "HTTP://127.0.0.1:8000", "http") == "127.0.0.1:8000"
+    assert endpoint_tls("https://h:1") == ("h:1", True) and endpoint_tls("h:1") == ("h:1", False)
+    with pytest.raises(SpecError, match="grpc:// or grpcs://"):
+        check_endpoint("--triton-grpc", "https://h:1", "grpc")
+    token = tmp_path / "token"
+    token.write_text(SECRET + "\n")
+    assert parse_header(f"X-Api-Key: file:{token}") == ("x-api-key", SECRET)
+    assert parse_header("Authorization: env:T", {"T": "Bearer 1"}) == ("authorization", "Bearer 1")
+    assert parse_header("X-Route: canary") == ("x-route", "canary")
+    for bad in ("Host: x", "grpc-timeout: 1S", "Bad Name: x", "X: env:UNSET_VARIABLE_LT"):
+        with pytest.raises(SpecError) as error:
+            parse_header(bad, {})
+        assert SECRET not in str(error.value)
+    with pytest.raises(SpecError, match="line break"):
+        parse_header("X: env:T", {"T": "a\r\nInjected: 1"})
+    assert redact_header(f"Authorization: Bearer {SECRET}") == "Authorization: <redacted>"
+    assert redact_header("Authorization: env:TOKEN") == "Authorization: env:TOKEN"
+
+
+def test_tritons_own_grpc_mutual_tls(pki, tmp_path):
+    """Triton's own gRPC TLS (`--grpc-use-ssl-mutual`, no proxy): a Triton serving only `identity`."""
+    from loadtests.server import TEST_REPOSITORY, LocalTriton
+
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    (repository / "identity").symlink_to(TEST_REPOSITORY / "identity", target_is_directory=True)
+    tls_args = [
+        "--grpc-use-ssl-mutual=true",
+        f"--grpc-server-cert={pki.server_cert}",
+        f"--grpc-server-key={pki.server_key}",
+        f"--grpc-root-cert={pki.ca}",
+    ]
+    with LocalTriton([repository], log_file=tmp_path / "triton.log", extra_args=tls_args) as server:
+        options = [
+            "--triton-http", server.http_address,
+            "--triton-grpc", f"grpcs://{server.grpc_address}",
+            "--triton-metrics", server.metrics_address,
+            "--model", "identity", "--ssl-ca", str(pki.ca),
+        ]  # fmt: skip
+        client = ["--ssl-cert", str(pki.client_cert), "--ssl-key", str(pki.client_key)]
+        refused = run_with_env("TritonGrpcUser", options, {})
+        before = model_stats(server.http_address, "identity")
+        accepted = run_with_env("TritonGrpcUser", [*options, *client, "--run-dir", str(tmp_path / "run")], {})
+        after = model_stats(server.http_address, "identity")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    (line,) = error_lines(refused)
+    # TLS 1.3: the server refuses a missing client certificate after the handshake, so the line
+    # is the pre-flight's "Socket closed" rather than a handshake reason.
+    assert line.startswith("error: cannot reach Triton at grpcs://"), line
+    assert accepted.returncode == 0, accepted.stderr[-3000:]
+    (endpoint,) = read_summary(tmp_path / "run")["endpoints"]
+    assert endpoint["failures"] == 0
+    assert endpoint["requests"] == after["requests"] - before["requests"] > 0
