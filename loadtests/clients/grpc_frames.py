@@ -148,6 +148,18 @@ def prepare_call(authority: str, path: str, message: bytes, timeout_s: float | N
     )
 
 
+class StreamState:
+    """What one call has received so far; `waiter` wakes the greenlet that waits for it."""
+
+    __slots__ = ("chunks", "headers_seen", "received", "waiter")
+
+    def __init__(self, waiter: object) -> None:
+        self.waiter = waiter
+        self.headers_seen = False
+        self.chunks: list[bytes] = []
+        self.received = 0
+
+
 class HeaderDecoder:
     """HPACK decoding of response header blocks, with a cache of the blocks that leave the
     dynamic table unchanged (Triton's steady state is a few indexed fields)."""

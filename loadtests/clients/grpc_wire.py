@@ -9,8 +9,7 @@ request header block constant (HPACK literals that never touch the dynamic table
 reads responses in a gevent I/O watcher that runs in the hub and switches straight
 into the waiting greenlet: one greenlet switch each way per request, no thread.
 
-The bytes, and what of HTTP/2 is handled: `grpc_frames.py`; which users share a connection
-(streams are multiplexed): `grpc_pool.py`.
+The bytes and what of HTTP/2 is handled: `grpc_frames.py`; connection sharing: `grpc_pool.py`.
 """
 
 from __future__ import annotations
@@ -57,21 +56,11 @@ from loadtests.clients.grpc_frames import (
     CallFailure,
     HeaderDecoder,
     PreparedCall,
+    StreamState,
     call_outcome,
     frame,
     frame_header,
 )
-
-
-class _Stream:
-    __slots__ = ("chunks", "headers_seen", "received", "waiter")
-
-    def __init__(self, waiter: Waiter) -> None:
-        self.waiter = waiter
-        self.headers_seen = False
-        self.chunks: list[bytes] = []
-        self.received = 0
-
 
 _TIMED_OUT = object()
 
@@ -88,7 +77,7 @@ class Connection:
         self._hub = get_hub()
         self._send_lock = Semaphore()
         self._pending_control: list[bytes] = []
-        self._streams: dict[int, _Stream] = {}
+        self._streams: dict[int, StreamState] = {}
         self._next_stream_id = 1
         self._buffer = bytearray()
         self._headers = HeaderDecoder()
@@ -161,6 +150,16 @@ class Connection:
 
     # -- sending --------------------------------------------------------------------------
     def _send(self, data: bytes) -> None:
+        if not self._send_lock.locked() and not self._pending_control:
+            # One non-blocking send() takes a small request whole (gevent's sendall() adds a
+            # getsockopt() call each time); nothing yields before the lock, so bytes stay in order.
+            try:
+                sent = self._raw.send(data)
+            except BlockingIOError:
+                sent = 0
+            if sent == len(data):
+                return
+            data = data[sent:]
         with self._send_lock:
             self._sock.sendall(data)
             if self._pending_control:
@@ -223,7 +222,7 @@ class Connection:
         stream_id = self._next_stream_id
         self._next_stream_id += 2
         waiter = Waiter(self._hub)
-        self._streams[stream_id] = _Stream(waiter)
+        self._streams[stream_id] = StreamState(waiter)
         timer = None
         header_frame = frame_header(len(call.header_block), HEADERS, END_HEADERS, stream_id) + call.header_block
         try:
@@ -253,7 +252,7 @@ class Connection:
             raise result
         return result
 
-    def _wake(self, stream: _Stream, result) -> None:
+    def _wake(self, stream: StreamState, result) -> None:
         # Runs in the hub (I/O watcher or _fail_all from a greenlet): a Waiter switches
         # straight into the greenlet waiting on it.
         if getcurrent() is self._hub:

@@ -58,7 +58,7 @@ class WindowRecorder:
         sent_bytes: int = 0,
         received_bytes: int = 0,
     ) -> None:
-        self._stats(name, model, protocol).record(
+        self._stats(name, model, protocol).hold(
             latency_us, batch_size, failure, uncorrected_us, late, sent_bytes, received_bytes
         )
 
