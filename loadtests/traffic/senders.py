@@ -3,7 +3,7 @@
 An open-loop user sends each due request on a greenlet of its own, so that it can wait for
 the next due time while responses are outstanding. Spawning that greenlet per request cost
 about 20 µs of CPU (the Greenlet object, the callback that starts it, and the link callback
-that takes it out of its Group when it ends; a tenth of the sender's CPU at 2,000 requests/s
+that takes it out of its Group when it ends; 8 % of the sender's samples at 2,000 requests/s
 in py-spy). A pool keeps the greenlets it has started: one whose send is done waits for the
 next, and a new one is started only when every one is busy, so the pool grows to the most
 sends in flight together (which --max-in-flight caps) and then stops allocating.
