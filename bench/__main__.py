@@ -7,7 +7,8 @@ only ratios measured in one run mean anything). The suite runs as one Locust pro
 
 Writes bench/results.md and prints it, each level marked ok/MISS against issue 15's targets
 (TARGET_* below): throughput ratio suite / perf_analyzer per protocol and concurrency, p50
-within 15 % of perf_analyzer's, client CPU per request at most 1.5x perf_analyzer's.
+within 15 % of perf_analyzer's, client CPU per request at most 1.5x perf_analyzer's. A last
+row judges gRPC concurrency (bench/concurrency.py: 16 users against a 20-ms model reach 0.9 N/T).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from analysis.report import write_report
+from bench import concurrency as parallel_check
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.launcher import locust_command
 
@@ -196,7 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: bench/perf_analyzer missing: run bench/install_perf_analyzer.sh", file=sys.stderr)
         return 2
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-") as tmp, LocalTriton([TEST_REPOSITORY]) as triton:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-") as tmp,
+        LocalTriton([TEST_REPOSITORY, parallel_check.sleep_repository(Path(tmp))]) as triton,
+    ):
         workdir = Path(tmp)
         for protocol in PROTOCOLS:
             for index, concurrency in enumerate(CONCURRENCIES):
@@ -209,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(ratio_row(pa, suite))
                 print(rows[-1], flush=True)
         reports = [write_pa_sweep(workdir, protocol) for protocol in PROTOCOLS]
+        parallel = parallel_check.run_check(triton, workdir, args.duration)
+        print(parallel.row(), flush=True)
     header = [
         "# Benchmark: the suite against perf_analyzer",
         "",
@@ -224,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "| PA p99 | suite p99 | PA CPU/req | suite CPU/req |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    text = "\n".join(header + rows) + "\n"
+    text = "\n".join([*header, *rows, "", parallel_check.HEADER, parallel.row()]) + "\n"
     args.output.write_text(text)
     print(f"\nWritten to {args.output}")
     for report in reports:

@@ -29,6 +29,12 @@ class BatchingModel(Protocol):
     def batches(self) -> bool: ...
 
 
+class UniformSource(Protocol):
+    """Draws uniform floats in [0, 1): `random.Random` or `numpy.random.Generator`."""
+
+    def random(self) -> float: ...
+
+
 ACCEPTED_FORMS = "8 (fixed), 1,2,4,8 (uniform choice), 1-16 (range), 1:0.7,8:0.3 (weighted)"
 
 
@@ -82,7 +88,7 @@ class BatchSizeSpec:
     def is_fixed(self) -> bool:
         return len(self.sizes) == 1
 
-    def sample(self, rng: np.random.Generator) -> int:
+    def sample(self, rng: UniformSource) -> int:
         """One batch size drawn from the distribution (about 0.3 µs)."""
         if len(self.sizes) == 1:
             return self.sizes[0]

@@ -4,6 +4,7 @@ same run): the ok/MISS marks are what a reader of bench/results.md takes away.""
 from __future__ import annotations
 
 from bench.__main__ import Measurement, ratio_row
+from bench.concurrency import EXIT_WITHIN_S, ConcurrencyResult
 
 
 def measured(tool: str, protocol: str, concurrency: int, infer_per_s: float, p50_us: float, cpu_us: float):
@@ -30,3 +31,10 @@ def test_cpu_per_request_above_one_and_a_half_times_is_a_miss():
     pa = measured("pa", "http", 4, 1000, 500, 100)
     assert marks(ratio_row(pa, measured("suite", "http", 4, 1000, 500, 151)))[-1] == "MISS"
     assert marks(ratio_row(pa, measured("suite", "http", 4, 1000, 500, 150)))[-1] == "ok"
+
+
+def test_grpc_concurrency_needs_nine_tenths_of_n_over_t_and_a_timely_exit():
+    # 16 users against a 20-ms model: N/T is 800 requests/s, the target 720.
+    assert marks(ConcurrencyResult(719.0, 20_400, 3.0).row()) == ["MISS"]
+    assert marks(ConcurrencyResult(721.0, 20_400, 3.0).row()) == ["ok"]
+    assert marks(ConcurrencyResult(790.0, 20_400, EXIT_WITHIN_S + 1).row()) == ["MISS"]  # did not end in time

@@ -159,12 +159,12 @@ def prepare_call(
     )
 
 
-class Stream:
-    """One call in flight on a connection: its waiting greenlet and what arrived so far."""
+class StreamState:
+    """What one call has received so far; `waiter` wakes the greenlet that waits for it."""
 
     __slots__ = ("chunks", "headers_seen", "received", "waiter")
 
-    def __init__(self, waiter) -> None:
+    def __init__(self, waiter: object) -> None:
         self.waiter = waiter
         self.headers_seen = False
         self.chunks: list[bytes] = []
@@ -212,3 +212,13 @@ def call_outcome(trailers: list[tuple[str, str]], chunks: list[bytes]) -> bytes 
     if len(body) < 5:
         return CallFailure("protocol", "grpc-status 0 without a message")
     return body[5 : 5 + U32.unpack_from(body, 1)[0]]
+
+
+def send_without_waiting(sock, data: bytes) -> bytes:
+    """What one non-blocking send() on the raw socket left of `data`: a small request goes whole,
+    without gevent's sendall() (which adds a getsockopt() call each time)."""
+    try:
+        sent = sock.send(data)
+    except BlockingIOError:
+        sent = 0
+    return data[sent:]

@@ -1,16 +1,10 @@
 """Unary gRPC calls over HTTP/2 on gevent sockets, with request frames built before the test.
 
-Why not grpcio: under gevent, grpcio moves every call between an OS thread and the
-gevent hub (`init_gevent`), and that hand-off was half the client's CPU (docs/performance.md).
-A unary ModelInfer call needs few HTTP/2 frames: the client sends one HEADERS and the
-DATA frames carrying the length-prefixed message; Triton answers HEADERS, DATA and a
-trailing HEADERS with `grpc-status`. This module writes those frames itself, keeps the
-request header block constant (HPACK literals that never touch the dynamic table), and
-reads responses in a gevent I/O watcher that runs in the hub and switches straight
-into the waiting greenlet: one greenlet switch each way per request, no thread.
-
-The bytes, and what of HTTP/2 is handled: `grpc_frames.py`; which users share a connection
-(streams are multiplexed): `grpc_pool.py`; TLS (grpcs://) between frames and socket: `grpc_tls.py`.
+Not grpcio: under gevent it moves every call between an OS thread and the hub, half the
+client's CPU (docs/performance.md). A unary call is one HEADERS + DATA out, HEADERS, DATA and
+trailers back; the header block is constant HPACK literals, and responses are read by a gevent
+I/O watcher in the hub that switches straight into the waiting greenlet (no thread).
+Frames: `grpc_frames.py`; connection sharing: `grpc_pool.py`; grpcs://: `grpc_tls.py`.
 """
 
 from __future__ import annotations
@@ -59,10 +53,11 @@ from loadtests.clients.grpc_frames import (
     CallFailure,
     HeaderDecoder,
     PreparedCall,
-    Stream,
+    StreamState,
     call_outcome,
     frame,
     frame_header,
+    send_without_waiting,
 )
 from loadtests.clients.grpc_tls import TlsSession
 
@@ -78,7 +73,7 @@ class Connection:
         self._hub = get_hub()
         self._send_lock = Semaphore()
         self._pending_control: list[bytes] = []
-        self._streams: dict[int, Stream] = {}
+        self._streams: dict[int, StreamState] = {}
         self._next_stream_id = 1
         self._buffer = bytearray()
         self._headers = HeaderDecoder()
@@ -147,6 +142,11 @@ class Connection:
         self._window_opened.set()
 
     def _send(self, data: bytes) -> None:
+        if not self._tls and not self._send_lock.locked() and not self._pending_control:
+            # Nothing yields before the lock, so bytes stay in order.
+            data = send_without_waiting(self._raw, data)
+            if not data:
+                return
         with self._send_lock:  # TLS records are made in the order they are sent
             if data:
                 self._sock.sendall(self._tls.encrypt(data) if self._tls else data)
@@ -165,13 +165,11 @@ class Connection:
                 gevent.spawn(self._flush_control)
             return
         try:
-            sent = self._raw.send(data)
-        except BlockingIOError:
-            sent = 0
+            rest = send_without_waiting(self._raw, data)
         except OSError:
             return
-        if sent < len(data):
-            gevent.spawn(self._send, data[sent:])
+        if rest:
+            gevent.spawn(self._send, rest)
 
     def _flush_control(self) -> None:
         with contextlib.suppress(OSError):  # the connection died meanwhile: nothing left to answer
@@ -216,7 +214,7 @@ class Connection:
         stream_id = self._next_stream_id
         self._next_stream_id += 2
         waiter = Waiter(self._hub)
-        self._streams[stream_id] = Stream(waiter)
+        self._streams[stream_id] = StreamState(waiter)
         timer = None
         header_frame = frame_header(len(call.header_block), HEADERS, END_HEADERS, stream_id) + call.header_block
         try:
@@ -246,7 +244,7 @@ class Connection:
             raise result
         return result
 
-    def _wake(self, stream: Stream, result) -> None:
+    def _wake(self, stream: StreamState, result) -> None:
         # Runs in the hub (I/O watcher or _fail_all from a greenlet): a Waiter switches
         # straight into the greenlet waiting on it.
         if getcurrent() is self._hub:

@@ -1,9 +1,10 @@
 """One keep-alive HTTP/1.1 connection for inference requests, on a gevent socket.
 
 The whole request (request line, headers, body) is bytes built before the test and
-written with one `sendall`; the response is read into a buffer and only what a
-Triton inference response needs is parsed: the status code, Content-Length (or chunked
-framing), Triton's `Inference-Header-Content-Length` and `Connection: close`.
+written with one `send` (gevent's `sendall` for what a full socket buffer leaves); the
+response is read into a buffer and only what a Triton inference response needs is parsed:
+the status code, Content-Length (or chunked framing), Triton's
+`Inference-Header-Content-Length` and `Connection: close`.
 geventhttpclient did the same exchange with a general header parser, a per-request
 `select()` liveness check of the pooled socket and a Timeout object (docs/performance.md).
 
@@ -43,6 +44,17 @@ def build_request(authority: str, path: str, body: bytes, headers: dict[str, str
         lines.append("Content-Type: application/octet-stream")
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def send_all(sock: gevent.socket.socket, data: bytes) -> None:
+    """Write `data` whole: one non-blocking send() takes a small request (gevent's sendall() adds
+    a getsockopt() call and a memoryview every time); the rest, if any, goes through sendall()."""
+    try:
+        sent = sock._sock.send(data)  # gevent keeps the OS socket non-blocking underneath
+    except BlockingIOError:
+        sent = 0
+    if sent < len(data):
+        sock.sendall(memoryview(data)[sent:])
 
 
 class HttpConnection:
@@ -103,7 +115,7 @@ class HttpConnection:
         Raises OSError (refused, reset, timeout) or ResponseError; the connection is closed then."""
         try:
             sock = self._socket()
-            sock.sendall(request)
+            send_all(sock, request)
             result, keep_alive = self._read_response(sock)
         except BaseException:
             self.close()

@@ -9,6 +9,10 @@ Open-loop traffic (loadtests/traffic/open_loop.py) records two latencies per req
 `histogram` holds the corrected one (from the intended send time) and `uncorrected` the
 one from the actual send; `late` counts requests sent more than 1 ms after their
 intended time and `dropped` those never sent (not counted in `requests`).
+
+A process's recorder (windows.WindowRecorder) records with `hold`: counts at once, latencies
+in a list that `fold` adds to the histograms in one numpy pass when the window is drained
+(batched_hdr.py; measured with `python -m bench.request_event`).
 """
 
 from __future__ import annotations
@@ -19,12 +23,17 @@ from dataclasses import dataclass, field
 from hdrh.histogram import HdrHistogram
 
 from loadtests.clients.base import CONNECTION_FAILURES
+from loadtests.recording.batched_hdr import record_values
 from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.replica_counts import ReplicaCounts
 
 # The histogram range, its summary and intervals are the run-directory format's (shared with the reports).
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
 from loadtests.run_format.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
+
+# Held latencies are folded into the histograms at least this often (a bound on the list, about
+# two seconds at 2,000 requests/s; a recorder is drained every 1-3 s anyway).
+FOLD_EVERY = 4096
 
 
 def clamp_us(latency_us: float) -> int:
@@ -64,6 +73,10 @@ class EndpointStats:
     # Requests per Triton replica (several --triton-http/--triton-grpc addresses).
     replicas: ReplicaCounts = field(default_factory=ReplicaCounts)
 
+    # Latencies held back by `hold` (a recorder's requests), added to the histograms by `fold`.
+    held: list[float] = field(default_factory=list, init=False, repr=False, compare=False)
+    held_uncorrected: list[float] = field(default_factory=list, init=False, repr=False, compare=False)
+
     def record(
         self,
         latency_us: float,
@@ -77,13 +90,68 @@ class EndpointStats:
         sequence_outcome: str | None = None,
         replica: str | None = None,
     ) -> None:
-        self.requests += 1
+        self._tag(latency_us, failure, sequence_started, sequence_outcome, replica)
+        if self._count(batch_size, failure, late, sent_bytes, received_bytes):
+            self.histogram.record_value(clamp_us(latency_us))
+            if uncorrected_us is not None:
+                if self.uncorrected is None:
+                    self.uncorrected = new_histogram()
+                self.uncorrected.record_value(clamp_us(uncorrected_us))
+
+    def hold(
+        self,
+        latency_us: float,
+        batch_size: int,
+        failure: str | None,
+        uncorrected_us: float | None = None,
+        late: bool = False,
+        sent_bytes: int = 0,
+        received_bytes: int = 0,
+        sequence_started: bool = False,
+        sequence_outcome: str | None = None,
+        replica: str | None = None,
+    ) -> None:
+        """`record`, with the latencies kept in a list until `fold` adds them in one numpy pass
+        (the request path's cheapest form: recording/batched_hdr.py). Counts are current at
+        once; the histograms are after `fold`, which every method reading them calls."""
+        self._tag(latency_us, failure, sequence_started, sequence_outcome, replica)
+        if self._count(batch_size, failure, late, sent_bytes, received_bytes):
+            self.held.append(latency_us)
+            if uncorrected_us is not None:
+                self.held_uncorrected.append(uncorrected_us)
+            if len(self.held) >= FOLD_EVERY:
+                self.fold()
+
+    def fold(self) -> None:
+        """Add the held latencies to the histograms."""
+        if self.held:
+            record_values(self.histogram, self.held)
+            self.held = []
+        if self.held_uncorrected:
+            if self.uncorrected is None:
+                self.uncorrected = new_histogram()
+            record_values(self.uncorrected, self.held_uncorrected)
+            self.held_uncorrected = []
+
+    def _tag(
+        self,
+        latency_us: float,
+        failure: str | None,
+        sequence_started: bool,
+        sequence_outcome: str | None,
+        replica: str | None,
+    ) -> None:
+        """A sequence user's start and outcome; the replica a request went to."""
         if sequence_started:
             self.sequences["started"] += 1
         if sequence_outcome is not None:
             self.sequences[sequence_outcome] += 1
         if replica is not None:
             self.replicas.record(replica, failure, latency_us)
+
+    def _count(self, batch_size: int, failure: str | None, late: bool, sent_bytes: int, received_bytes: int) -> bool:
+        """Everything of a request but its latencies; True if it succeeded (its latencies count)."""
+        self.requests += 1
         self.batch_sizes[batch_size] += 1
         if failure not in CONNECTION_FAILURES:  # a refused request put nothing on the wire
             self.bytes_sent += sent_bytes
@@ -93,13 +161,9 @@ class EndpointStats:
         if failure is None:
             # Only successful requests count as inferences, as Triton's inference_count does.
             self.inferences += batch_size
-            self.histogram.record_value(clamp_us(latency_us))
-            if uncorrected_us is not None:
-                if self.uncorrected is None:
-                    self.uncorrected = new_histogram()
-                self.uncorrected.record_value(clamp_us(uncorrected_us))
-        else:
-            self.failures[failure] += 1
+            return True
+        self.failures[failure] += 1
+        return False
 
     def record_dropped(self) -> None:
         self.dropped += 1
@@ -109,6 +173,8 @@ class EndpointStats:
         return sum(self.failures.values())
 
     def merge(self, other: EndpointStats) -> None:
+        self.fold()
+        other.fold()
         self.requests += other.requests
         self.inferences += other.inferences
         self.failures.update(other.failures)
@@ -131,11 +197,13 @@ class EndpointStats:
         Still readable afterwards (counts, percentiles, merging it into another), but it can no
         longer be encoded or merged into. See release_histogram.
         """
+        self.fold()
         release_histogram(self.histogram)
         release_histogram(self.uncorrected)
 
     def to_message(self) -> dict:
         """A msgpack-friendly dict for Locust's worker report."""
+        self.fold()
         return {
             "name": self.name,
             "model": self.model,
@@ -178,14 +246,17 @@ class EndpointStats:
 
     def latency_summary_us(self) -> dict[str, float]:
         """p50/p90/p95/p99/p99.9/max/mean in microseconds, from the histogram (successes only)."""
+        self.fold()
         return summarise_us(self.histogram) or zero_summary()
 
     def latency_ci_us(self, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, list[float | None]]:
         """[lower, upper] µs per percentile at this confidence (loadtests/run_format/confidence.py); {} if empty."""
+        self.fold()
         return percentile_bounds_us(self.histogram, confidence)
 
     def uncorrected_summary_us(self) -> dict[str, float] | None:
         """The same from the actual send time (open loop only)."""
+        self.fold()
         if self.uncorrected is None:
             return None
         return summarise_us(self.uncorrected) or zero_summary()

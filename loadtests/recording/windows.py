@@ -61,7 +61,7 @@ class WindowRecorder:
         sequence_outcome: str | None = None,
         replica: str | None = None,
     ) -> None:
-        self._stats(name, model, protocol).record(
+        self._stats(name, model, protocol).hold(
             latency_us,
             batch_size,
             failure,

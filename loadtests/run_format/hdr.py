@@ -116,26 +116,46 @@ def summarise_us(h: HdrHistogram) -> dict[str, float] | None:
     The same values as hdrh's get_value_at_percentile / get_max_value / get_mean_value,
     computed over the non-empty buckets with numpy: hdrh walks all ~30,000 buckets in
     Python once per percentile (26 ms for this summary), which stalled the recorder's
-    gevent loop every window and sent open-loop requests late.
+    gevent loop every window and sent open-loop requests late. The buckets' values and
+    midpoints are hdrh's own index arithmetic, vectorised (a Python loop over the non-empty
+    buckets still took 3.7 ms per 2,000-request window, twice per open-loop window).
     """
     total = h.get_total_count()
     if total == 0:
         return None
     counts = np.ctypeslib.as_array(h.counts, shape=(h.counts_len,))
     indexes = np.flatnonzero(counts)
-    cumulative = np.cumsum(counts[indexes])
-    values = [h.get_value_from_index(int(i)) for i in indexes]
+    nonzero = counts[indexes].astype(np.int64)
+    cumulative = np.cumsum(nonzero)
+    lowest, size = _bucket_values(h, indexes)
     summary = {}
     for percentile in PERCENTILES:
-        at = int(np.searchsorted(cumulative, h.get_target_count_at_percentile(percentile)))
-        summary[f"p{percentile:g}"] = float(h.get_highest_equivalent_value(values[min(at, len(values) - 1)]))
+        at = min(int(np.searchsorted(cumulative, h.get_target_count_at_percentile(percentile))), len(indexes) - 1)
+        summary[f"p{percentile:g}"] = float(lowest[at] + size[at] - 1)  # hdrh's highest equivalent value
     summary["max"] = float(h.get_max_value())
-    weighted = sum(
-        int(count) * h._hdr_median_equiv_value(h.get_highest_equivalent_value(value))
-        for count, value in zip(counts[indexes], values, strict=True)
-    )
+    # hdrh's mean: every count at its bucket's midpoint, summed exactly (Python ints past int64's reach).
+    midpoints = lowest + (size >> 1)
+    exact = total * int(midpoints[-1]) >= 2**63
+    weighted = int((nonzero.astype(object) * midpoints.astype(object)).sum()) if exact else int(nonzero @ midpoints)
     summary["mean"] = round(weighted / total, 3)
     return summary
+
+
+def _bucket_values(h: HdrHistogram, indexes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each counts index's lowest value and the size of its range of equivalent values, as hdrh's
+    get_value_from_index and _hdr_size_of_equiv_value_range compute them one at a time."""
+    bucket = (indexes >> h.sub_bucket_half_count_magnitude) - 1
+    sub_bucket = (indexes & (h.sub_bucket_half_count - 1)) + h.sub_bucket_half_count
+    first = bucket < 0
+    sub_bucket = np.where(first, sub_bucket - h.sub_bucket_half_count, sub_bucket)
+    bucket = np.where(first, 0, bucket)
+    lowest = sub_bucket.astype(np.int64) << (bucket + h.unit_magnitude)
+    # The size comes from the value's own bucket (hdrh recomputes it from the value).
+    bit_length = np.frexp((lowest | h.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)
+    value_bucket = bit_length - h.unit_magnitude - (h.sub_bucket_half_count_magnitude + 1)
+    value_sub_bucket = lowest >> (value_bucket + h.unit_magnitude)
+    adjusted = value_bucket + (value_sub_bucket >= h.sub_bucket_count)
+    return lowest, np.left_shift(1, h.unit_magnitude + adjusted, dtype=np.int64)
 
 
 def zero_summary() -> dict[str, float]:
