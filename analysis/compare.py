@@ -147,7 +147,9 @@ def _difference(value: float, base: float, kind: str) -> str:
     delta = value - base
     if kind == "ms":
         return f"{delta / 1000:+.3f}"
-    if kind in ("count", "bytes"):
+    if kind == "count":  # as the count column itself shows them: no grouping
+        return f"{round(delta):+d}"
+    if kind == "bytes":
         return f"{round(delta):+,d}"
     return f"{delta:+.3f}"
 

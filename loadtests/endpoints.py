@@ -184,7 +184,7 @@ def fetch_model(client: TritonClient, name: str) -> ModelSpec:
 
 
 def _check_live_and_ready(client: TritonClient, name: str) -> None:
-    where = f"Triton at {client.address} over {PROTOCOL_NAMES[client.protocol]}"
+    where = f"Triton at {client.scheme}{client.address} over {PROTOCOL_NAMES[client.protocol]}"
     try:
         live = client.server_live()
     except Exception as error:  # tritonclient raises assorted socket and gRPC errors here

@@ -24,6 +24,7 @@ time); the clients' `infer` times the request alone, as for every user.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import numpy as np
@@ -89,7 +90,7 @@ class SequenceSender:
         endpoint: Endpoint,
         ids: SequenceIds,
         lengths: BatchSizeSpec,
-        rng: np.random.Generator,
+        rng: random.Random,
         stopping: Callable[[], bool],
     ) -> None:
         self.client = client
@@ -107,7 +108,7 @@ class SequenceSender:
         for index in range(length):
             last = index == length - 1
             early = not last and self.stopping()
-            value = int(self.rng.integers(LOWEST_VALUE, HIGHEST_VALUE + 1))
+            value = self.rng.randint(LOWEST_VALUE, HIGHEST_VALUE)  # both ends included
             total += value
             step = SequenceStep(correlation_id, start=index == 0, end=last or early, early=early)
             request = sequence_request(self.client, self.endpoint, step, value, total)

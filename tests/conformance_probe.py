@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from locust.event import EventHook  # imports locust: gevent's monkey-patching, as in a real run
 
+from loadtests.clients import Connections
 from loadtests.clients.grpc import GrpcClient
 from loadtests.clients.http import HttpClient
 from loadtests.endpoints import prepare_endpoint
@@ -76,7 +77,7 @@ def run_cell(cell: dict, addresses: dict) -> dict:
 
     event.add_listener(count)
     if protocol == "grpc":
-        client = _recording(GrpcClient)(addresses["grpc"], 10.0, event)
+        client = _recording(GrpcClient)(addresses["grpc"], 10.0, event, Connections())
     else:
         client = _recording(HttpClient)(addresses["http"], 10.0, event, binary=protocol == "http")
     settings = Settings(

@@ -204,4 +204,4 @@ def test_an_ensembles_composing_model_has_its_server_side_breakdown(triton, tmp_
     assert triton_models["identity"]["part_of"] == ["identity_ensemble"]
     assert run_cli(["-m", "analysis", "report", str(run_dir)]).returncode == 0
     report = (run_dir / "report.md").read_text()
-    assert f"| identity (step of identity_ensemble) | {sent} |" in report
+    assert f"| identity (in identity_ensemble) | {sent} |" in report

@@ -7,8 +7,9 @@ equals what its user sent (else the failure "sequence state"), Triton rejects no
 
 from __future__ import annotations
 
+import random
+
 import gevent
-import numpy as np
 import tritonclient.http as httpclient
 from locust.event import EventHook
 
@@ -71,7 +72,7 @@ def test_sequences_from_a_master_and_three_workers(triton, tmp_path):
 
 
 def _sender(client, endpoint, ids: SequenceIds, seed: int) -> SequenceSender:
-    return SequenceSender(client, endpoint, ids, BatchSizeSpec.parse("6"), np.random.default_rng(seed), lambda: False)
+    return SequenceSender(client, endpoint, ids, BatchSizeSpec.parse("6"), random.Random(seed), lambda: False)
 
 
 def test_two_generators_sharing_ids_fail_the_state_check(triton):

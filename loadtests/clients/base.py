@@ -136,6 +136,7 @@ class TritonClient(ABC):
 
     def __init__(self, address: str, timeout_s: float, request_event: Any) -> None:
         self.address = address
+        self.scheme = ""  # "https://" or "grpcs://" when TLS: the address as the options write it
         # The replica the last request went to (set by `_send`; reported with each request).
         self.replica = address
         self.timeout_s = timeout_s

@@ -117,6 +117,7 @@ class GrpcClient(TritonClient):
         self.security = security or ConnectionSecurity()
         self._chooser = connections.chooser(authority, balance)
         super().__init__(self._chooser.replicas.first, timeout_s, request_event)
+        self.scheme = "grpcs://" if self._tls else ""
         enable_gevent()  # for the control plane's grpcio channel
         self._connections = connections
         self.users_per_connection = users_per_connection

@@ -80,6 +80,7 @@ class HttpClient(TritonClient):
         authority, self._tls = endpoint_tls(address)  # "https://host:port[,host:port]": TLS
         self._chooser = (connections or Connections()).chooser(authority, balance)
         super().__init__(self._chooser.replicas.first, timeout_s, request_event)
+        self.scheme = "https://" if self._tls else ""
         _split_address(self.address)
         self.binary = binary
         self.security = security or ConnectionSecurity()

@@ -22,6 +22,7 @@ import time
 
 import gevent.select
 import gevent.socket
+import gevent.ssl
 
 READ_CHUNK = 64 * 1024
 # A kept-alive connection idle for longer than this is checked (a non-blocking peek) before
@@ -48,7 +49,11 @@ def build_request(authority: str, path: str, body: bytes, headers: dict[str, str
 
 def send_all(sock: gevent.socket.socket, data: bytes) -> None:
     """Write `data` whole: one non-blocking send() takes a small request (gevent's sendall() adds
-    a getsockopt() call and a memoryview every time); the rest, if any, goes through sendall()."""
+    a getsockopt() call and a memoryview every time); the rest, if any, goes through sendall().
+    A TLS socket encrypts in its own sendall(): the OS socket underneath must never see plaintext."""
+    if isinstance(sock, ssl.SSLSocket | gevent.ssl.SSLSocket):
+        sock.sendall(data)
+        return
     try:
         sent = sock._sock.send(data)  # gevent keeps the OS socket non-blocking underneath
     except BlockingIOError:
