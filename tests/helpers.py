@@ -70,6 +70,16 @@ def run_locust(
     return run_cli(args, timeout=timeout)
 
 
+def locust_request_counts(csv_prefix: Path) -> dict[tuple[str, str], int]:
+    """Locust's own --csv table (`<prefix>_stats.csv`): Request Count per (Type, Name) row, the
+    Aggregated row left out. The suite names each request (protocol, model), so a row is an endpoint."""
+    import csv
+
+    with open(f"{csv_prefix}_stats.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    return {(r["Type"], r["Name"]): int(r["Request Count"]) for r in rows if r["Name"] != "Aggregated"}
+
+
 def read_summary(run_dir: Path) -> dict:
     import json
 

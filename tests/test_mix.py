@@ -20,7 +20,15 @@ from loadtests.endpoint_mix import _validator_by_model
 from loadtests.errors import SpecError
 from loadtests.mix_options import parse_mix
 from loadtests.option_values import settings_from
-from tests.helpers import REPO_ROOT, model_stats, read_summary, run_cli, run_locust, triton_options
+from tests.helpers import (
+    REPO_ROOT,
+    locust_request_counts,
+    model_stats,
+    read_summary,
+    run_cli,
+    run_locust,
+    triton_options,
+)
 
 WEIGHTS = {"identity": 0.6, "sleep": 0.3, "text_reverse": 0.1}
 MIX = ",".join(f"{model}:{weight}" for model, weight in WEIGHTS.items())
@@ -67,7 +75,7 @@ def run_mix(triton, tmp_path: Path, options: list[str], users: int, run_time: st
     run_dir = tmp_path / "run"
     result = run_locust(
         ["TritonHttpUser", "TritonGrpcUser"],
-        [*triton_options(triton), *options, "--run-dir", str(run_dir)],
+        [*triton_options(triton), *options, "--run-dir", str(run_dir), "--csv", str(tmp_path / "locust")],
         users=users,
         run_time=run_time,
     )
@@ -84,6 +92,10 @@ def test_closed_loop_mix_over_http_and_grpc(triton, tmp_path):
     assert_shares_follow_weights(summary["mix"])
     assert_counts_equal_tritons(summary, before, after)
     assert summary["mix"]["given"] == MIX
+    # Locust's own table (what a Locust user reads first) has a row per model and protocol,
+    # each equal to the endpoint's count, so its rows reconcile with Triton's per model too.
+    locust_rows = locust_request_counts(tmp_path / "locust")
+    assert locust_rows == {(e["protocol"], e["model"]): e["requests"] for e in summary["endpoints"]}
 
     # One report: the mix section (each model and the total), Triton's breakdown for every model.
     result = run_cli(["-m", "analysis", "report", str(run_dir)])

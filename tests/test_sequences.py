@@ -21,7 +21,7 @@ from loadtests.sequence_ids import SequenceIds
 from loadtests.sequences import SEQUENCE_STATE, SequenceSender, sequence_request
 from loadtests.server import TritonPorts
 from loadtests.settings import Settings
-from tests.helpers import read_summary, run_cli, triton_options
+from tests.helpers import locust_request_counts, read_summary, run_cli, triton_options
 
 MODEL = "accumulator"
 WORKERS = 3
@@ -49,6 +49,7 @@ def test_sequences_from_a_master_and_three_workers(triton, tmp_path):
             "-u", "12", "-r", "120", "-t", "5s", "TritonSequenceHttpUser", "TritonSequenceGrpcUser",
             *triton_options(triton), "--model", MODEL, "--sequence-length", "4", "--run-dir", str(run_dir),
             "--processes", str(WORKERS), "--master-bind-port", port, "--master-port", port,
+            "--csv", str(tmp_path / "locust"),
         ],
         timeout=180,
     )  # fmt: skip
@@ -69,6 +70,10 @@ def test_sequences_from_a_master_and_three_workers(triton, tmp_path):
     assert after["fail"] - before["fail"] == 0
     assert after["success"] - before["success"] == sum(e["requests"] for e in endpoints.values())
     assert summary["server"][MODEL]["requests"] == after["success"] - before["success"]
+    # Locust's own table on the master (the closing END requests of failed sequences included)
+    # counts what the suite and Triton counted.
+    locust_rows = locust_request_counts(tmp_path / "locust")
+    assert locust_rows == {(e["protocol"], MODEL): e["requests"] for e in endpoints.values()}
 
 
 def _sender(client, endpoint, ids: SequenceIds, seed: int) -> SequenceSender:
