@@ -17,8 +17,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-import numpy as np
-
+from loadtests.batch_size import UniformSource
 from loadtests.clients import PreparedRequest, TritonClient
 from loadtests.clients.base import Validator
 from loadtests.endpoints import Endpoint, build_endpoint, fetch_model
@@ -43,7 +42,7 @@ class MixedEndpoint:
     endpoints: tuple[Endpoint, ...]  # in the mix's order
     validator: Validator | None
 
-    def pick(self, rng: np.random.Generator) -> PreparedRequest:
+    def pick(self, rng: UniformSource) -> PreparedRequest:
         return self.endpoints[self.mix.pick_index(rng)].pick(rng)
 
 

@@ -17,9 +17,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from loadtests.batch_size import BatchSizeSpec
+from loadtests.batch_size import BatchSizeSpec, UniformSource
 
 
 @dataclass(frozen=True)
@@ -64,6 +62,6 @@ class ModelMix:
         total = sum(entry.weight for entry in self.entries)
         return {entry.model: entry.weight / total for entry in self.entries}
 
-    def pick_index(self, rng: np.random.Generator) -> int:
+    def pick_index(self, rng: UniformSource) -> int:
         """Which entry the next request goes to (one uniform draw; runs once per request)."""
         return bisect.bisect_right(self._cumulative, rng.random())
