@@ -22,7 +22,6 @@ import time
 
 import gevent.select
 import gevent.socket
-import gevent.ssl
 
 READ_CHUNK = 64 * 1024
 # A kept-alive connection idle for longer than this is checked (a non-blocking peek) before
@@ -50,10 +49,7 @@ def build_request(authority: str, path: str, body: bytes, headers: dict[str, str
 def send_all(sock: gevent.socket.socket, data: bytes) -> None:
     """Write `data` whole: one non-blocking send() takes a small request (gevent's sendall() adds
     a getsockopt() call and a memoryview every time); the rest, if any, goes through sendall().
-    A TLS socket encrypts in its own sendall(): the OS socket underneath must never see plaintext."""
-    if isinstance(sock, ssl.SSLSocket | gevent.ssl.SSLSocket):
-        sock.sendall(data)
-        return
+    Plaintext sockets only: a TLS socket encrypts in its own sendall() (HttpConnection.exchange)."""
     try:
         sent = sock._sock.send(data)  # gevent keeps the OS socket non-blocking underneath
     except BlockingIOError:
@@ -120,7 +116,10 @@ class HttpConnection:
         Raises OSError (refused, reset, timeout) or ResponseError; the connection is closed then."""
         try:
             sock = self._socket()
-            send_all(sock, request)
+            if self.tls is None:
+                send_all(sock, request)
+            else:  # the OS socket under a TLS one must never see plaintext
+                sock.sendall(request)
             result, keep_alive = self._read_response(sock)
         except BaseException:
             self.close()
