@@ -14,24 +14,22 @@ row judges gRPC concurrency (bench/concurrency.py: 16 users against a 20-ms mode
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import resource
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 from analysis.report import write_report
 from bench import concurrency as parallel_check
+from bench import pa_runner
+from bench.pa_runner import MEASUREMENT_INTERVAL_MS, PA_MAX_TRIALS, PERF_ANALYZER, Measurement
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.launcher import locust_command
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-PERF_ANALYZER = BENCH_DIR / "perf_analyzer"
 MODEL = "identity"
 CONCURRENCIES = (1, 4, 16)
 PROTOCOLS = ("http", "grpc")
@@ -41,84 +39,13 @@ TARGET_RATIO = MappingProxyType(
 )
 TARGET_P50_DIFF = 0.15
 TARGET_CPU_RATIO = 1.5  # the suite's client CPU per request at most this times perf_analyzer's
-MEASUREMENT_INTERVAL_MS = 3000
-# perf_analyzer's defaults (10 % stability, 10 trials) rarely stabilise on this shared 2-core
-# machine, and a run can go on for many minutes; these bounds keep `make bench` finite.
-PA_STABILITY_PERCENT = 25
-PA_MAX_TRIALS = 8
-PA_TIMEOUT_S = 180
-PA_ATTEMPTS = 2
-
-
-@dataclass(frozen=True)
-class Measurement:
-    tool: str
-    protocol: str
-    concurrency: int
-    infer_per_s: float
-    p50_us: float
-    p99_us: float
-    cpu_per_request_us: float | None
-
-
-def children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def server_requests(triton: LocalTriton) -> int:
-    """Requests Triton has served for MODEL, from its statistics (the suite's own reader)."""
-    return sum(
-        int(version["inference_stats"]["success"]["count"])
-        for version in triton.control().statistics([MODEL])[MODEL].values()
-    )
+PA_STABILITY_PERCENT = pa_runner.PA_STABILITY_PERCENT
 
 
 def run_perf_analyzer(triton: LocalTriton, protocol: str, concurrency: int, workdir: Path) -> Measurement:
-    csv_file = workdir / f"pa-{protocol}-{concurrency}.csv"
-    address = triton.http_address if protocol == "http" else triton.grpc_address
-    command = [
-        str(PERF_ANALYZER),
-        "-m",
-        MODEL,
-        "-u",
-        address,
-        "-i",
-        protocol,
-        "--concurrency-range",
-        str(concurrency),
-        "--measurement-interval",
-        str(MEASUREMENT_INTERVAL_MS),
-        "--stability-percentage",
-        str(PA_STABILITY_PERCENT),
-        "--max-trials",
-        str(PA_MAX_TRIALS),
-        "-f",
-        str(csv_file),
-    ]
-    for attempt in range(1, PA_ATTEMPTS + 1):
-        cpu_before, requests_before = children_cpu_s(), server_requests(triton)
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=PA_TIMEOUT_S)
-            failure = result.stderr.strip()[-300:] if result.returncode != 0 else ""
-        except subprocess.TimeoutExpired:
-            failure = f"no result within {PA_TIMEOUT_S} s"
-        cpu, requests = children_cpu_s() - cpu_before, server_requests(triton) - requests_before
-        if not failure:
-            break
-        print(f"perf_analyzer attempt {attempt} at {protocol} concurrency {concurrency} failed: {failure}", flush=True)
-    else:
-        raise SystemExit(f"error: perf_analyzer did not produce a stable measurement: {failure}")
-    (row,) = list(csv.DictReader(csv_file.open()))
-    # Its CPU covers the whole process (every trial window), divided by every request it sent.
-    return Measurement(
-        tool="perf_analyzer",
-        protocol=protocol,
-        concurrency=concurrency,
-        infer_per_s=float(row["Inferences/Second"]),
-        p50_us=float(row["p50 latency"]),
-        p99_us=float(row["p99 latency"]),
-        cpu_per_request_us=cpu * 1e6 / requests if requests else None,
+    """perf_analyzer on MODEL (the stability bound is read here, so before_after.py can set it)."""
+    return pa_runner.run_perf_analyzer(
+        triton, protocol, concurrency, workdir, MODEL, stability_percent=PA_STABILITY_PERCENT
     )
 
 
@@ -126,7 +53,7 @@ def write_pa_sweep(workdir: Path, protocol: str) -> Path:
     """perf_analyzer's per-level CSVs as one -f CSV (levels in order) in bench/results/, and its report."""
     lines: list[str] = []
     for concurrency in CONCURRENCIES:
-        header, *rows = (workdir / f"pa-{protocol}-{concurrency}.csv").read_text().splitlines()
+        header, *rows = (workdir / f"pa-{MODEL}-{protocol}-{concurrency}.csv").read_text().splitlines()
         lines = lines or [header]
         lines += rows[:1]  # its CSV may append server-side rows after the first blank line
     target = BENCH_DIR / "results" / f"perf_analyzer-{protocol}.csv"  # git-ignored, like every run's output
@@ -214,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(ratio_row(pa, suite))
                 print(rows[-1], flush=True)
         reports = [write_pa_sweep(workdir, protocol) for protocol in PROTOCOLS]
-        parallel = parallel_check.run_check(triton, workdir, args.duration)
+        parallel = parallel_check.run_both(triton, workdir, args.duration)
         print(parallel.row(), flush=True)
     header = [
         "# Benchmark: the suite against perf_analyzer",

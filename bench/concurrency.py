@@ -9,6 +9,11 @@ the unit tests (tests/test_users.py checks 8 users with a bound loose enough for
 The 16-instance model is written into a temporary repository for this run only: 16 Python
 stubs in the test repository would slow every test session's Triton start.
 
+Beside the verdict (the issue's target as written), the row says where a miss would come from:
+Triton's own mean request time over the suite's run (its statistics; a Python model that
+sleeps 20 ms takes 21-23 ms in Triton on this machine, so N / request time is below N/T),
+and perf_analyzer at the same concurrency on the same Triton, just before the suite's run.
+
     python -m bench.concurrency              # its own Triton; prints the judged row
     (make bench runs it too, on bench's Triton, and adds the row to bench/results.md)
 """
@@ -21,9 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bench.pa_runner import PERF_ANALYZER, run_perf_analyzer
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.launcher import locust_command
 
@@ -44,16 +50,27 @@ instance_group [ {{ count: {USERS} kind: KIND_CPU }} ]
 parameters {{ key: "sleep_ms" value: {{ string_value: "{SLEEP_MS}" }} }}
 """
 HEADER = (
-    "| check | users | model sleep ms | target req/s | req/s | ratio to N/T | p50 µs | wall time beyond -t (s) |\n"
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    "| check | users | model sleep ms | target req/s | req/s | ratio to N/T | p50 µs | wall time beyond -t (s) "
+    "| Triton request µs | N / Triton request | suite / that | perf_analyzer req/s | suite / perf_analyzer |\n"
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 )
 
 
 @dataclass(frozen=True)
 class ConcurrencyResult:
+    """The suite's run, beside what the same Triton allows and what NVIDIA's C++ client reaches.
+
+    The verdict is the issue's target as written (0.9 N/T and a timely exit). The other columns
+    say where a miss comes from: Triton's own mean request time for this model (its statistics
+    over the suite's run) bounds any client at N / request time, and perf_analyzer at the same
+    concurrency, on the same Triton, in the same run, is that bound's practical measure.
+    """
+
     requests_per_s: float
     p50_us: float
     ended_after_s: float
+    server_request_us: float | None = None
+    reference_per_s: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -66,10 +83,21 @@ class ConcurrencyResult:
     def row(self) -> str:
         target = TARGET_FRACTION * USERS / (SLEEP_MS / 1000)
         verdict = "ok" if self.ok else "MISS"
+        ceiling = USERS / (self.server_request_us / 1e6) if self.server_request_us else None
         return (
             f"| gRPC users in parallel | {USERS} | {SLEEP_MS} | {target:.0f} | {self.requests_per_s:.0f} | "
-            f"{self.ratio:.2f} {verdict} | {self.p50_us:.0f} | {self.ended_after_s:.1f} |"
+            f"{self.ratio:.2f} {verdict} | {self.p50_us:.0f} | {self.ended_after_s:.1f} | "
+            f"{_number(self.server_request_us)} | {_number(ceiling)} | {_ratio(self.requests_per_s, ceiling)} | "
+            f"{_number(self.reference_per_s)} | {_ratio(self.requests_per_s, self.reference_per_s)} |"
         )
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _ratio(value: float, reference: float | None) -> str:
+    return "-" if not reference else f"{value / reference:.2f}"
 
 
 def sleep_repository(parent: Path) -> Path:
@@ -94,8 +122,24 @@ def run_check(triton: LocalTriton, workdir: Path, duration_s: int) -> Concurrenc
     elapsed = time.monotonic() - started
     if result.returncode != 0:
         raise SystemExit(f"error: the concurrency run failed ({result.returncode}): {result.stderr.strip()[-500:]}")
-    (endpoint,) = json.loads((run_dir / "summary.json").read_text())["endpoints"]
-    return ConcurrencyResult(endpoint["throughput_rps"], endpoint["latency_us"]["p50"], elapsed - duration_s)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (endpoint,) = summary["endpoints"]
+    server = summary.get("server", {}).get(MODEL, {})
+    return ConcurrencyResult(
+        endpoint["throughput_rps"], endpoint["latency_us"]["p50"], elapsed - duration_s, server.get("request_us")
+    )
+
+
+def run_reference(triton: LocalTriton, workdir: Path) -> float:
+    """perf_analyzer's requests/s at the same concurrency on the same model (gRPC, batch 1)."""
+    measured = run_perf_analyzer(triton, "grpc", USERS, workdir, MODEL, extra=("--shape", "INPUT0:4"))
+    return measured.infer_per_s
+
+
+def run_both(triton: LocalTriton, workdir: Path, duration_s: int) -> ConcurrencyResult:
+    """perf_analyzer first, then the suite (the suite's run is the judged one)."""
+    reference = run_reference(triton, workdir) if PERF_ANALYZER.exists() else None
+    return replace(run_check(triton, workdir, duration_s), reference_per_s=reference)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         tempfile.TemporaryDirectory(prefix="bench-concurrency-") as tmp,
         LocalTriton([TEST_REPOSITORY, sleep_repository(Path(tmp))]) as triton,
     ):
-        result = run_check(triton, Path(tmp), args.duration)
+        result = run_both(triton, Path(tmp), args.duration)
     print(HEADER)
     print(result.row())
     return 0 if result.ok else 1

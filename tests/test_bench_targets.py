@@ -38,3 +38,13 @@ def test_grpc_concurrency_needs_nine_tenths_of_n_over_t_and_a_timely_exit():
     assert marks(ConcurrencyResult(719.0, 20_400, 3.0).row()) == ["MISS"]
     assert marks(ConcurrencyResult(721.0, 20_400, 3.0).row()) == ["ok"]
     assert marks(ConcurrencyResult(790.0, 20_400, EXIT_WITHIN_S + 1).row()) == ["MISS"]  # did not end in time
+
+
+def test_concurrency_row_says_what_the_server_and_perf_analyzer_allow():
+    # Triton's own 21.8 ms per request bounds any client at 16 / 21.8 ms = 734 requests/s.
+    row = ConcurrencyResult(712.0, 21_300, 1.5, server_request_us=21_800.0, reference_per_s=708.0).row()
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[5] == "0.89 MISS"  # the verdict stays the issue's own target
+    assert cells[8:] == ["21800", "734", "0.97", "708", "1.01"]
+    # Without perf_analyzer (not installed) or statistics, the columns say so instead of guessing.
+    assert ConcurrencyResult(712.0, 21_300, 1.5).row().rstrip(" |").endswith("- | - | - | - | -")
