@@ -38,6 +38,17 @@ from loadtests.users import PROCESS_ATTRIBUTE, services_of
 logger = logging.getLogger(__name__)
 
 
+def user_seed(worker_index: int, number: int) -> int:
+    """The seed of a process's `number`-th user (1, 2, ...): the worker's index in the high bits.
+
+    Seeding by the user's number alone gave every worker the same streams (the first user of
+    each worker drew the same batch sizes and mix picks), so N workers added no variety and
+    widened the spread of a mix's shares. A single process (and a worker before the master
+    numbered it, index -1) is worker 0, so its seeds stay 1, 2, 3, ...
+    """
+    return max(worker_index, 0) << 32 | number
+
+
 class SuiteProcess:
     """The suite's state in one process (one per Environment)."""
 
@@ -89,8 +100,9 @@ class SuiteProcess:
         self.recorder.record_dropped(name, model, protocol)
 
     def next_user_seed(self) -> int:
+        """A seed for the next user of this process, different from every other user's of the run."""
         self._user_seed += 1
-        return self._user_seed
+        return user_seed(getattr(self.environment.runner, "worker_index", 0), self._user_seed)
 
     def fail_startup(self, error: StartupError) -> None:
         """A startup error found during a run (worker, web UI): one line, exit code 2, stop."""
