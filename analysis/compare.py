@@ -23,6 +23,7 @@ from analysis import plots, tables
 from analysis.dataset import Dataset, SourceError, load
 from analysis.document import Document
 from analysis.levels import PERCENTILE_KEYS
+from analysis.resources import resource_findings
 
 RUNS_ROOT = Path("runs")
 
@@ -251,7 +252,11 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
     for note in [*notes, how, f"Differences and ratios are against the first run, {labels[0]}."]:
         doc.paragraph(note, note=True)
     doc.heading("Findings")
-    doc.bullets(comparison_findings(groups) or ["No figure in common to compare."])
+    # A run on a saturated host explains its differences before any figure does.
+    saturated = [
+        f"{label}: {line}" for data, label in zip(datasets, labels, strict=True) for line in resource_findings(data)
+    ]
+    doc.bullets(comparison_findings(groups) + saturated or ["No figure in common to compare."])
     if server_table := server_comparison(datasets, labels):
         doc.heading("Triton server side per model")
         doc.paragraph(

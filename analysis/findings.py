@@ -13,6 +13,7 @@ import pandas as pd
 
 from analysis.dataset import Dataset
 from analysis.replicas import imbalance_findings
+from analysis.resources import resource_findings
 from loadtests.run_format.faults import fault_sentences
 from loadtests.run_format.summary import late_ratio
 
@@ -39,6 +40,7 @@ def findings(data: Dataset) -> list[str]:
     out: list[str] = []
     out += _faults(data)
     out += _failures(data)
+    out += resource_findings(data)  # a saturated host colours every number below
     out += _open_loop(data)
     out += _tails(data)
     out += imbalance_findings(data.run)

@@ -322,6 +322,38 @@ def test_a_throttled_load_generator_is_a_finding(run_copy):
     ) in (run_copy / "report.md").read_text()
 
 
+def test_a_busy_server_host_or_gpu_is_a_finding(run_copy):
+    """Triton's own utilization gauges (server_metrics.csv) say when the host had nothing to spare."""
+    metrics = pd.read_csv(run_copy / "server_metrics.csv", dtype={"labels": str})
+    cpu = metrics[metrics["metric"] == "nv_cpu_utilization"]
+    assert len(cpu) >= 2  # the real run scraped Triton's CPU gauge
+    start = json.loads((run_copy / "config.json").read_text())["started_at"]
+    during = cpu[cpu["time_s"] >= datetime.fromisoformat(start).timestamp()]["value"]
+    write_report(run_copy)
+    # Whatever this machine's load was, the line follows the real samples.
+    assert ("Triton's host CPU was" in (run_copy / "report.md").read_text()) == (during.mean() >= 0.9)
+    # A saturated host and one busy GPU, as a loaded GKE node's Triton would report them.
+    rows = metrics[metrics["metric"] != "nv_cpu_utilization"]
+    times = sorted(set(metrics["time_s"]))[-4:]
+    busy = [[t, "nv_cpu_utilization", "{}", value] for t, value in zip(times, (0.9, 0.96, 1.0, 0.98), strict=True)]
+    gpu = '{"gpu_uuid":"GPU-7f3a"}'
+    busy += [[t, "nv_gpu_utilization", gpu, value] for t, value in zip(times, (1.0, 0.97, 0.99, 1.0), strict=True)]
+    busy += [[t, "nv_gpu_utilization", '{"gpu_uuid":"GPU-idle"}', 0.2] for t in times]
+    pd.concat([rows, pd.DataFrame(busy, columns=rows.columns)]).to_csv(run_copy / "server_metrics.csv", index=False)
+    write_report(run_copy)
+    findings = (run_copy / "report.md").read_text().split("## Findings", 1)[1].split("\n## ", 1)[0]
+    summary = read_summary(run_copy)
+    address = json.loads((run_copy / "config.json").read_text())["triton"]["http"]
+    assert (
+        "Triton's host CPU was 96% busy on average over the run (peak 100%; 4 samples of Triton's "
+        "nv_cpu_utilization): a request may have waited for it, and every latency here includes such waits. "
+        f"The load generator ran on the same host (Triton at {address}) and used "
+        f"{summary['load_generator']['cpu_s']:,.3f} s of CPU there."
+    ) in findings
+    assert "GPU GPU-7f3a was 99% busy on average over the run (peak 100%; 4 samples" in findings
+    assert "GPU-idle" not in findings  # 20 % busy: not worth a line
+
+
 def test_open_loop_run_shows_corrected_and_uncorrected(open_loop_run, tmp_path):
     run_dir = Path(shutil.copytree(open_loop_run, tmp_path / "run"))
     summary = read_summary(run_dir)
