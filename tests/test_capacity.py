@@ -112,6 +112,46 @@ def test_bad_input_is_refused_before_any_load(triton, tmp_path):
     assert not (tmp_path / "never").exists()
 
 
+def test_the_capacity_of_a_mix_is_bounded_by_its_slowest_share(triton, tmp_path):
+    """--mix: the search raises the mix's total rate; half of it goes to a model that serves
+    one request per 10 ms, so the mix cannot hold more than 1 / (0.5 x its service time)."""
+    run_dir = tmp_path / "mix"
+    args = capacity_args(triton, run_dir, "--start-rate", "100", "--precision", "25")
+    args[args.index("--model") : args.index("--model") + 2] = ["--mix", f"{MODEL}:0.5,identity:0.5"]
+    result = run_cli([*args, "--measurement-interval", "1000", "--max-trials", "4"], timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    content = json.loads((run_dir / "capacity.json").read_text())
+    served = [level["server"][MODEL] for level in content["levels"] if level["server"].get(MODEL, {}).get("executions")]
+    executions = sum(server["executions"] for server in served)
+    mean_service_us = sum(service_us(server) * server["executions"] for server in served) / executions
+    ceiling = 1e6 / mean_service_us / 0.5
+    passing = content["bracket"]["last_passing_rps"]
+    # At the ceiling the slow model's queue grows without bound: no p99 limit holds there. A
+    # passing level well below it is what a busy 2-core machine still reaches (100 is the start).
+    assert passing is not None and 100 <= passing <= 1.05 * ceiling, (passing, ceiling, content["levels"])
+    for level in content["levels"]:
+        assert set(level["server"]) >= {MODEL, "identity"}, level["server"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for model in (MODEL, "identity"):
+        (endpoint,) = [e for e in summary["endpoints"] if e["model"] == model]
+        assert endpoint["requests"] == summary["server"][model]["requests"]
+
+
+def test_a_mix_takes_clauses_on_the_whole_mix_only(triton, tmp_path):
+    before = model_stats(triton.http_address, MODEL)
+    args = capacity_args(triton, tmp_path / "never", "--slo", f"{MODEL}:p99<50ms")
+    args[args.index("--model") : args.index("--model") + 2] = ["--mix", f"{MODEL}:0.5,identity:0.5"]
+    args.remove("--slo")
+    args.remove(SLO)
+    result = run_cli(args)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"error: --slo clause '{MODEL}:p99<50ms': a search over a mix judges the whole mix; name no model"
+    )
+    assert model_stats(triton.http_address, MODEL) == before
+    assert not (tmp_path / "never").exists()
+
+
 def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path):
     """`--workers 2 --protocol grpc`: the master holds the search and splits each level's rate
     between the workers; every level's client count is Triton's, and the figure is the truth's."""

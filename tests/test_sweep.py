@@ -274,7 +274,10 @@ def test_user_class_choice():
         (["--model", "m"], "give exactly one of --concurrency"),
         (["--model", "m", "--concurrency", "1:2", "--request-rate", "5"], "give exactly one of --concurrency"),
         (["--model", "m", "--concurrency", "1-4"], "--concurrency '1-4': START, END and STEP must be whole numbers"),
-        (["--concurrency", "1:2"], "--model NAME is required"),
+        (["--concurrency", "1:2"], "--model NAME (or --mix SPEC) is required"),
+        (["--model", "m", "--mix", "a:1,b:1", "--concurrency", "1:2"], "give one of --model NAME and --mix SPEC"),
+        (["--mix", "a:1,b:0", "--concurrency", "1:2"], "the weight of 'b' must be a number > 0"),
+        (["--mix", "no_such_mix.yaml", "--concurrency", "1:2"], "cannot read the mix file"),
         (["--model", "m", "--concurrency", "1:2", "--max-trials", "2"], "--max-trials must be at least 3"),
         (["--model", "m", "--concurrency", "1:2", "--user-class", "X"], "--user-class 'X' is not one of"),
         (["--model", "m", "--concurrency", "1:2", "--traffic", "poisson"], "--traffic applies to --request-rate"),
@@ -375,6 +378,33 @@ def test_sweep_with_distributed_workers(triton, tmp_path):
     assert [level["level"] for level in levels] == [1, 2]
     assert levels[1]["throughput_infer_per_s"] > 1.4 * levels[0]["throughput_infer_per_s"], levels
     assert levels[0]["server"]["sleep"]["requests"] == pytest.approx(levels[0]["requests"], rel=0.05)
+
+
+def test_a_sweep_over_a_mix_judges_the_mix_as_one_load(triton, tmp_path):
+    """--mix instead of --model: each level holds the mix's users, each request drawn by weight;
+    a level's numbers are the whole mix, and Triton's counts per model add up to them."""
+    run_dir = tmp_path / "mix"
+    result = run_cli(
+        ["-m", "loadtests", "sweep", "--mix", "sleep:0.5,identity:0.5", "--shape", "INPUT0:16"]
+        + ["--concurrency", "2:4:2", "--measurement-interval", "1000", "--run-dir", str(run_dir)]
+        + triton_options(triton),
+        timeout=150,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    levels = json.loads((run_dir / "sweep.json").read_text())["levels"]
+    assert [level["level"] for level in levels] == [2, 4]
+    for level in levels:
+        served = {model: level["server"][model]["requests"] for model in ("sleep", "identity")}
+        assert sum(served.values()) == pytest.approx(level["requests"], abs=max(4, 0.05 * level["requests"]))
+        # Both models in every level, about half each (binomial: 4 standard deviations).
+        spread = 4 * (0.25 / level["requests"]) ** 0.5
+        assert abs(served["sleep"] / sum(served.values()) - 0.5) <= spread + 0.02, served
+    # Closed loop: twice the users, about twice the mix's throughput (half its requests wait 20 ms).
+    assert levels[1]["throughput_rps"] > 1.4 * levels[0]["throughput_rps"], levels
+    summary = read_summary(run_dir)
+    for model in ("sleep", "identity"):
+        (endpoint,) = [e for e in summary["endpoints"] if e["model"] == model]
+        assert endpoint["requests"] == summary["server"][model]["requests"]  # every request, Triton's count
 
 
 def test_request_rate_sweep_against_triton(triton, tmp_path):

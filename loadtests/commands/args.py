@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from loadtests import settings as suite_options
 from loadtests.errors import SpecError
+from loadtests.mix_options import FILE_SUFFIXES as MIX_FILE_SUFFIXES
+from loadtests.mix_options import parse_mix
 from loadtests.run_format import slo
 from loadtests.server.launcher import TritonPorts, locust_command, triton_options
 from loadtests.traffic.constants import OPEN_LOOP_MODES
@@ -45,9 +48,16 @@ def subcommand(subparsers: argparse._SubParsersAction, name: str, help_text: str
 def add_target_arguments(
     parser: argparse.ArgumentParser, model_help: str, run_dir_default: str, user_class_help: str
 ) -> argparse._ArgumentGroup:
-    """--model, --protocol, --user-class, --batch-size, Triton's three addresses, --run-dir."""
+    """--model or --mix, --protocol, --user-class, --batch-size, Triton's three addresses, --run-dir."""
     target = parser.add_argument_group("target")
     target.add_argument("--model", default="", help=model_help)
+    target.add_argument(
+        "--mix",
+        default="",
+        metavar="SPEC",
+        help="instead of --model: a model mix, MODEL:WEIGHT,... or a .yaml/.json file (docs/mixes.md); "
+        "each level is judged on the whole mix",
+    )
     target.add_argument("--protocol", choices=("http", "grpc"), default=None, help="default http")
     target.add_argument("--user-class", default="", metavar="NAME", help=user_class_help)
     target.add_argument("--batch-size", default="1", metavar="SPEC", help="batch size SPEC (default 1)")
@@ -56,6 +66,38 @@ def add_target_arguments(
     target.add_argument("--triton-metrics", default=suite_options.DEFAULT_TRITON_METRICS, metavar="HOST:PORT")
     target.add_argument("--run-dir", default="", metavar="DIR", help=f"default {run_dir_default}")
     return target
+
+
+@dataclass(frozen=True)
+class LoadTarget:
+    """What a sweep or capacity search loads: one model, or a mix of models judged as one load."""
+
+    label: str  # for the default run directory's name
+    options: tuple[str, ...]  # Locust's --model NAME or --mix SPEC
+    model: str | None  # the one model; None for a mix
+
+    @property
+    def user_class_model(self) -> str:
+        """The model that picks the default user class (a mix takes the generic Triton users)."""
+        return self.model or ""
+
+
+def load_target(args: argparse.Namespace) -> LoadTarget:
+    """--model or --mix (exactly one), checked before Locust starts; raises SpecError.
+
+    A mix file's path is made absolute: Locust runs from the repository, not from here.
+    """
+    if args.model and args.mix:
+        raise SpecError("give one of --model NAME and --mix SPEC, not both")
+    if args.model:
+        return LoadTarget(args.model, ("--model", args.model), args.model)
+    if not args.mix.strip():
+        raise SpecError("--model NAME (or --mix SPEC) is required")
+    spec = args.mix.strip()
+    parse_mix(spec)  # its errors now, as one line, rather than from Locust later
+    if spec.lower().endswith(MIX_FILE_SUFFIXES):
+        spec = str(Path(spec).resolve())
+    return LoadTarget("mix", ("--mix", spec), None)
 
 
 def add_stability_arguments(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
@@ -136,8 +178,7 @@ def shape_command(
     --measurement-interval, the load shape with its arguments, and the user's own options last."""
     return locust_command(
         user_class,
-        "--model",
-        args.model,
+        *load_target(args).options,
         "--batch-size",
         args.batch_size,
         *triton_options(args.triton_http, args.triton_grpc, args.triton_metrics),
@@ -155,12 +196,13 @@ def shape_command(
     )
 
 
-def search_slo_clauses(model: str, text: str) -> list[slo.Clause]:
-    """The --slo clauses of a capacity search on `model` (capacity and tune); raises SpecError.
+def search_slo_clauses(model: str | None, text: str) -> list[slo.Clause]:
+    """The --slo clauses of a capacity search on `model` (None: a mix) (capacity and tune); raises SpecError.
 
     A search raises the rate until a clause fails, so every clause must be an upper limit,
     and on the one model it drives (or on all its endpoints): a clause on another model
-    could never be judged.
+    could never be judged. A mix's levels are judged on the whole mix, so its clauses name
+    no model.
     """
     if not text.strip():
         raise SpecError('--slo is required, e.g. --slo "p99<50ms,fail_ratio<0.001"')
@@ -169,6 +211,8 @@ def search_slo_clauses(model: str, text: str) -> list[slo.Clause]:
     except slo.SloError as error:
         raise SpecError(f"--slo: {error}") from None
     for clause in clauses:
+        if model is None and clause.target is not None:
+            raise SpecError(f"--slo clause {clause.text!r}: a search over a mix judges the whole mix; name no model")
         if clause.target not in (None, model) and not (clause.target or "").startswith(f"{model} ["):
             raise SpecError(f"--slo clause {clause.text!r}: the search drives {model} only")
         if clause.op in (">", ">="):

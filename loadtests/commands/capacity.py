@@ -3,6 +3,7 @@
     python -m loadtests capacity --model bert_qa_dynbatch --slo "p99<50ms,fail_ratio<0.001"
     python -m loadtests capacity --model my_model --protocol grpc --slo "p99<20ms" --start-rate 50
     python -m loadtests capacity --model resnet50 --slo "p95<100ms" --workers 2 --traffic poisson
+    python -m loadtests capacity --mix "model_a:0.7,model_b:0.3" --slo "p99<100ms"   # one load, docs/mixes.md
 
 Open-loop levels (latency timed from each request's intended send time), each held until
 stable by the sweep's rule (see `python -m loadtests sweep --help`), are searched for the
@@ -33,6 +34,7 @@ from loadtests.commands.args import (
     add_load_generator_arguments,
     add_stability_arguments,
     add_target_arguments,
+    load_target,
     open_loop_options,
     search_slo_clauses,
     shape_command,
@@ -91,9 +93,8 @@ def default_run_dir(model: str) -> Path:
 
 def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str], Path]:
     """The Locust command line a capacity search runs, and its run directory; raises SpecError."""
-    if not args.model:
-        raise SpecError("--model NAME is required")
-    clauses = search_slo_clauses(args.model, args.slo)
+    target = load_target(args)
+    clauses = search_slo_clauses(target.model, args.slo)
     if "--slo" in extra or any(item.startswith("--slo=") for item in extra):
         raise SpecError("--slo is given twice")
     for option, value, minimum in (("--start-rate", args.start_rate, 0.0), ("--growth", args.growth, 1.0)):
@@ -122,8 +123,8 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
         ]
     )
     parse_capacity_args(shape_args)  # the shape's own check (start, growth, precision), before any load
-    user_class = choose_user_class(args.model, args.protocol, args.user_class)
-    run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(args.model)
+    user_class = choose_user_class(target.user_class_model, args.protocol, args.user_class)
+    run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(target.label)
     traffic = open_loop_options(args.traffic, args.max_in_flight)
     command = shape_command(args, user_class, run_dir, "capacity", shape_args, traffic, extra)
     return command, run_dir

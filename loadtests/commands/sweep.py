@@ -3,6 +3,7 @@
     python -m loadtests sweep --concurrency 1:8:1 --model bert_qa_dynbatch
     python -m loadtests sweep --concurrency 1:16:2 --model my_model --protocol grpc --latency-limit 50
     python -m loadtests sweep --request-rate 100:500:100 --model my_model --traffic poisson
+    python -m loadtests sweep --concurrency 2:8:2 --mix docs/examples/mix.yaml      # one load, docs/mixes.md
 
 Each level runs until stable the way perf_analyzer defines it (measurement windows of
 --measurement-interval ms; stable when, over the last 3 windows, throughput and p95 latency
@@ -33,6 +34,7 @@ from loadtests.commands.args import (
     add_load_generator_arguments,
     add_stability_arguments,
     add_target_arguments,
+    load_target,
     open_loop_options,
     shape_command,
     subcommand,
@@ -149,8 +151,7 @@ def sweep_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str]
     """The Locust command line a sweep runs, and its run directory; raises SpecError."""
     if bool(args.concurrency) == bool(args.request_rate):
         raise SpecError("give exactly one of --concurrency START:END:STEP and --request-rate START:END:STEP")
-    if not args.model:
-        raise SpecError("--model NAME is required")
+    target = load_target(args)
     rate_mode = bool(args.request_rate)
     if rate_mode:
         levels = parse_range(args.request_rate, "--request-rate", integer=False)
@@ -171,8 +172,8 @@ def sweep_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str]
         raise SpecError("--settle-windows and --workers must be >= 0")
     if args.max_in_flight is not None and args.max_in_flight < 1:
         raise SpecError("--max-in-flight must be at least 1")
-    user_class = choose_user_class(args.model, args.protocol, args.user_class)
-    run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(args.model)
+    user_class = choose_user_class(target.user_class_model, args.protocol, args.user_class)
+    run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(target.label)
 
     shape_args = [
         "levels=" + ";".join(f"{level:g}" for level in levels),
