@@ -8,7 +8,7 @@
                              "snapshots_file", "intervals_file", "deltas": {"total": {model: ModelDelta}},
                              "restarts": [...], "errors": [{"time_s", "error"}], "errors_dropped": n}
 
-Streamed, not held: a soak polls for hours and a snapshot is about 7 KB of Python objects
+Streamed, not held: a soak polls for hours and a snapshot is 5-14 KB of Python objects
 per model (server_stats_series.py keeps only running sums). Each line is flushed as written,
 so a master that is killed mid-run leaves every snapshot taken so far. Runs written before
 the streaming kept both lists inside server_stats.json ("snapshots", "deltas"."intervals");

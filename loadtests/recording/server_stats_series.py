@@ -1,6 +1,6 @@
 """A run's statistics snapshots, folded one at a time: what a run keeps of them in memory.
 
-A snapshot is about 7 KB of Python objects per model (1 KB of JSON), and a soak polls for
+A snapshot is 5-14 KB of Python objects per model (3 KB of JSON), and a soak polls for
 hours, so a run does not hold its snapshots: each is folded into the running sums below the
 moment it arrives, streamed to the run directory (server_stats_file.py), and dropped. What is
 kept is the same size after ten snapshots as after a hundred thousand: the last snapshot (the

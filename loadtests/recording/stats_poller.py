@@ -82,8 +82,8 @@ class ServerStatsPoller:
     """Snapshots Triton's statistics for the models under test every `interval_s` during a run.
 
     Runs in a gevent greenlet (Locust's loop): start() at test start, stop() at test end.
-    Memory: a snapshot is about 7 KB of Python objects per model (1 KB of JSON; more with
-    each distinct batch size seen), and none is kept: each is folded into running sums
+    Memory: a snapshot is 5-14 KB of Python objects per model (more with each batch size
+    Triton has executed; measured in docs/performance.md), and none is kept: each is folded into running sums
     (`series`, server_stats_series.py), streamed to `stream_to`'s JSON-lines files when given
     (server_stats_file.py), handed to `on_snapshot`, and dropped. A run of any length holds
     the same few snapshots' worth. A sweep that needs the server's counters at chosen moments
