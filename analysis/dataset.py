@@ -5,8 +5,8 @@
     data.timeseries                               # timeseries.csv as a DataFrame (None for a CSV)
 
 Times are put on one clock, timeseries.csv's `time_s` (seconds from the run start):
-server_stats.json and server_metrics.csv stamp Unix times, the HDR logs count from their
-BaseTime.
+server_intervals.jsonl (server_stats.json in older runs) and server_metrics.csv stamp Unix
+times, the HDR logs count from their BaseTime.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from analysis.run import RunDirectoryError, SavedRun, load_run
 from loadtests.run_format.files import (
     CAPACITY_JSON,
     HDR_DIR,
+    SERVER_INTERVALS_JSONL,
     SERVER_METRICS_CSV,
     SERVER_STATS_JSON,
     STEPS_JSON,
@@ -154,7 +155,7 @@ def _load_run_dir(path: Path) -> Dataset:
     steps = [step for step in steps_doc.get("steps", []) if float(step["end_s"]) > float(step["start_s"])]
     steps_kind = steps_doc.get("kind") or "users"
     sweep = _read_json(path / SWEEP_JSON)
-    intervals = _server_intervals(_read_json(path / SERVER_STATS_JSON), start_epoch)
+    intervals = _server_intervals(path, start_epoch)
     endpoints = list(run.endpoints.values())
 
     if sweep and sweep.get("levels"):
@@ -209,20 +210,35 @@ def _relative(t: float, start_epoch: float) -> float:
     return t - start_epoch if t > EPOCH_THRESHOLD_S else t
 
 
-def _server_intervals(stats: dict | None, start_epoch: float) -> list[dict]:
-    """server_stats.json's per-interval deltas, start_s/end_s on the run's clock."""
-    if not stats:
+def _server_intervals(path: Path, start_epoch: float) -> list[dict]:
+    """Triton's per-interval deltas, start_s/end_s on the run's clock: server_intervals.jsonl,
+    or in runs written before it was streamed, server_stats.json's "deltas"."intervals"."""
+    stats = _read_json(path / SERVER_STATS_JSON) or {}
+    saved = (stats.get("deltas") or {}).get("intervals")
+    if saved is None:
+        saved = _read_json_lines(path / SERVER_INTERVALS_JSONL)
+    return [
+        {
+            "start_s": _relative(float(interval["start_s"]), start_epoch),
+            "end_s": _relative(float(interval["end_s"]), start_epoch),
+            "models": interval.get("models", {}),
+        }
+        for interval in saved
+    ]
+
+
+def _read_json_lines(path: Path) -> list[dict]:
+    """One JSON object per line; [] without the file. A last line without its newline was cut
+    by a process killed mid-write and is left out (every line before it was flushed whole)."""
+    if not path.exists():
         return []
-    out = []
-    for interval in (stats.get("deltas") or {}).get("intervals", []):
-        out.append(
-            {
-                "start_s": _relative(float(interval["start_s"]), start_epoch),
-                "end_s": _relative(float(interval["end_s"]), start_epoch),
-                "models": interval.get("models", {}),
-            }
-        )
-    return out
+    text = path.read_text()
+    lines = text.split("\n")
+    complete = lines[:-1]  # the text after the last newline: "" or a cut line
+    try:
+        return [json.loads(line) for line in complete if line]
+    except json.JSONDecodeError as error:
+        raise RunDirectoryError(f"{path} is not valid JSON lines: {error}") from None
 
 
 def _read_resources(path: Path, start_epoch: float) -> pd.DataFrame | None:

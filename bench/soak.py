@@ -12,9 +12,13 @@ on demand: Triton killed (SIGKILL) and started again on the same ports, a worker
 
 Memory verdict: each process's RSS growth from its first sample to its last (a killed
 worker's last is its last alive) against GROWTH_LIMIT_MB; the exit code is 1 if one grew
-more. `--trace-memory DIR` runs the master under bench/traced_locustfile.py (tracemalloc
-diffs of what grew, see there). However the soak ends (done, failed, Ctrl-C, SIGTERM), the
-master, the workers and Triton are stopped: nothing is left running.
+more. The bench row beside it: each process's RSS slope in MB/hour (least squares over the
+samples after WARM_UP_S) and the statistics snapshots taken. A long run compressed:
+`--server-stats-interval 0.1` takes 50 times the snapshots of the default 5 s, so 10 minutes
+poll as much as 8 hours do. `--trace-memory DIR` runs the master under
+bench/traced_locustfile.py (tracemalloc diffs of what grew, see there). However the soak ends
+(done, failed, Ctrl-C, SIGTERM), the master, the workers and Triton are stopped: nothing is
+left running.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ from loadtests.server.launcher import _signal_group  # noqa: E402
 from tests.helpers import model_stats  # noqa: E402
 
 SAMPLE_EVERY_S = 10
+# Samples before this (interpreter, imports, pools and first-use caches filling up) are left
+# out of the slope: it is the growth of a run that goes on that a soak must bound.
+WARM_UP_S = 60
 GROWTH_LIMIT_MB = 50  # issue 12: master and worker RSS growth over a 30-min soak
 STOP_WAIT_S = 10
 
@@ -113,6 +120,22 @@ def memory_verdict(names: list[str], samples: list[tuple]) -> tuple[list[str], b
             f"({'under' if growth < GROWTH_LIMIT_MB else 'OVER'} the {GROWTH_LIMIT_MB} MB limit)"
         )
     return lines, ok
+
+
+def rss_slopes(names: list[str], samples: list[tuple]) -> list[str]:
+    """Per process, the least-squares RSS slope in MB/hour over its samples after WARM_UP_S."""
+    lines = []
+    for column, name in enumerate(names, start=1):
+        points = [(s[0], s[column]) for s in samples if s[column] is not None and s[0] >= WARM_UP_S]
+        if len(points) < 3:
+            lines.append(f"{name}: too few samples after {WARM_UP_S} s for a slope")
+            continue
+        mean_t = sum(t for t, _ in points) / len(points)
+        mean_mb = sum(mb for _, mb in points) / len(points)
+        spread = sum((t - mean_t) ** 2 for t, _ in points)
+        slope = sum((t - mean_t) * (mb - mean_mb) for t, mb in points) / spread  # MB per second
+        lines.append(f"{name}: RSS slope {slope * 3600:+.1f} MB/hour ({points[0][0]}-{points[-1][0]} s)")
+    return lines
 
 
 def main() -> int:
@@ -255,6 +278,10 @@ def _soak(args: argparse.Namespace, tritons: list[LocalTriton], processes: list[
         )
         print("faults:", json.dumps(faults))
         print(subprocess.run(["du", "-sh", str(run_dir)], capture_output=True, text=True).stdout)
+        stats = json.loads((run_dir / "server_stats.json").read_text())
+        count = stats.get("snapshot_count", len(stats.get("snapshots", [])))  # older runs held the list
+        print(f"statistics snapshots: {count} ({count / max(end, 1e-9):.1f}/s)")
+        print(*rss_slopes(names, samples), sep="\n")
         lines, ok = memory_verdict(names, samples)
         print(*lines, sep="\n")
         print(f"memory: {'PASS' if ok else 'FAIL'} (growth limit {GROWTH_LIMIT_MB} MB per process)")

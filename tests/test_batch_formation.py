@@ -9,7 +9,8 @@ from analysis import plots
 from analysis.report import write_report
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.server_stats import compute_delta
-from loadtests.recording.stats_poller import ServerStatsPoller
+from loadtests.recording.server_stats_file import server_stats_document
+from loadtests.recording.server_stats_series import fold
 from tests.helpers import model_stats, read_summary, run_locust, triton_options
 from tests.test_server_stats import entry, snapshot
 
@@ -39,15 +40,17 @@ def test_batch_sizes_delta_counts_new_sizes_from_zero():
 
 def test_batch_sizes_over_a_restart_add_both_server_lifetimes():
     # 6 executions of 1 and 2 of 8 before the restart (read at t=2), then 3 of 8 on the new server.
-    poller = ServerStatsPoller("127.0.0.1:1", ["m"])
-    poller.snapshots = [
-        snapshot(0, v1=with_batches(entry("1", 100), {1: 50, 8: 5})),
-        snapshot(2, v1=with_batches(entry("1", 140), {1: 56, 8: 7})),
-        snapshot(9, v1=with_batches(entry("1", 10), {8: 1})),
-        snapshot(11, v1=with_batches(entry("1", 25), {8: 3})),
-    ]
-    assert poller.total_delta()["m"].batch_sizes == {"1": 6, "8": 2 + 3}
-    assert poller.to_json()["deltas"]["total"]["m"]["batch_sizes"] == {"1": 6, "8": 5}
+    series = fold(
+        [
+            snapshot(0, v1=with_batches(entry("1", 100), {1: 50, 8: 5})),
+            snapshot(2, v1=with_batches(entry("1", 140), {1: 56, 8: 7})),
+            snapshot(9, v1=with_batches(entry("1", 10), {8: 1})),
+            snapshot(11, v1=with_batches(entry("1", 25), {8: 3})),
+        ]
+    )
+    assert series.total_delta()["m"].batch_sizes == {"1": 6, "8": 2 + 3}
+    document = server_stats_document("127.0.0.1:1", ["m"], 5.0, series, [], 0, streamed=False)
+    assert document["deltas"]["total"]["m"]["batch_sizes"] == {"1": 6, "8": 5}
 
 
 def test_requested_batch_sizes_count_every_request_and_survive_the_worker_message():

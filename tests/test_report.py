@@ -231,7 +231,7 @@ def test_steps_split_windows_and_merge_hdr_intervals_exactly(run_copy):
     intervals = [(middle - run_start, histogram) for middle, histogram in hlog_intervals(hlog)]
     server_intervals = [
         (interval["start_s"] - run_start, interval["end_s"] - run_start, interval["models"]["identity"])
-        for interval in json.loads((run_copy / "server_stats.json").read_text())["deltas"]["intervals"]
+        for interval in map(json.loads, (run_copy / "server_intervals.jsonl").read_text().splitlines())
         if interval["models"].get("identity", {}).get("requests")
     ]
     (endpoint,) = read_summary(run_copy)["endpoints"]
@@ -282,6 +282,25 @@ def test_steps_split_windows_and_merge_hdr_intervals_exactly(run_copy):
             assert float(cells[f"{key} (ms)"]) == pytest.approx(record[f"{key}_us"] / 1000, abs=0.0005)
         for key, title in SERVER_TITLES.items():
             assert float(cells[title]) == pytest.approx(record[key] / 1000, abs=0.0005)
+
+
+def test_a_run_written_before_the_statistics_were_streamed_reads_the_same(run_copy, tmp_path):
+    """Older run directories kept every interval inside server_stats.json; their reports show
+    the same server side as a streamed run's. A run cut mid-line keeps every whole line."""
+    streamed = load(run_copy)
+    assert len(streamed.server_intervals) >= 6  # 8 s polled every second
+    lines = (run_copy / "server_intervals.jsonl").read_text().splitlines()
+    stats = json.loads((run_copy / "server_stats.json").read_text())
+    stats["deltas"]["intervals"] = [json.loads(line) for line in lines]
+    (run_copy / "server_stats.json").write_text(json.dumps(stats))
+    (run_copy / "server_intervals.jsonl").unlink()
+    old = load(run_copy)
+    assert old.server_intervals == streamed.server_intervals
+    assert all(old.levels[name].equals(streamed.levels[name]) for name in streamed.levels)
+    del stats["deltas"]["intervals"]
+    (run_copy / "server_stats.json").write_text(json.dumps(stats))
+    (run_copy / "server_intervals.jsonl").write_text("\n".join(lines) + "\n" + lines[-1][:20])
+    assert load(run_copy).server_intervals == streamed.server_intervals
 
 
 def test_findings_are_computed_from_the_run(run_copy):

@@ -41,7 +41,7 @@ def test_summary_is_written_once_complete_then_run_finished(triton, tmp_path):
     (before, the SLO gate re-read summary.json and rewrote it after the run had 'finished');
     the events arrive in order, windows before the end, and the counts are Triton's."""
     run_dir, junit = tmp_path / "run", tmp_path / "slo.xml"
-    argv = [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)]
+    argv = [*triton_options(triton, server_stats_interval=0.5), "--model", "identity", "--run-dir", str(run_dir)]
     argv += ["--slo", "fail_ratio<0.5,rps>0", "--junit", str(junit)]
     before = model_stats(triton.http_address, "identity")["requests"]
     environment, runner = local_environment(argv, ("TritonHttpUser",))
@@ -51,10 +51,13 @@ def test_summary_is_written_once_complete_then_run_finished(triton, tmp_path):
     process.events.run_started.add_listener(lambda run, **_: seen.append(("run_started", {"path": run.path})))
     process.events.window_closed.add_listener(lambda **kw: seen.append(("window_closed", kw)))
     process.events.run_stopping.add_listener(lambda stopped_at, **_: seen.append(("run_stopping", {})))
+    snapshots = []  # every statistics snapshot: periodic, and the last at the end
+    process.events.server_snapshot_taken.add_listener(lambda snapshot, **_: snapshots.append(snapshot))
 
     def on_finished(path, summary, **_kwargs) -> None:
         on_disk = json.loads((path / "summary.json").read_text())
-        seen.append(("run_finished", {"summary": summary, "on_disk": on_disk, "junit": junit.exists()}))
+        finished = {"summary": summary, "on_disk": on_disk, "junit": junit.exists(), "n": len(snapshots)}
+        seen.append(("run_finished", finished))
 
     process.events.run_finished.add_listener(on_finished)
     try:
@@ -80,6 +83,16 @@ def test_summary_is_written_once_complete_then_run_finished(triton, tmp_path):
     assert summary["overall"]["requests"] == served > 0
     assert json.loads((run_dir / "summary.json").read_text()) == summary  # nothing rewrote it after
     assert junit.exists()
+    # server_snapshot_taken: every snapshot the run streamed, periodic ones included, all before
+    # run_finished; the streamed intervals add up to summary.json's server side, Triton's count.
+    assert finished["n"] == len(snapshots) >= 4  # the start, periodic ones every 0.5 s, the end
+    streamed = [json.loads(line) for line in (run_dir / "server_snapshots.jsonl").read_text().splitlines()]
+    assert [snapshot.time_s for snapshot in snapshots] == [line["time_s"] for line in streamed]
+    assert json.loads((run_dir / "server_stats.json").read_text())["snapshot_count"] == len(streamed)
+    intervals = [json.loads(line) for line in (run_dir / "server_intervals.jsonl").read_text().splitlines()]
+    assert len(intervals) == len(streamed) - 1
+    assert sum(interval["models"]["identity"]["requests"] for interval in intervals) == served
+    assert summary["server"]["identity"]["requests"] == served
 
 
 @pytest.mark.parametrize(("runner_kind", "role"), [("local", Role.LOCAL), ("master", Role.MASTER)])

@@ -7,6 +7,7 @@ traffic the session's Triton sees meanwhile (tests run one at a time).
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import socket
@@ -21,6 +22,8 @@ from loadtests.clients.control import TritonControl
 from loadtests.errors import ServerError
 from loadtests.recording.metrics import CSV_HEADER, KEPT_PREFIXES, MetricsPoller, Sample, kept, parse, scrape
 from loadtests.recording.server_stats import ModelDelta, StatsSnapshot, compute_delta
+from loadtests.recording.server_stats_file import server_stats_document
+from loadtests.recording.server_stats_series import fold
 from loadtests.recording.stats_poller import ServerStatsPoller, take_snapshot
 
 # Batch sizes cycle over the threads, so inferences differ from requests even without batching.
@@ -194,28 +197,29 @@ def test_a_counter_reset_counts_from_zero():
 
 def test_a_restart_mid_run_is_summed_over_both_server_lifetimes():
     # 40 requests before the restart (read at t=2), then 25 on the new server (from zero).
-    poller = ServerStatsPoller("127.0.0.1:1", ["m"])
-    poller.snapshots = [
-        snapshot(0, v1=entry("1", 100, ns_each=1000)),
-        snapshot(2, v1=entry("1", 140, ns_each=1000)),
-        snapshot(9, v1=entry("1", 10, ns_each=3000)),
-        snapshot(11, v1=entry("1", 25, ns_each=3000)),
-    ]
-    total = poller.total_delta()["m"]
+    series = fold(
+        [
+            snapshot(0, v1=entry("1", 100, ns_each=1000)),
+            snapshot(2, v1=entry("1", 140, ns_each=1000)),
+            snapshot(9, v1=entry("1", 10, ns_each=3000)),
+            snapshot(11, v1=entry("1", 25, ns_each=3000)),
+        ]
+    )
+    total = series.total_delta()["m"]
     assert (total.requests, total.inferences) == (40 + 25, 40 + 25)
     # Per-request times are weighted over both lifetimes: (40 x 1 + 25 x 3) / 65 µs of queue.
     assert total.queue_us == pytest.approx((40 * 1 + 25 * 3) / 65)
-    assert poller.restarts() == [{"after_s": 2, "before_s": 9, "models": ["m"]}]
-    document = poller.to_json()
-    assert document["restarts"] == poller.restarts()
+    assert series.restarts == [{"after_s": 2, "before_s": 9, "models": ["m"]}]
+    document = server_stats_document("127.0.0.1:1", ["m"], 5.0, series, [], 0, streamed=False)
+    assert document["restarts"] == series.restarts
     assert document["deltas"]["total"]["m"]["requests"] == 65
+    assert document["snapshot_count"] == 4
 
 
 def test_no_restart_without_a_counter_going_down():
-    poller = ServerStatsPoller("127.0.0.1:1", ["m"])
-    poller.snapshots = [snapshot(0, v1=entry("1", 1)), snapshot(1, v1=entry("1", 1)), snapshot(2, v1=entry("1", 3))]
-    assert poller.restarts() == []
-    assert poller.total_delta()["m"].requests == 2
+    series = fold([snapshot(0, v1=entry("1", 1)), snapshot(1, v1=entry("1", 1)), snapshot(2, v1=entry("1", 3))])
+    assert series.restarts == []
+    assert series.total_delta()["m"].requests == 2
 
 
 def test_a_model_missing_from_the_later_snapshot_is_left_out():
@@ -231,33 +235,47 @@ def test_failures_and_missing_fields():
 
 
 # -- the pollers under gevent -------------------------------------------------------------------
-def test_stats_poller_snapshots_periodically_and_totals_the_run(triton):
-    poller = ServerStatsPoller(triton.http_address, ["identity", "sleep"], interval_s=0.2)
+def read_lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_stats_poller_streams_every_snapshot_and_totals_the_run(triton, tmp_path):
+    announced = []
+    poller = ServerStatsPoller(
+        triton.http_address, ["identity", "sleep"], interval_s=0.2, stream_to=tmp_path, on_snapshot=announced.append
+    )
     poller.start()
     gevent.sleep(0.5)
     send(triton.http_address, "identity", 5, batch_size=2)
     gevent.sleep(0.6)
     poller.stop()
     poller.stop()  # a second stop does nothing
+    document = json.loads(json.dumps(poller.to_json()))
+    poller.close()
 
-    times = [s.time_s for s in poller.snapshots]
+    snapshots = read_lines(tmp_path / "server_snapshots.jsonl")
+    times = [s["time_s"] for s in snapshots]
     assert len(times) >= 6, times  # the start, about five ticks in 1.1 s, the stop
     assert times == sorted(times)
+    # Every snapshot, periodic or the last, reached on_snapshot (the suite's server_snapshot_taken).
+    assert [s.time_s for s in announced] == times
     assert not poller.errors
     total = poller.total_delta()
     assert (total["identity"].requests, total["identity"].inferences) == (5, 10)
     assert total["sleep"] == ModelDelta()
+    # No restart: the whole run is also the first raw snapshot subtracted from the last.
+    assert compute_delta(StatsSnapshot(**snapshots[0]), StatsSnapshot(**snapshots[-1])) == total
 
-    document = json.loads(json.dumps(poller.to_json()))
-    assert len(document["snapshots"]) == len(times)
+    assert document["snapshot_count"] == len(times)
+    assert document["snapshots_file"] == "server_snapshots.jsonl"
+    assert document["intervals_file"] == "server_intervals.jsonl"
+    assert "snapshots" not in document and "intervals" not in document["deltas"]
     assert document["deltas"]["total"]["identity"]["requests"] == 5
-    intervals = document["deltas"]["intervals"]
-    assert len(intervals) == len(times) - 1
+    intervals = read_lines(tmp_path / "server_intervals.jsonl")
+    assert [(i["start_s"], i["end_s"]) for i in intervals] == list(itertools.pairwise(times))
     assert sum(i["models"]["identity"]["requests"] for i in intervals) == 5
-    assert all(i["start_s"] < i["end_s"] for i in intervals)
-
-    assert poller.delta_between(times[0], times[-1]) == total
-    assert poller.delta_between(times[0] - 10, times[0] + 0.01)["identity"] == ModelDelta()
+    assert sum(i["models"]["identity"]["inferences"] for i in intervals) == 10
+    assert poller.last_interval[:2] == (times[-2], times[-1])
 
 
 def test_stats_poller_records_errors_and_keeps_going():
@@ -266,11 +284,11 @@ def test_stats_poller_records_errors_and_keeps_going():
     gevent.sleep(0.2)
     assert poller.running  # still ticking after failures
     poller.stop()
-    assert poller.snapshots == []
+    assert poller.series.count == 0
     assert len(poller.errors) >= 3
     assert "Connection refused" in poller.errors[0]["error"]
     assert poller.total_delta() == {}
-    assert poller.to_json()["deltas"] == {"total": {}, "intervals": []}
+    assert poller.to_json()["deltas"] == {"total": {}}
 
 
 def test_metrics_poller_writes_server_metrics_csv(triton, tmp_path):

@@ -5,7 +5,8 @@
         timeseries.csv       per window and endpoint: users, counts, throughput, exact percentiles (µs)
         hdr/<endpoint>.hlog  HdrHistogram interval logs (standard log format, readable by HDR tools)
         summary.json         per endpoint totals and exact percentiles; server-side breakdown per model
-        server_stats.json    Triton's /stats snapshots and deltas
+        server_stats.json    Triton's /stats over the run: total delta, restarts, errors
+        server_*.jsonl       every /stats snapshot and interval, streamed (server_stats_file.py)
         server_metrics.csv   Triton's Prometheus samples
 
 Written by the master (or the single process) only. timeseries.csv and the HDR logs grow

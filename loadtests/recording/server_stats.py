@@ -41,7 +41,7 @@ the model was reloaded) counts from zero too, as Prometheus treats a counter res
 Replicas (several `--triton-http` addresses, or a name resolving to several): each replica's
 raw entries are kept under "<version>@<address>" keys of the same model ({"1@10.4.0.7:8000":
 entry, ...}), so every delta above sums the replicas exactly as it sums versions (a replica
-that joins counts from zero; one whose counters go down restarted), and `replica_snapshots`
+that joins counts from zero; one whose counters go down restarted), and `replica_view`
 takes one replica's view back out for the per-replica breakdown. One address keeps plain
 version keys: a single-server run's files are what they always were.
 
@@ -53,10 +53,7 @@ requests the counters always included a request by the time its response arrived
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import asdict, dataclass, field
-from itertools import pairwise
-from typing import Any
 
 # The cumulative counters of one version's stats entry, by our name.
 _DURATIONS = ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")
@@ -207,52 +204,6 @@ def compute_delta(before: StatsSnapshot, after: StatsSnapshot) -> dict[str, Mode
     return {model: model_delta(before.models.get(model), raw) for model, raw in after.models.items()}
 
 
-# -- over a run's list of snapshots (oldest first) ---------------------------------------------
-def nearest_snapshot(snapshots: list[StatsSnapshot], time_s: float) -> StatsSnapshot | None:
-    """The snapshot taken nearest to `time_s` (Unix seconds); None if there is none."""
-    if not snapshots:
-        return None
-    times = [snapshot.time_s for snapshot in snapshots]
-    i = bisect_left(times, time_s)
-    candidates = [j for j in (i - 1, i) if 0 <= j < len(times)]
-    return snapshots[min(candidates, key=lambda j: abs(times[j] - time_s))]
-
-
-def total_delta(snapshots: list[StatsSnapshot]) -> dict[str, ModelDelta]:
-    """First snapshot to last: the whole run. {} without snapshots.
-
-    Summed interval by interval, so a Triton restart mid-run (counters back near zero)
-    adds the new server's counts to the old one's instead of replacing them. What the old
-    server did between its last snapshot and its end is not known (see restarts()).
-    """
-    if not snapshots:
-        return {}
-    totals: dict[str, dict[str, int]] = {model: {} for model in snapshots[0].models}
-    for before, after in pairwise(snapshots):
-        for model, raw in after.models.items():
-            model_totals = totals.setdefault(model, {})
-            for key, value in counter_delta(before.models.get(model), raw).items():
-                model_totals[key] = model_totals.get(key, 0) + value
-    return {model: delta_of_counters(counters) for model, counters in totals.items()}
-
-
-def restarts(snapshots: list[StatsSnapshot]) -> list[dict[str, Any]]:
-    """Where the counters went down between two snapshots: Triton (or a model) restarted in
-    between. [{"after_s": last snapshot before, "before_s": first snapshot after, "models": [...]}]"""
-    found = []
-    for before, after in pairwise(snapshots):
-        models = sorted(m for m, raw in after.models.items() if model_restarted(before.models.get(m), raw))
-        if models:
-            found.append({"after_s": before.time_s, "before_s": after.time_s, "models": models})
-    return found
-
-
-def interval_deltas(snapshots: list[StatsSnapshot]) -> list[tuple[float, float, dict[str, ModelDelta]]]:
-    """(start_s, end_s, deltas) between each pair of consecutive snapshots."""
-    pairs = pairwise(snapshots)
-    return [(a.time_s, b.time_s, compute_delta(a, b)) for a, b in pairs]
-
-
 # -- replicas ----------------------------------------------------------------------------------
 REPLICA_SEPARATOR = "@"
 
@@ -262,35 +213,16 @@ def replica_key(version: str, address: str) -> str:
     return f"{version}{REPLICA_SEPARATOR}{address}"
 
 
-def replica_addresses(snapshots: list[StatsSnapshot]) -> list[str]:
-    """Every replica address seen in the snapshots, in the order first seen ([] for one server)."""
-    seen: dict[str, None] = {}
-    for snapshot in snapshots:
-        for raw in snapshot.models.values():
-            for key in raw:
-                if REPLICA_SEPARATOR in key:
-                    seen.setdefault(key.partition(REPLICA_SEPARATOR)[2], None)
-    return list(seen)
-
-
-def replica_snapshots(snapshots: list[StatsSnapshot], address: str) -> list[StatsSnapshot]:
-    """The snapshots as one replica saw them (its entries, under their plain version keys)."""
+def replica_view(snapshot: StatsSnapshot, address: str) -> StatsSnapshot:
+    """The snapshot as one replica saw it (its entries, under their plain version keys)."""
     suffix = f"{REPLICA_SEPARATOR}{address}"
-    return [
-        StatsSnapshot(
-            snapshot.time_s,
-            {
-                model: {key[: -len(suffix)]: entry for key, entry in raw.items() if key.endswith(suffix)}
-                for model, raw in snapshot.models.items()
-            },
-        )
-        for snapshot in snapshots
-    ]
-
-
-def replica_deltas(snapshots: list[StatsSnapshot]) -> dict[str, dict[str, ModelDelta]]:
-    """{address: {model: ModelDelta}} over the whole run, per replica ({} for one server)."""
-    return {address: total_delta(replica_snapshots(snapshots, address)) for address in replica_addresses(snapshots)}
+    return StatsSnapshot(
+        snapshot.time_s,
+        {
+            model: {key[: -len(suffix)]: entry for key, entry in raw.items() if key.endswith(suffix)}
+            for model, raw in snapshot.models.items()
+        },
+    )
 
 
 def deltas_json(deltas: dict[str, ModelDelta]) -> dict[str, dict]:

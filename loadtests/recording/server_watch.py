@@ -13,6 +13,7 @@ import gevent
 
 from loadtests.connection_security import ConnectionSecurity
 from loadtests.recording.metrics import MetricsPoller
+from loadtests.recording.server_stats import StatsSnapshot
 from loadtests.recording.stats_poller import ServerStatsPoller
 
 # The last snapshot and scrape at the end of a run wait at most this long each: a frozen or
@@ -37,9 +38,18 @@ class ServerWatch:
         before_tick: Callable[[], None] | None = None,
         metrics_csv: Path | None = None,
         security: ConnectionSecurity | None = None,
+        stats_dir: Path | None = None,
+        on_snapshot: Callable[[StatsSnapshot], None] | None = None,
     ) -> None:
+        # Streamed to the run directory as taken (server_snapshots.jsonl, server_intervals.jsonl).
         self.stats = ServerStatsPoller(
-            http_address, models, interval_s=interval_s, before_tick=before_tick, security=security
+            http_address,
+            models,
+            interval_s=interval_s,
+            before_tick=before_tick,
+            security=security,
+            stream_to=stats_dir,
+            on_snapshot=on_snapshot,
         )
         # Streamed to the run directory as scraped (server_metrics.csv), not held in memory.
         self.metrics = MetricsPoller(
@@ -51,12 +61,14 @@ class ServerWatch:
         self.metrics.start()
 
     def stop(self, directory) -> dict:
-        """Final snapshots, server_stats.json and server_metrics.csv; returns summary.json's `server`."""
+        """Final snapshots, server_stats.json (the streamed files closed) and server_metrics.csv;
+        returns summary.json's `server`."""
         self.stats.timeout_s = min(self.stats.timeout_s, END_SCRAPE_TIMEOUT_S)
         self.metrics.timeout_s = min(self.metrics.timeout_s, END_SCRAPE_TIMEOUT_S)
         # Both last scrapes at once: against a frozen server, the end waits one deadline, not two.
         gevent.joinall([gevent.spawn(self.stats.stop), gevent.spawn(self.metrics.stop)], raise_error=True)
         directory.write_json("server_stats.json", self.stats.to_json())
+        self.stats.close()
         self.metrics.write_csv(directory.path / "server_metrics.csv")
         return {model: delta.to_json() for model, delta in sorted(self.stats.total_delta().items())}
 

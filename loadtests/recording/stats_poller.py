@@ -1,7 +1,8 @@
 """Triton's statistics for the models under test, snapshotted every few seconds during a run.
 
-The arithmetic on the snapshots is in server_stats.py, the file in server_stats_file.py;
-this module only takes them (through loadtests.clients.control) and keeps them.
+The arithmetic on two snapshots is in server_stats.py, the running sums over a run in
+server_stats_series.py, the files in server_stats_file.py; this module only takes the
+snapshots (through loadtests.clients.control) and hands each on.
 
 Several replicas (`--triton-http A,B` or a name resolving to several, re-resolved every
 30 s by loadtests.clients.replicas): every snapshot asks each replica, and keeps each one's
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from loadtests.addresses import endpoint_tls
@@ -24,7 +26,8 @@ from loadtests.errors import ServerError
 from loadtests.recording import server_stats
 from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 from loadtests.recording.server_stats import ModelDelta, StatsSnapshot
-from loadtests.recording.server_stats_file import server_stats_document
+from loadtests.recording.server_stats_file import ServerStatsLog, server_stats_document
+from loadtests.recording.server_stats_series import Interval, SnapshotSeries
 
 
 def take_snapshot(
@@ -72,25 +75,27 @@ def take_replica_snapshot(
 def _last_entries(previous: StatsSnapshot | None, address: str) -> dict[str, dict]:
     if previous is None:
         return {}
-    return server_stats.replica_snapshots([previous], address)[0].models
+    return server_stats.replica_view(previous, address).models
 
 
 class ServerStatsPoller:
     """Snapshots Triton's statistics for the models under test every `interval_s` during a run.
 
     Runs in a gevent greenlet (Locust's loop): start() at test start, stop() at test end.
-    Memory: one raw entry per model per snapshot, about 7 KB as Python objects (1 KB of
-    JSON; more with each distinct batch size seen), so a one-hour run at 5 s keeps about
-    5 MB per model. They are all kept on purpose: server_stats.json holds every snapshot and
-    interval, and a sweep asks for the delta between any two moments of the run.
+    Memory: a snapshot is 5-14 KB of Python objects per model (more with each batch size
+    Triton has executed; measured in docs/performance.md), and none is kept: each is folded into running sums
+    (`series`, server_stats_series.py), streamed to `stream_to`'s JSON-lines files when given
+    (server_stats_file.py), handed to `on_snapshot`, and dropped. A run of any length holds
+    the same few snapshots' worth. A sweep that needs the server's counters at chosen moments
+    keeps its own snapshots (traffic/boundary_snapshots.py).
 
     Example:
-        poller = ServerStatsPoller("localhost:8000", ["resnet50"], interval_s=5.0)
+        poller = ServerStatsPoller("localhost:8000", ["resnet50"], interval_s=5.0, stream_to=run_dir)
         poller.start()
         ...  # the load
         poller.stop()
         poller.total_delta()["resnet50"].compute_infer_us  # 850.2
-        json.dump(poller.to_json(), open("server_stats.json", "w"))
+        json.dump(poller.to_json(), open(run_dir / "server_stats.json", "w")); poller.close()
     """
 
     def __init__(
@@ -102,6 +107,8 @@ class ServerStatsPoller:
         clock: Callable[[], float] = time.time,
         before_tick: Callable[[], None] | None = None,
         security: ConnectionSecurity | None = None,
+        stream_to: Path | None = None,
+        on_snapshot: Callable[[StatsSnapshot], None] | None = None,
     ) -> None:
         self.http_address = http_address
         # Several addresses (or a name with several): one snapshot asks every replica.
@@ -112,23 +119,35 @@ class ServerStatsPoller:
         self.models = list(models)
         # Read at every snapshot: the end of a run shortens it (ServerWatch.stop).
         self.timeout_s = timeout_s
-        self.snapshots: list[StatsSnapshot] = []
+        self.series = SnapshotSeries()
+        self.stream_to = stream_to
+        self._log: ServerStatsLog | None = None
+        # Called with every snapshot taken (periodic, on demand, the last): the suite's
+        # server_snapshot_taken event.
+        self.on_snapshot = on_snapshot
         self._sampler = PeriodicSampler(self._take, interval_s, clock, before_tick)
 
     def _take(self) -> None:
         if self._replicas.single:  # plain version keys: a one-server run's file as it always was
-            self.snapshots.append(
+            self._keep(
                 take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock, self.security)
             )
             return
-        previous = self.snapshots[-1] if self.snapshots else None
         addresses = self._replicas.current()
         snapshot, errors = take_replica_snapshot(
-            addresses, self.models, previous, self.timeout_s, self._sampler.clock, self.security, self._scheme
+            addresses, self.models, self.series.last, self.timeout_s, self._sampler.clock, self.security, self._scheme
         )
-        self.snapshots.append(snapshot)
+        self._keep(snapshot)
         for error in errors:
             self._sampler.record_error(error)
+
+    def _keep(self, snapshot: StatsSnapshot) -> None:
+        """Folded into the sums, streamed, announced; then only the series' last holds it."""
+        interval = self.series.add(snapshot)
+        if self._log is not None:
+            self._log.write(snapshot, interval)
+        if self.on_snapshot is not None:
+            self.on_snapshot(snapshot)
 
     @property
     def interval_s(self) -> float:
@@ -144,46 +163,44 @@ class ServerStatsPoller:
         return self._sampler.running
 
     def start(self) -> None:
-        """Takes the first snapshot now and starts the periodic greenlet; never raises for an
-        unreachable server (see errors): check reachability before the load, e.g. with
-        TritonControl.statistics."""
+        """Opens the streamed files (with `stream_to`), takes the first snapshot now and starts
+        the periodic greenlet; never raises for an unreachable server (see errors): check
+        reachability before the load, e.g. with TritonControl.statistics."""
+        if self.stream_to is not None and self._log is None:
+            self._log = ServerStatsLog(self.stream_to)
         self._sampler.start()
 
     def stop(self) -> None:
         """Stops the greenlet and takes the final snapshot."""
         self._sampler.stop()
 
+    def close(self) -> None:
+        """Closes the streamed files (after stop); idempotent."""
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
     def snapshot_now(self) -> StatsSnapshot | None:
         """An extra snapshot (e.g. at a sweep step's boundary); None if it failed (see errors)."""
-        count = len(self.snapshots)
+        count = self.series.count
         self._sampler.sample_now()
-        return self.snapshots[-1] if len(self.snapshots) > count else None
+        return self.series.last if self.series.count > count else None
 
-    def nearest_snapshot(self, time_s: float) -> StatsSnapshot | None:
-        return server_stats.nearest_snapshot(self.snapshots, time_s)
-
-    def delta_between(self, t0: float, t1: float) -> dict[str, ModelDelta]:
-        """The delta between the snapshots nearest to t0 and t1 (Unix seconds); {} before any snapshot."""
-        if t1 < t0:
-            raise ValueError(f"t1 ({t1}) is before t0 ({t0})")
-        before, after = self.nearest_snapshot(t0), self.nearest_snapshot(t1)
-        if before is None or after is None:
-            return {}
-        return server_stats.compute_delta(before, after)
+    @property
+    def last_interval(self) -> Interval | None:
+        """(start_s, end_s, {model: ModelDelta}) between the last two snapshots; None before two."""
+        return self.series.last_interval
 
     def total_delta(self) -> dict[str, ModelDelta]:
-        """First snapshot to last, restart-safe (see server_stats.total_delta)."""
-        return server_stats.total_delta(self.snapshots)
+        """First snapshot to last, restart-safe (see server_stats_series.SnapshotSeries)."""
+        return self.series.total_delta()
 
     def replica_deltas(self) -> dict[str, dict[str, ModelDelta]]:
         """Per replica address, first snapshot to last ({} for one server)."""
-        return server_stats.replica_deltas(self.snapshots)
+        return self.series.replica_deltas()
 
     def restarts(self) -> list[dict[str, Any]]:
-        return server_stats.restarts(self.snapshots)
-
-    def interval_deltas(self) -> list[tuple[float, float, dict[str, ModelDelta]]]:
-        return server_stats.interval_deltas(self.snapshots)
+        return list(self.series.restarts)
 
     def to_json(self) -> dict:
         """The content of server_stats.json."""
@@ -191,7 +208,8 @@ class ServerStatsPoller:
             self.http_address,
             self.models,
             self.interval_s,
-            self.snapshots,
+            self.series,
             self.errors,
             self._sampler.errors_dropped,
+            streamed=self.stream_to is not None,
         )

@@ -98,6 +98,8 @@ class RunLifecycle:
             self.wait_for_quiet,
             metrics_csv=directory.path / "server_metrics.csv",
             security=settings.security,
+            stats_dir=directory.path,
+            on_snapshot=self._snapshot_taken,
         )
         server.start()
         grace = {"grace_s": LOCAL_GRACE_S} if self.process.role is Role.LOCAL else {}
@@ -128,10 +130,11 @@ class RunLifecycle:
     def _snapshot_now(self):
         """Triton's statistics read now (None if it did not answer or no run is recorded)."""
         run = self.active
-        snapshot = run.server.stats.snapshot_now() if run is not None else None
-        if snapshot is not None:
-            self.events.server_snapshot_taken.fire(snapshot=snapshot)
-        return snapshot
+        return run.server.stats.snapshot_now() if run is not None else None
+
+    def _snapshot_taken(self, snapshot) -> None:
+        """Every snapshot the server watch takes (periodic, on demand, the last) reaches listeners."""
+        self.events.server_snapshot_taken.fire(snapshot=snapshot)
 
     def wait_for_quiet(self) -> None:
         """Before housekeeping that blocks the loop: wait for a gap in this process's send schedule."""

@@ -15,7 +15,6 @@ from locust.runners import MasterRunner
 
 from loadtests import exporter, webui
 from loadtests.recording.live import LiveEndpoint, LiveSnapshot
-from loadtests.recording.server_stats import compute_delta
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.preflight import Preflight
@@ -74,7 +73,7 @@ class LiveViews:
 
 def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> LiveSnapshot:
     """While running: rates and server-side numbers of the latest interval; final: of the whole run."""
-    aggregator, snapshots = run.aggregator, run.server.stats.snapshots
+    aggregator = run.aggregator
     if final:
         duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
         endpoints = [LiveEndpoint.of(total, total, duration_s) for _, total in sorted(aggregator.totals.items())]
@@ -84,5 +83,6 @@ def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> Liv
             LiveEndpoint.of(total, aggregator.last_window.get(name), aggregator.window_s)
             for name, total in sorted(aggregator.totals.items())
         ]
-        server = compute_delta(snapshots[-2], snapshots[-1]) if len(snapshots) >= 2 else {}
+        interval = run.server.stats.last_interval
+        server = interval[2] if interval is not None else {}
     return LiveSnapshot(endpoints, server, users, workers, run_dir=str(run.directory.path), final=final)

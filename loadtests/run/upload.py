@@ -3,7 +3,7 @@
 Runs last in `finish.py`, after summary.json, the run_finished listeners (the sweep and
 capacity shapes' files) and the closed timeseries and HDR logs, so the copy holds every file
 the run directory holds then: config.json, summary.json, timeseries.csv, the HDR logs,
-server_stats.json, server_metrics.csv, steps.json and what the shapes wrote. The same path
+server_stats.json and its JSON-lines files, server_metrics.csv, steps.json and what the shapes wrote. The same path
 runs after an early stop (Ctrl-C, the web UI's stop button, a shape's end). Reports made
 later with `python -m analysis report` are not in it (they are made from the copy instead).
 

@@ -5,7 +5,9 @@
         timeseries.csv           per window and endpoint: users, counts, throughput, percentiles (µs)
         hdr/<endpoint>.hlog      HdrHistogram interval logs (open loop adds <endpoint>.uncorrected.hlog)
         summary.json             per endpoint totals and exact percentiles (schema: summary.py)
-        server_stats.json        Triton's /stats snapshots and deltas
+        server_stats.json        Triton's /stats: the run's delta, restarts, scrape errors
+        server_snapshots.jsonl   Triton's raw /stats snapshots, one line each, appended as taken
+        server_intervals.jsonl   the delta between each two consecutive snapshots, one line each
         server_metrics.csv       Triton's Prometheus samples
         steps.json               a load shape's steps (start/end on timeseries.csv's clock)
         sweep.json, sweep.csv    a sweep's (or capacity search's) levels; the CSV in perf_analyzer's -f columns
@@ -24,6 +26,8 @@ TIMESERIES_CSV = "timeseries.csv"
 HDR_DIR = "hdr"
 HLOG_SUFFIX = ".hlog"
 SERVER_STATS_JSON = "server_stats.json"
+SERVER_SNAPSHOTS_JSONL = "server_snapshots.jsonl"
+SERVER_INTERVALS_JSONL = "server_intervals.jsonl"
 SERVER_METRICS_CSV = "server_metrics.csv"
 STEPS_JSON = "steps.json"
 SWEEP_JSON = "sweep.json"
