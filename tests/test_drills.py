@@ -27,7 +27,7 @@ import pytest
 
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
 from loadtests.server.launcher import _signal_group
-from tests.helpers import REPO_ROOT, model_stats, run_cli
+from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli
 
 pytestmark = pytest.mark.drill
 
@@ -106,13 +106,6 @@ def locust_command(server: LocalTriton, run_dir: Path, run_time_s: int, *extra: 
         str(run_dir),
         *extra,
     ]
-
-
-def interruptible() -> None:
-    """In the child: SIGINT as a terminal's Ctrl-C delivers it. A test runner started in the
-    background of a non-interactive shell (as CI may be) inherits SIGINT ignored, and Python
-    then never raises KeyboardInterrupt: the signal would test nothing."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_run_start(run_dir: Path, process: subprocess.Popen, timeout_s: float = 60) -> float:
