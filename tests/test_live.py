@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import time
 import urllib.request
 from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -53,9 +54,19 @@ def poll_during_run(process: subprocess.Popen, url: str, until: Callable[[bytes]
         time.sleep(0.2)
 
 
-def locust(*args: str) -> subprocess.Popen:
+@contextlib.contextmanager
+def locust(*args: str) -> Iterator[subprocess.Popen]:
+    """A Locust process that is killed if the test fails while it runs: Popen's own exit waits for
+    it, and a master without -t would hold the test until pytest's timeout (600 s, seen at load 17)."""
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", *args]
-    return subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
 
 
 def both_users_sending(body: bytes) -> bool:
