@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,14 @@ def triton_options(triton, server_stats_interval: float | None = None) -> list[s
     """The suite's options that point a run at the session's local Triton (all three endpoints)."""
     extra = ["--server-stats-interval", f"{server_stats_interval:g}"] if server_stats_interval is not None else []
     return [*triton.options, *extra]
+
+
+def interruptible() -> None:
+    """`preexec_fn` for a child the test interrupts: SIGINT as a terminal's Ctrl-C delivers it. A
+    test runner started in the background of a non-interactive shell (as CI may be) inherits
+    SIGINT ignored, its children too, and Python then never raises KeyboardInterrupt: the signal
+    would test nothing (test_tune's Ctrl-C test ran its search to the end that way)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_cli(args: list[str], timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -27,7 +27,7 @@ import pytest
 
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
 from loadtests.server.launcher import _signal_group
-from tests.helpers import REPO_ROOT, model_stats, run_cli
+from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli
 
 pytestmark = pytest.mark.drill
 
@@ -36,7 +36,7 @@ END_WITHIN_S = 5.0
 USERS = 2
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def drill_repository(tmp_path_factory) -> Path:
     """Just the identity model: a Triton that starts (and restarts) in a few seconds."""
     repository = tmp_path_factory.mktemp("drill_repository")
@@ -46,10 +46,20 @@ def drill_repository(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def drill_triton(drill_repository, tmp_path):
+    """A Triton of the test's own, for the drills that kill or freeze it."""
     server = LocalTriton([drill_repository], log_file=tmp_path / "triton.log")
     with server:
         yield server
     _signal_group_safely(server, signal.SIGCONT)
+
+
+@pytest.fixture(scope="module")
+def healthy_triton(drill_repository, tmp_path_factory):
+    """One Triton for the drills that break the load generator, not the server (a worker killed,
+    the master or a single process interrupted): each compares counts before and after itself,
+    so sharing it changes nothing they check and saves a start and a stop per drill."""
+    with LocalTriton([drill_repository], log_file=tmp_path_factory.mktemp("healthy") / "triton.log") as server:
+        yield server
 
 
 def _signal_group_safely(server: LocalTriton, sig: signal.Signals) -> None:
@@ -106,13 +116,6 @@ def locust_command(server: LocalTriton, run_dir: Path, run_time_s: int, *extra: 
         str(run_dir),
         *extra,
     ]
-
-
-def interruptible() -> None:
-    """In the child: SIGINT as a terminal's Ctrl-C delivers it. A test runner started in the
-    background of a non-interactive shell (as CI may be) inherits SIGINT ignored, and Python
-    then never raises KeyboardInterrupt: the signal would test nothing."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_run_start(run_dir: Path, process: subprocess.Popen, timeout_s: float = 60) -> float:
@@ -335,10 +338,10 @@ def start_distributed(server: LocalTriton, run_dir: Path, run_time_s: int, users
     return master, workers
 
 
-def test_a_worker_killed_mid_run(drill_triton, tmp_path):
+def test_a_worker_killed_mid_run(healthy_triton, tmp_path):
     run_dir = tmp_path / "run"
-    before = model_stats(drill_triton.http_address, "identity")
-    master, workers = start_distributed(drill_triton, run_dir, 16)
+    before = model_stats(healthy_triton.http_address, "identity")
+    master, workers = start_distributed(healthy_triton, run_dir, 16)
     try:
         start = wait_for_run_start(run_dir, master)
         sleep_until(start, 6)
@@ -354,7 +357,7 @@ def test_a_worker_killed_mid_run(drill_triton, tmp_path):
     assert end - start <= 16 + END_WITHIN_S, output[-3000:]
     summary = assert_complete(run_dir)
     (endpoint,) = summary["endpoints"]
-    after = model_stats(drill_triton.http_address, "identity")
+    after = model_stats(healthy_triton.http_address, "identity")
     faults = summary["faults"]
     (lost,) = faults["workers_lost"]
     assert killed_s < lost["lost_at_s"] <= killed_s + 6
@@ -383,10 +386,10 @@ def test_a_worker_killed_mid_run(drill_triton, tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_master_interrupted(drill_triton, tmp_path, sig):
+def test_master_interrupted(healthy_triton, tmp_path, sig):
     run_dir = tmp_path / "run"
-    before = model_stats(drill_triton.http_address, "identity")
-    master, workers = start_distributed(drill_triton, run_dir, 60)
+    before = model_stats(healthy_triton.http_address, "identity")
+    master, workers = start_distributed(healthy_triton, run_dir, 60)
     try:
         start = wait_for_run_start(run_dir, master)
         sleep_until(start, 5)
@@ -403,7 +406,7 @@ def test_master_interrupted(drill_triton, tmp_path, sig):
     summary = assert_complete(run_dir)
     (endpoint,) = summary["endpoints"]
     assert summary["faults"]["workers_lost"] == []
-    after = model_stats(drill_triton.http_address, "identity")
+    after = model_stats(healthy_triton.http_address, "identity")
     interrupted = endpoint["failures_by_class"].get("interrupted", 0)
     assert set(endpoint["failures_by_class"]) <= {"interrupted"}
     assert endpoint["requests"] - interrupted <= after["requests"] - before["requests"] <= endpoint["requests"]
@@ -414,11 +417,11 @@ def test_master_interrupted(drill_triton, tmp_path, sig):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_single_process_interrupted(drill_triton, tmp_path, sig):
+def test_single_process_interrupted(healthy_triton, tmp_path, sig):
     run_dir = tmp_path / "run"
-    before = model_stats(drill_triton.http_address, "identity")
+    before = model_stats(healthy_triton.http_address, "identity")
     process = subprocess.Popen(
-        [*locust_command(drill_triton, run_dir, 60), "TritonGrpcUser"],
+        [*locust_command(healthy_triton, run_dir, 60), "TritonGrpcUser"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -437,7 +440,7 @@ def test_single_process_interrupted(drill_triton, tmp_path, sig):
     assert end - sent_at <= END_WITHIN_S, output[-3000:]
     summary = assert_complete(run_dir)
     (endpoint,) = summary["endpoints"]
-    after = model_stats(drill_triton.http_address, "identity")
+    after = model_stats(healthy_triton.http_address, "identity")
     interrupted = endpoint["failures_by_class"].get("interrupted", 0)
     assert set(endpoint["failures_by_class"]) <= {"interrupted"}
     assert endpoint["requests"] - interrupted <= after["requests"] - before["requests"] <= endpoint["requests"]

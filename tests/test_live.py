@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import time
 import urllib.request
 from argparse import Namespace
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -19,20 +21,58 @@ from loadtests.recording.metrics import parse
 from loadtests.server import TritonPorts
 from tests.helpers import REPO_ROOT
 
+# A busy 2-core machine can take many seconds to start a Locust process (imports, pre-flight):
+# waits are on a condition with this deadline, never a fixed sleep or a fixed number of tries.
+DEADLINE_S = 120
 
-def get(url: str, attempts: int = 50) -> bytes:
-    for _ in range(attempts):
+
+def get(url: str, timeout_s: float = DEADLINE_S) -> bytes:
+    deadline = time.monotonic() + timeout_s
+    while True:
         try:
-            with urllib.request.urlopen(url, timeout=2) as response:
+            with urllib.request.urlopen(url, timeout=5) as response:
                 return response.read()
         except OSError:
+            assert time.monotonic() < deadline, f"{url} never answered"
             time.sleep(0.2)
-    raise AssertionError(f"{url} never answered")
 
 
-def locust(*args: str) -> subprocess.Popen:
+def poll_during_run(process: subprocess.Popen, url: str, until: Callable[[bytes], bool]) -> bytes:
+    """GET `url` until `until(body)` holds, while the run is still going (the process alive when the
+    answer was read), so what the test reads is a view of the run in progress, not its end."""
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        assert process.poll() is None, f"the run ended before {url} showed it under way"
+        assert time.monotonic() < deadline, f"{url} did not show the run under way in {DEADLINE_S} s"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                body = response.read()
+        except OSError:
+            body = None
+        if body is not None and until(body):
+            return body
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def locust(*args: str) -> Iterator[subprocess.Popen]:
+    """A Locust process that is killed if the test fails while it runs: Popen's own exit waits for
+    it, and a master without -t would hold the test until pytest's timeout (600 s, seen at load 17)."""
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", *args]
-    return subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def both_users_sending(body: bytes) -> bool:
+    values = {(s.name, s.value) for s in parse(body.decode())}
+    names = {name for name, value in values if value > 0}
+    return ("triton_loadtest_users", 2) in values and "triton_loadtest_requests_total" in names
 
 
 def test_prometheus_endpoint_serves_exact_numbers_during_the_run(triton, tmp_path):
@@ -43,8 +83,10 @@ def test_prometheus_endpoint_serves_exact_numbers_during_the_run(triton, tmp_pat
         "--triton-http", triton.http_address, "--triton-metrics", triton.metrics_address,
         "--server-stats-interval", "1", "--prometheus-port", str(port), "--run-dir", str(run_dir),
     ) as process:  # fmt: skip
-        time.sleep(4)
-        samples = parse(get(f"http://127.0.0.1:{port}/metrics").decode())
+        # Scraped once both users run and requests were counted (not at a fixed time: a busy
+        # machine can still be starting Locust 4 s in), while the 6-s run goes on.
+        body = poll_during_run(process, f"http://127.0.0.1:{port}/metrics", both_users_sending)
+        samples = parse(body.decode())
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr[-2000:]
     by_name = {}
@@ -63,6 +105,11 @@ def test_prometheus_endpoint_serves_exact_numbers_during_the_run(triton, tmp_pat
     assert 0 < requests.value <= endpoint.requests
 
 
+def exact_tab_has_requests(body: bytes) -> bool:
+    tabs = [e for e in json.loads(body).get("extended_stats", []) if e["key"] == "triton-exact"]
+    return any(row["requests"] > 0 for tab in tabs for row in tab["data"])
+
+
 def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
     port = TritonPorts.free().http
     with locust(
@@ -72,8 +119,7 @@ def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
         "--run-dir", str(tmp_path / "run"),
     ) as process:  # fmt: skip
         page = get(f"http://127.0.0.1:{port}/").decode()
-        time.sleep(4)
-        stats = json.loads(get(f"http://127.0.0.1:{port}/stats/requests"))
+        stats = json.loads(poll_during_run(process, f"http://127.0.0.1:{port}/stats/requests", exact_tab_has_requests))
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr[-2000:]
     assert "Triton (exact)" in page and "triton-exact" in page

@@ -19,7 +19,7 @@ from analysis import load_run
 from loadtests.recording.histograms import new_histogram
 from loadtests.recording.run_dir import free_run_dir
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, model_stats, run_locust, triton_options
+from tests.helpers import REPO_ROOT, interruptible, model_stats, run_locust, triton_options
 
 RUN_FILES = ("config.json", "summary.json", "timeseries.csv", "server_stats.json", "server_metrics.csv")
 
@@ -115,10 +115,8 @@ def test_sigint_mid_run_leaves_a_complete_run_directory(triton, tmp_path):
         "--run-dir",
         str(run_dir),
     ]
-    # SIGINT as a terminal delivers it, even when the test runner inherited it ignored (CI in the background).
-    restore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
     with subprocess.Popen(
-        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=restore_sigint
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible
     ) as process:
         deadline = time.monotonic() + 60
         while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:

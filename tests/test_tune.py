@@ -28,7 +28,7 @@ from loadtests.tuning.repository_api import RepositoryApi, RepositoryError
 from loadtests.tuning.restore import restore_original
 from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
 from models.conformance import CONFORMANCE_REPOSITORY
-from tests.helpers import REPO_ROOT, model_stats, run_cli, triton_options
+from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli, triton_options
 
 MODEL = "sleep_40ms_batch4"
 NO_BATCH_MODEL = "echo_fp32_nobatch"
@@ -163,7 +163,12 @@ def test_ctrl_c_stops_the_measurement_and_restores_the_original(explicit_triton,
     args = tune_args(explicit_triton, out, "--model", MODEL, "--vary", "instances=2", "--slo", SLO, *QUICK_SEARCH)
     # A terminal's Ctrl-C reaches the whole foreground process group: tune and the search it runs.
     process = subprocess.Popen(
-        [sys.executable, *args], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        [sys.executable, *args],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=interruptible,
     )
     deadline = time.monotonic() + 120
     while not list(out.glob("variants/*/capacity/*")):  # written once the variant is loaded

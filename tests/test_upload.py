@@ -20,7 +20,7 @@ import pytest
 
 from analysis.__main__ import main as analysis_main
 from loadtests.run.upload import copy_run
-from tests.helpers import REPO_ROOT, model_stats, read_summary, run_cli, run_locust, triton_options
+from tests.helpers import REPO_ROOT, interruptible, model_stats, read_summary, run_cli, run_locust, triton_options
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -101,9 +101,8 @@ def test_upload_after_sigint_is_complete(triton, tmp_path):
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "2", "-t", "60s"]
     command += ["TritonHttpUser", *triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)]
     command += ["--upload", f"file://{bucket}"]
-    restore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731 (as a terminal delivers it)
     with subprocess.Popen(
-        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=restore_sigint
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible
     ) as process:
         deadline = time.monotonic() + 60
         while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:

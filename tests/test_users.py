@@ -67,7 +67,15 @@ def test_mixed_classes_are_separate_endpoints(triton, tmp_path):
 
 @pytest.mark.parametrize("protocol", ["Http", "Grpc"])
 def test_users_run_concurrently_against_a_slow_model(triton, tmp_path, protocol):
-    """N users against a model that sleeps T reach about N/T requests/s, and Locust exits by itself."""
+    """N users against a model that sleeps T keep several requests inside Triton at once, and
+    Locust exits by itself.
+
+    Judged by overlap in time, not by throughput: by Little's law the mean number of requests
+    inside Triton at once is Triton's own time in requests (count x mean request time) over the
+    run's length. Clients that serialise their requests hold at most one there, whatever the
+    machine's load; a throughput bound (N/T) also measured the load generator's CPU, which a
+    busy 2-core machine does not give it (the old bound, 0.75 N/T, failed at load 12).
+    """
     users, sleep_s = 8, 0.020
     run_dir = tmp_path / "run"
     result = run_locust(
@@ -78,7 +86,11 @@ def test_users_run_concurrently_against_a_slow_model(triton, tmp_path, protocol)
         timeout=60,  # a run that does not exit by itself fails here
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    (endpoint,) = read_summary(run_dir)["endpoints"]
-    expected_rps = users / sleep_s
-    assert endpoint["throughput_rps"] > 0.75 * expected_rps, endpoint
-    assert endpoint["latency_us"]["p50"] < 1.5 * sleep_s * 1e6, endpoint["latency_us"]
+    summary = read_summary(run_dir)
+    (endpoint,) = summary["endpoints"]
+    server = summary["server"]["sleep"]
+    assert endpoint["failures"] == 0 and server["requests"] == endpoint["requests"], (endpoint, server)
+    # Each request spent the model's sleep inside Triton: the overlap below is of real requests.
+    assert server["request_us"] >= sleep_s * 1e6, server
+    in_triton_at_once = server["requests"] * server["request_us"] / 1e6 / endpoint["duration_s"]
+    assert in_triton_at_once > users / 2, (in_triton_at_once, endpoint, server)
