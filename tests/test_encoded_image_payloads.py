@@ -9,6 +9,8 @@ tests/test_encoded_images.py sends them to models that decode them on a real Tri
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,14 @@ def test_describe_names_format_contract_and_files():
     assert "zero" in described["contract"]
     assert [entry["file"] for entry in described["files"]] == [str(path) for path in workload.files]
     assert [entry["bytes"] for entry in described["files"]] == [path.stat().st_size for path in workload.files]
+
+
+def test_tensor_workload_describes_its_preprocessed_files():
+    from loadtests.workloads import ImageWorkload
+
+    image = TensorSpec("input", "FP32", (3, 224, 224))
+    workload = ImageWorkload(ModelSpec("resnet", "1", "onnx", 8, (image,), ()))
+    described = workload.describe()
+    assert described["image_format"] == "tensor"
+    assert described["input"] == "input FP32 [3, 224, 224]"
+    assert {Path(entry["file"]).suffix for entry in described["files"]} == {".jpg", ".png"}
