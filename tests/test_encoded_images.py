@@ -60,14 +60,21 @@ def _config(name: str, datatype: str, dims: str, max_batch_size: int, image_form
     )
 
 
-@pytest.fixture(scope="module")
-def decoders(tmp_path_factory):
-    """A Triton serving only the decoding models (Python stubs: kept out of the session's Triton)."""
-    repository = tmp_path_factory.mktemp("decoders")
+def write_repository(repository: Path) -> Path:
+    """The decoding models in `repository` (docs/ensembles.md serves them to measure the contracts:
+    `python -c "from pathlib import Path; from tests.test_encoded_images import write_repository as w;
+    w(Path('/tmp/decoders'))"`, then `python -m loadtests serve --model-repository /tmp/decoders`)."""
     for name, contract in MODELS.items():
         (repository / name / "1").mkdir(parents=True)
         (repository / name / "1" / "model.py").write_text(DECODER_SOURCE.read_text())
         (repository / name / "config.pbtxt").write_text(_config(name, *contract))
+    return repository
+
+
+@pytest.fixture(scope="module")
+def decoders(tmp_path_factory):
+    """A Triton serving only the decoding models (Python stubs: kept out of the session's Triton)."""
+    repository = write_repository(tmp_path_factory.mktemp("decoders"))
     with LocalTriton([repository], log_file=tmp_path_factory.mktemp("decoders-log") / "triton.log") as triton:
         yield triton
 
