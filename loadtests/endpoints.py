@@ -25,7 +25,7 @@ from loadtests.settings import (
     DEFAULT_BERT_MODEL,
     DEFAULT_RESNET_JPEG_MODEL,
     DEFAULT_RESNET_MODEL,
-    IMAGE_JPEG,
+    ENCODED_IMAGE_FORMATS,
     Settings,
 )
 from loadtests.validation import make_validator
@@ -67,7 +67,7 @@ def model_name_for(kind: str, settings: Settings, kinds_in_run: Iterable[str]) -
         return settings.model
     if kind == "bert_qa":
         return DEFAULT_BERT_MODEL
-    return DEFAULT_RESNET_JPEG_MODEL if settings.image_format == IMAGE_JPEG else DEFAULT_RESNET_MODEL
+    return DEFAULT_RESNET_JPEG_MODEL if settings.image_format in ENCODED_IMAGE_FORMATS else DEFAULT_RESNET_MODEL
 
 
 def build_workload(kind: str, model: ModelSpec, settings: Settings) -> Workload:
@@ -79,8 +79,8 @@ def build_workload(kind: str, model: ModelSpec, settings: Settings) -> Workload:
             vocab_file=settings.vocab,
             input_map=settings.input_map or None,
         )
-    if kind == "resnet" and settings.image_format == IMAGE_JPEG:
-        return EncodedImageWorkload(model, image_dir=settings.image_dir)
+    if kind == "resnet" and settings.image_format in ENCODED_IMAGE_FORMATS:
+        return EncodedImageWorkload(model, image_dir=settings.image_dir, image_format=settings.image_format)
     if kind == "resnet":
         return ImageWorkload(model, image_dir=settings.image_dir)
     if kind == "generic":
@@ -134,6 +134,8 @@ class Endpoint:
     batch_sizes: BatchSizeSpec
     pools: dict[int, tuple[PreparedRequest, ...]]
     validator: Validator | None
+    # What the requests carry, for config.json (image workloads: format, input, files); None: not said.
+    payload: dict | None = None
 
     def pick(self, rng: UniformSource) -> PreparedRequest:
         pool = self.pools[self.batch_sizes.sample(rng)]
@@ -294,4 +296,5 @@ def build_endpoint(kind: str, client: TritonClient, model: ModelSpec, settings: 
             for inputs, expected in samples
         )
     validator = make_validator(kind, model) if settings.validate_responses else None
-    return Endpoint(name, kind, client.protocol, model, settings.batch_size, pools, validator)
+    payload = workload.describe() if isinstance(workload, EncodedImageWorkload | ImageWorkload) else None
+    return Endpoint(name, kind, client.protocol, model, settings.batch_size, pools, validator, payload)

@@ -153,8 +153,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--image-format",
         default=IMAGE_TENSOR,
         metavar="|".join(IMAGE_FORMATS),
-        help="what ResNet users send: tensor (images preprocessed by the client, FP32) or jpeg (the image "
-        f"files' bytes as a BYTES tensor, decoded on the server; default model {DEFAULT_RESNET_JPEG_MODEL})",
+        help="what ResNet users send: tensor (images preprocessed by the client, FP32), or jpeg / png (the JPEG or "
+        "PNG files of --image-dir as they are, BYTES [1] or UINT8 [-1] as the model takes them, decoded on the "
+        f"server; default model {DEFAULT_RESNET_JPEG_MODEL})",
     )
     option(
         "--shape",

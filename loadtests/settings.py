@@ -24,11 +24,14 @@ DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
 DEFAULT_TRITON_METRICS = "127.0.0.1:8002"
 DEFAULT_BERT_MODEL = "bert_qa_dynbatch"
 DEFAULT_RESNET_MODEL = "resnet50"
-# --image-format: ResNet users send preprocessed tensors (tensor), or the image files' encoded
-# bytes (jpeg) to a model that decodes them on the server, by default the demo ensemble.
+# --image-format: ResNet users send preprocessed tensors (tensor), or the JPEG (jpeg) or PNG (png)
+# files of --image-dir as they are, to a model that decodes them on the server (by default the
+# demo ensemble, which decodes either).
 IMAGE_TENSOR = "tensor"
 IMAGE_JPEG = "jpeg"
-IMAGE_FORMATS = (IMAGE_TENSOR, IMAGE_JPEG)
+IMAGE_PNG = "png"
+ENCODED_IMAGE_FORMATS = (IMAGE_JPEG, IMAGE_PNG)
+IMAGE_FORMATS = (IMAGE_TENSOR, *ENCODED_IMAGE_FORMATS)
 DEFAULT_RESNET_JPEG_MODEL = "resnet50_jpeg"
 DEFAULT_SEQ_LEN = "384"
 # Requests per sequence of the sequence users (perf_analyzer's --sequence-length default).

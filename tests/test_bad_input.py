@@ -96,7 +96,7 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("batch-empty", ["--batch-size", ""], "--batch-size"),
     ("batch-blank", ["--batch-size", "  "], "--batch-size"),
     # --seq-len
-    ("image-format-unknown", ["--image-format", "png"], "--image-format 'png' is not one of"),
+    ("image-format-unknown", ["--image-format", "gif"], "--image-format 'gif' is not one of"),
     ("seq-len-zero", ["--seq-len", "0"], "--seq-len"),
     ("seq-len-word", ["--seq-len", "long"], "--seq-len"),
     ("seq-len-negative", ["--seq-len", "-5"], "--seq-len"),
@@ -416,6 +416,12 @@ CLI_CASES: list[CliCase] = [
     locust_case("bert-user-on-identity", ["--model", "identity"], "identity", "identity", "BertQAHttpUser"),
     locust_case("image-user-on-identity", ["--model", "identity"], "identity", "identity", "ResNetGrpcUser"),
     locust_case("jpeg-to-tensor-model", ["--image-format", "jpeg", "--resnet-model", "resnet50"], "BYTES"),
+    locust_case(
+        "jpeg-from-a-png-file",
+        ["--image-format", "jpeg", "--image-dir", "payloads/images/logo2.png"],
+        "is not a JPEG file",
+        "resnet50_jpeg",
+    ),
     # --mix: models the server does not have, classes a mix cannot drive, mix files (docs/mixes.md)
     locust_case(
         "mix-unknown-model",

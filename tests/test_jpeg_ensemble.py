@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.__main__ import main as analysis_main
+from loadtests.workloads.encoded_images import select_encoded_files
 from loadtests.workloads.images import list_images
 from tests.helpers import model_stats, read_summary, run_locust, triton_options
 
@@ -73,7 +74,7 @@ def test_jpeg_counts_equal_triton_per_composing_model(jpeg_runs, protocol):
 def test_jpeg_payload_is_the_image_files(jpeg_runs, protocol):
     _, summary, _ = jpeg_runs[protocol]
     (endpoint,) = summary["endpoints"]
-    sizes = [path.stat().st_size for path in list_images()]
+    sizes = [path.stat().st_size for path in select_encoded_files("jpeg")]
     per_request = endpoint["bytes_sent_per_request"]
     assert per_request == pytest.approx(endpoint["bytes_sent"] / endpoint["requests"], abs=0.1)
     per_inference = endpoint["bytes_sent"] / endpoint["inferences"]

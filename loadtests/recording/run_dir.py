@@ -188,9 +188,15 @@ class RunDirectory:
 
     @classmethod
     def create(
-        cls, settings: Settings, user_classes: list[str], triton: dict | None = None, window_s: float = 1.0
+        cls,
+        settings: Settings,
+        user_classes: list[str],
+        triton: dict | None = None,
+        window_s: float = 1.0,
+        payloads: dict[str, dict] | None = None,
     ) -> RunDirectory:
-        """A new directory for one test: config.json written, timeseries.csv and hdr/ opened."""
+        """A new directory for one test: config.json written, timeseries.csv and hdr/ opened;
+        `payloads`: per endpoint, what its requests carry (image format and files)."""
         # Each test its own directory: a second test from the web UI (the form keeps Run Dir)
         # or a second default name within the same second goes to a numbered sibling.
         path = free_run_dir(Path(settings.run_dir) if settings.run_dir else default_run_dir(user_classes))
@@ -203,6 +209,7 @@ class RunDirectory:
             "options": dict(settings.as_given),
             "versions": versions(),
             "triton": triton or {},
+            "payloads": payloads or {},
         }
         (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         return cls(path, started_at)

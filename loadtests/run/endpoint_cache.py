@@ -54,6 +54,15 @@ class EndpointCache:
                 names.setdefault(f"{model} [{cls.protocol}]", model)
         return names
 
+    def payloads(self) -> dict[str, dict]:
+        """Endpoint name -> what its requests carry (the prepared endpoints that say; config.json)."""
+        return {
+            endpoint.name: endpoint.payload
+            for target in self.prepared.values()
+            for endpoint in _parts(target)
+            if endpoint.payload is not None
+        }
+
     def _class_models(self) -> dict[type, str]:
         """Each selected class's one model (classes that take the --mix, or cannot name one, left out)."""
         out = {}

@@ -88,6 +88,7 @@ class RunLifecycle:
             [cls.__name__ for cls in self.environment.user_classes],
             triton=triton,
             window_s=settings.window_s,
+            payloads=self.process.endpoints.payloads(),
         )
         logger.info("run directory: %s", directory.path)
         server = ServerWatch(

@@ -17,6 +17,7 @@ import numpy as np
 
 from loadtests.errors import ModelMismatchError, PayloadError
 from loadtests.model_spec import ModelSpec, TensorSpec
+from loadtests.settings import IMAGE_TENSOR
 from loadtests.workloads.batch_spec import SampleLayout, check_batch_size
 
 DEFAULT_IMAGE_DIR = Path(__file__).resolve().parents[2] / "payloads" / "images"
@@ -197,3 +198,13 @@ class ImageWorkload:
         check_batch_size(self.model, batch_size)
         idx = rng.integers(0, len(self.files), size=batch_size)
         return {self.input_name: self.image.sample.stack(self.samples[idx])}
+
+    def describe(self) -> dict:
+        """What this workload sends, for config.json: preprocessed tensors of these files."""
+        tensor = self.image.tensor
+        return {
+            "image_format": IMAGE_TENSOR,
+            "input": f"{tensor.name} {tensor.datatype} {list(tensor.shape)}",
+            "contract": f"{self.layout} {self.image.height}x{self.image.width}, preprocessed by the client",
+            "files": [{"file": str(path), "bytes": path.stat().st_size} for path in self.files],
+        }
