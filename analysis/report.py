@@ -14,6 +14,7 @@ from pathlib import Path
 from analysis import plots, replicas, tables
 from analysis.dataset import Dataset, load
 from analysis.document import Document
+from analysis.finding_groups import grouped_findings
 from analysis.findings import findings
 from analysis.mix import mix_table
 
@@ -53,8 +54,7 @@ def build(data: Dataset, prefix: str = "") -> Document:
         doc.heading("Model configuration", 3)
         doc.table(headers, rows)
 
-    doc.heading("Findings")
-    doc.bullets(findings(data) or ["Nothing to observe: the source holds no measurements."])
+    _findings_section(doc, data)
 
     _mix_section(doc, data)
     _endpoints_section(doc, data, prefix)
@@ -64,6 +64,19 @@ def build(data: Dataset, prefix: str = "") -> Document:
         doc.table(headers, rows)
     _over_time_section(doc, data, prefix)
     return doc
+
+
+def _findings_section(doc: Document, data: Dataset) -> None:
+    """The run as a whole, then (several models) one group per model, the most important first."""
+    doc.heading("Findings")
+    lines = findings(data)
+    if not lines:
+        doc.bullets(["Nothing to observe: the source holds no measurements."])
+        return
+    for group in grouped_findings(data, lines):
+        if group.title:
+            doc.heading(group.title, 3)
+        doc.bullets(group.lines)
 
 
 def _levels_section(doc: Document, data: Dataset, prefix: str) -> None:

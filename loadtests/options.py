@@ -293,6 +293,8 @@ def apply_form(options: argparse.Namespace, form: Mapping[str, str]) -> None:
             setattr(options, key, value == "true")
         elif current is None or isinstance(current, str):
             setattr(options, key, value)
+        elif isinstance(current, list):  # a repeatable option (--header): Locust splits at commas
+            setattr(options, key, value.split(","))
         elif isinstance(current, int | float):
             try:
                 setattr(options, key, type(current)(value))

@@ -8,6 +8,8 @@
 - Start (POST /swarm) first runs the headless pre-flight on the form's options: a bad
   option or an unknown model answers `success: false` with the `error:` line, which
   Locust's form shows in red under its fields, and no test starts.
+- A literal --header value is never in the page (loadtests/webui_secrets.py); a Start
+  with the form as shown sends the real headers.
 - Locust's "Host" field sets HTTP users' base URL, which the suite's users do not read
   (they use --triton-http/--triton-grpc): the field is hidden, and the header's "Host"
   shows the Triton HTTP address instead (set by the run wiring as environment.host).
@@ -23,6 +25,7 @@ from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
 from loadtests.errors import StartupError
 from loadtests.recording.live import LiveSnapshot
+from loadtests.webui_secrets import HeaderRedaction
 
 TAB_KEY = "triton-exact"
 COLUMNS = (
@@ -58,6 +61,8 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
     them (raises StartupError; the run wiring's `Preflight.check_web_start`).
     """
     environment = web_ui.environment
+    redaction = HeaderRedaction(environment.parsed_options)
+    redaction.install(web_ui.app)
     web_ui.template_args["extended_tabs"] = [{"title": "Triton (exact)", "key": TAB_KEY}]
     web_ui.template_args["extended_tables"] = [
         {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in COLUMNS]}
@@ -86,6 +91,8 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         # the same checks as a headless run, here, put the error in the form instead.
         if request.method != "POST" or not request.path.endswith("/swarm"):
             return None
+        # Locust and the pre-flight below both read request.form: both get the real headers.
+        request.form = redaction.restore(request.form)
         runner = environment.runner
         if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
             return None  # "Edit" of a running test: only users and spawn rate change

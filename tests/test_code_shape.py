@@ -74,6 +74,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
         (
             "loadtests.run",
             "loadtests.webui",
+            "loadtests.webui_secrets",  # --header redacted in the web UI's page
             "loadtests.exporter",
             "loadtests.slo_gate",
             "loadtests.options",

@@ -187,3 +187,8 @@ def test_web_form_values_take_the_type_of_the_option_they_set():
     }
     with pytest.raises(SpecError, match="--doc-stride 'many' is not a int"):
         apply_form(options, {"doc_stride": "many"})
+    # A repeatable option given on the command line (a list): the form's text, split at commas
+    # as Locust's /swarm does, so the pre-flight checks what the run will use.
+    options = Namespace(header=["X-A: env:A", "X-B: env:B"])
+    apply_form(options, {"header": "X-C: 1,X-D: 2"})
+    assert options.header == ["X-C: 1", "X-D: 2"]

@@ -11,11 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from analysis.dataset import load
+from analysis.finding_groups import FindingGroup, grouped_findings
+from analysis.findings import findings
 from loadtests.endpoint_mix import _validator_by_model
 from loadtests.errors import SpecError
 from loadtests.mix_options import parse_mix
@@ -84,22 +88,30 @@ def run_mix(triton, tmp_path: Path, options: list[str], users: int, run_time: st
     return read_summary(run_dir), before, after, run_dir
 
 
-def test_closed_loop_mix_over_http_and_grpc(triton, tmp_path):
-    """Each request picks its model: the shares follow the weights though sleep is 20x slower."""
+@pytest.fixture(scope="module")
+def closed_loop_mix(triton, tmp_path_factory) -> tuple[dict, dict, dict, Path]:
+    """A real closed-loop mix over HTTP and gRPC: 3 models x 2 protocols, 8 users, 5 s; its report written."""
+    tmp_path = tmp_path_factory.mktemp("mix")
     summary, before, after, run_dir = run_mix(
         triton, tmp_path, ["--mix", MIX, "--shape", "INPUT0:16"], users=8, run_time="5s"
     )
+    result = run_cli(["-m", "analysis", "report", str(run_dir)])
+    assert result.returncode == 0, result.stderr[-2000:]
+    return summary, before, after, run_dir
+
+
+def test_closed_loop_mix_over_http_and_grpc(closed_loop_mix):
+    """Each request picks its model: the shares follow the weights though sleep is 20x slower."""
+    summary, before, after, run_dir = closed_loop_mix
     assert_shares_follow_weights(summary["mix"])
     assert_counts_equal_tritons(summary, before, after)
     assert summary["mix"]["given"] == MIX
     # Locust's own table (what a Locust user reads first) has a row per model and protocol,
     # each equal to the endpoint's count, so its rows reconcile with Triton's per model too.
-    locust_rows = locust_request_counts(tmp_path / "locust")
+    locust_rows = locust_request_counts(run_dir.parent / "locust")
     assert locust_rows == {(e["protocol"], e["model"]): e["requests"] for e in summary["endpoints"]}
 
     # One report: the mix section (each model and the total), Triton's breakdown for every model.
-    result = run_cli(["-m", "analysis", "report", str(run_dir)])
-    assert result.returncode == 0, result.stderr[-2000:]
     report = (run_dir / "report.md").read_text()
     mix_section = report.split("## Model mix", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[1].strip(): line for line in mix_section.splitlines() if line.startswith("| ")}
@@ -113,6 +125,55 @@ def test_closed_loop_mix_over_http_and_grpc(triton, tmp_path):
     server_section = report.split("### Triton server side", 1)[1].split("\n#", 1)[0]
     for model in WEIGHTS:
         assert f"| {model} | {summary['server'][model]['requests']} |" in server_section
+
+
+def restored(group: FindingGroup) -> list[str]:
+    """A group's lines as findings() wrote them: the endpoint's or the model's name put back."""
+    out = []
+    for line in group.lines:
+        label, _, rest = line.partition(": ")
+        out.append(f"{group.model} [{label}]: {rest}" if label in ("grpc", "http") else f"{group.model}: {line}")
+    return out
+
+
+def test_mix_findings_are_grouped_by_model_and_none_is_dropped(closed_loop_mix, tmp_path):
+    """6 endpoints give some 25 findings: the run as a whole first, then one group per model by
+    its share of the requests, each finding once; the report shows the groups under Findings."""
+    summary, _, _, run_dir = closed_loop_mix
+    report = (run_dir / "report.md").read_text().split("## Findings", 1)[1].split("\n## ", 1)[0]
+    by_share = sorted(WEIGHTS, key=lambda model: -summary["mix"]["requests"][model])
+    titles = [line.removeprefix("### ") for line in report.splitlines() if line.startswith("### ")]
+    assert [title.split(":")[0] for title in titles] == by_share, report
+    data = load(run_dir)
+    lines = findings(data)
+    run_wide, *groups = grouped_findings(data, lines)
+    assert (
+        run_wide.model is None
+        and run_wide.lines[0] == f"No request failed ({summary['overall']['requests']:,} requests)."
+    )
+    assert [group.model for group in groups] == by_share
+    assert sorted(run_wide.lines + [line for group in groups for line in restored(group)]) == sorted(lines)
+    assert len(lines) >= 20
+    for group in groups:
+        share = summary["mix"]["shares"][group.model]
+        p99_ms = summary["model_totals"][group.model]["latency_us"]["p99"] / 1000
+        assert group.title == f"{group.model}: {group.requests:,} requests ({share:.1%}), p99 {p99_ms:,.3f} ms"
+        assert group.requests == summary["mix"]["requests"][group.model]
+        # The same finding for both protocols side by side: grpc's tail, then http's.
+        assert group.lines[0].startswith("grpc: p99 is ") and group.lines[1].startswith("http: p99 is "), group.lines
+
+    # Failed requests put their model first, whatever its share, and open its group.
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    saved = json.loads((copy / "summary.json").read_text())
+    failing = next(e for e in saved["endpoints"] if e["name"] == f"{by_share[-1]} [grpc]")
+    failing.update(failures=3, failures_by_class={"timeout": 3})
+    (copy / "summary.json").write_text(json.dumps(saved))
+    data = load(copy)
+    run_wide, first, *_ = grouped_findings(data, findings(data))
+    assert first.model == by_share[-1] and first.title.endswith(", 3 failed")
+    assert first.lines[0].startswith(f"grpc: 3 of {failing['requests']:,} requests failed")
+    assert not any(line.startswith("No request failed") for line in run_wide.lines)
 
 
 def test_open_loop_mix_from_the_example_file(triton, tmp_path):
@@ -217,3 +278,7 @@ def test_an_ensembles_composing_model_has_its_server_side_breakdown(triton, tmp_
     assert run_cli(["-m", "analysis", "report", str(run_dir)]).returncode == 0
     report = (run_dir / "report.md").read_text()
     assert f"| identity (in identity_ensemble) | {sent} |" in report
+    # Its findings are the ensemble's: in identity_ensemble's group, under their own name.
+    findings_section = report.split("## Findings", 1)[1].split("\n## ", 1)[0]
+    ensemble_group = findings_section.split("### identity_ensemble:", 1)[1].split("\n### ", 1)[0]
+    assert "- identity: Triton ran " in ensemble_group, findings_section

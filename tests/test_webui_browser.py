@@ -7,6 +7,7 @@ TRITON_LOADTEST_SCREENSHOTS=docs/images the tests also save the screenshots the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -25,9 +26,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.select import Select
 
-from loadtests.server import TritonPorts
+from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
+from loadtests.server.serve import model_control_args
 from tests.helpers import REPO_ROOT, model_stats, triton_options
+from tests.tls_support import TlsProxy, make_pki
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -60,13 +64,13 @@ class WebUI:
     log: Path
 
 
-@pytest.fixture
-def web_ui(triton, tmp_path) -> Iterator[WebUI]:
-    """The suite's web UI, as `locust -f locustfile.py` starts it (no --web-host: the default)."""
+@contextlib.contextmanager
+def launch(tmp_path: Path, options: list[str]) -> Iterator[WebUI]:
+    """The suite's web UI, as `locust -f locustfile.py OPTIONS` starts it (no --web-host: the default)."""
     port = TritonPorts.free().http
     run_dir, log = tmp_path / "run", tmp_path / "locust.log"
-    command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "TritonHttpUser", "--model", "identity"]
-    command += [*triton_options(triton, 1), "--web-port", str(port), "--run-dir", str(run_dir)]
+    command = [sys.executable, "-m", "locust", "-f", "locustfile.py", *options]
+    command += ["--web-port", str(port), "--run-dir", str(run_dir)]
     with log.open("w") as output:
         process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
@@ -76,6 +80,12 @@ def web_ui(triton, tmp_path) -> Iterator[WebUI]:
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+@pytest.fixture
+def web_ui(triton, tmp_path) -> Iterator[WebUI]:
+    with launch(tmp_path, ["TritonHttpUser", "--model", "identity", *triton_options(triton, 1)]) as ui:
+        yield ui
 
 
 @pytest.fixture
@@ -111,10 +121,12 @@ def wait_for(condition: Callable[[], object], message: str, timeout: float = WAI
     raise AssertionError(message)
 
 
-def screenshot(driver: WebDriver, name: str, height: int = 700, focus: WebElement | None = None) -> None:
+def screenshot(
+    driver: WebDriver, name: str, height: int = 700, focus: WebElement | None = None, width: int = 1900
+) -> None:
     """Save the page (wide enough for the whole exact table) when TRITON_LOADTEST_SCREENSHOTS is set."""
     if SCREENSHOTS:
-        driver.set_window_size(1900, height)
+        driver.set_window_size(width, height)
         if focus is not None:
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", focus)
         time.sleep(0.5)  # let the page lay out at the new size
@@ -166,17 +178,21 @@ def exact_rows(driver: WebDriver) -> list[dict[str, str]]:
     )
 
 
-def header_value(driver: WebDriver, label: str) -> float:
-    """A number in Locust's green header (RPS, Users, ...), by its label; -1 if not shown."""
-    text = driver.execute_script(
+def header_text(driver: WebDriver, label: str) -> str:
+    """What Locust's green header shows under `label` (Status, RPS, Users, ...); "" if not shown."""
+    return driver.execute_script(
         """
         const label = [...document.querySelectorAll('header *')].find(e => e.innerText === arguments[0]);
         return label && label.nextElementSibling ? label.nextElementSibling.innerText : '';
         """,
         label,
     )
+
+
+def header_value(driver: WebDriver, label: str) -> float:
+    """A number in Locust's green header (RPS, Users, ...), by its label; -1 if not shown."""
     try:
-        return float(text.replace(",", "").rstrip("%"))
+        return float(header_text(driver, label).replace(",", "").rstrip("%"))
     except ValueError:
         return -1.0
 
@@ -286,3 +302,122 @@ def test_unknown_model_shows_the_error_in_the_form(web_ui, browser, triton):
     assert "RUNNING" not in page_text(browser)
     assert not web_ui.run_dir.exists()  # no run started
     assert model_stats(triton.http_address, "identity") == before
+
+
+# -- the newest options through the form: --header, --balance, --mix ---------------------------
+SECRET = "s3cr3t-bearer-token-9c1e"  # a literal --header value: must appear in no page
+
+
+def wait_running(driver: WebDriver, endpoints: int) -> list[dict[str, str]]:
+    """The exact tab once `endpoints` rows show throughput (the tab opened first)."""
+    open_exact_tab(driver)
+
+    def running() -> list[dict[str, str]]:
+        rows = [row for row in exact_rows(driver) if float(row.get(INFER_PER_S) or 0) > 0]
+        return rows if len(rows) >= endpoints else []
+
+    return wait_for(running, f"the Triton (exact) tab never showed {endpoints} running endpoints")
+
+
+def stop_and_read(driver: WebDriver, ui: WebUI) -> tuple[dict, list[dict[str, str]]]:
+    """STOP, then summary.json and the tab's final rows (all marked finished: one snapshot)."""
+    click_button(driver, "STOP")
+    summary_path = ui.run_dir / "summary.json"
+    wait_for(summary_path.exists, "the run never wrote summary.json")
+    rows = wait_for(
+        lambda: [r for r in exact_rows(driver) if r["Run directory"].endswith("(finished)")],
+        "the Triton (exact) tab never showed the finished run",
+    )
+    # Locust's header polls on its own: a picture taken before it says STOPPED mixes the two states.
+    wait_for(lambda: header_text(driver, "Status") == "STOPPED", "Locust's header never said STOPPED")
+    return json.loads(summary_path.read_text()), rows
+
+
+def test_a_literal_header_is_redacted_in_the_form_and_sent_by_the_run_it_starts(triton, browser, tmp_path):
+    """The form shows `X-Api-Key: <redacted>` (in a password field); Start with it as shown sends
+    the real value on every request (a TLS proxy that refuses requests without it sees them all)."""
+    pki = make_pki(tmp_path / "pki")
+    proxy = TlsProxy(triton.http_address, pki, ("X-Api-Key", SECRET), mode="http")
+    options = ["TritonHttpUser", "--model", "identity", "--triton-http", f"https://{proxy.address}"]
+    options += ["--triton-grpc", triton.grpc_address, "--triton-metrics", triton.metrics_address]
+    options += ["--server-stats-interval", "1", "--ssl-ca", str(pki.ca), "--header", f"X-Api-Key: {SECRET}"]
+    before = model_stats(triton.http_address, "identity")
+    try:
+        with launch(tmp_path, options) as ui:
+            browser.get(ui.url)
+            open_custom_parameters(browser)
+            field = browser.find_element(By.NAME, "header")
+            assert field.get_attribute("type") == "password"
+            assert field.get_attribute("value") == "X-Api-Key: <redacted>"
+            # The eye shows the text: what a user sees, for the docs' picture.
+            field.find_element(By.XPATH, "./ancestor::div[contains(@class, 'MuiInputBase-root')]//button").click()
+            screenshot(browser, "webui-header.png", height=520, focus=field, width=1100)
+            start(browser, users=2)
+            wait_running(browser, 1)
+            summary, (row,) = stop_and_read(browser, ui)
+            pages = browser.page_source
+        log = ui.log.read_text()
+    finally:
+        proxy.close()
+    (endpoint,) = summary["endpoints"]
+    requests = model_stats(triton.http_address, "identity")["requests"] - before["requests"]
+    assert endpoint["failures"] == 0 and int(row["Requests"]) == endpoint["requests"] == requests > 0
+    assert proxy.counts.without_header == 0 and proxy.counts.with_header > requests
+    assert SECRET not in pages and SECRET not in log
+    assert "X-Api-Key: <redacted>" in (ui.run_dir / "config.json").read_text()
+
+
+def test_balance_chosen_in_the_form_spreads_the_run_over_two_replicas(triton, browser, tmp_path):
+    """--balance pin-user picked in the form: 4 users, 2 on each of two Tritons; the tab's row
+    equals the sum of both Tritons' counts, each replica's count its Triton's."""
+    second = LocalTriton(
+        [TEST_REPOSITORY], log_file=tmp_path / "second.log", extra_args=model_control_args("explicit", ["identity"])
+    )
+    with second:
+        servers = (triton, second)
+        options = ["TritonHttpUser", "--model", "identity", "--server-stats-interval", "1"]
+        for flag, address in (("http", "http_address"), ("grpc", "grpc_address"), ("metrics", "metrics_address")):
+            options += [f"--triton-{flag}", ",".join(getattr(s, address) for s in servers)]
+        before = [model_stats(s.http_address, "identity")["requests"] for s in servers]
+        with launch(tmp_path, options) as ui:
+            browser.get(ui.url)
+            open_custom_parameters(browser)
+            balance = browser.find_element(By.NAME, "balance")
+            Select(balance).select_by_value("pin-user")
+            screenshot(browser, "webui-balance.png", height=520, focus=balance, width=1100)
+            start(browser, users=4)
+            wait_running(browser, 1)
+            summary, (row,) = stop_and_read(browser, ui)
+        after = [model_stats(s.http_address, "identity")["requests"] for s in servers]
+    assert json.loads((ui.run_dir / "config.json").read_text())["options"]["balance"] == "pin-user"
+    (endpoint,) = summary["endpoints"]
+    assert int(row["Requests"]) == endpoint["requests"] == sum(after) - sum(before)
+    for server, start_count, end_count in zip(servers, before, after, strict=True):
+        assert endpoint["replicas"][server.http_address]["requests"] == end_count - start_count > 0
+    assert float(row["Server avg batch"]) == pytest.approx(summary["server"]["identity"]["avg_batch"], abs=0.01)
+
+
+def test_mix_run_shows_one_row_per_model_each_equal_to_tritons_count(triton, browser, tmp_path):
+    """--mix docs/examples/mix.yaml over HTTP: a row per model in the exact tab and in Locust's
+    Statistics, each equal to Triton's own count for that model."""
+    models = ("identity", "sleep", "text_reverse")
+    options = ["TritonHttpUser", *triton_options(triton, 1), "--mix", str(REPO_ROOT / "docs/examples/mix.yaml")]
+    before = {model: model_stats(triton.http_address, model) for model in models}
+    with launch(tmp_path, options) as ui:
+        browser.get(ui.url)
+        start(browser, users=4)
+        wait_running(browser, len(models))
+        summary, rows = stop_and_read(browser, ui)
+        screenshot(browser, "webui-mix.png", height=820)  # the final numbers: each equal to Triton's
+        with urllib.request.urlopen(ui.url.rstrip("/") + "/stats/requests", timeout=5) as response:
+            locust_rows = {r["name"]: r["num_requests"] for r in json.loads(response.read())["stats"]}
+    after = {model: model_stats(triton.http_address, model) for model in models}
+    assert sorted(row["Endpoint"] for row in rows) == [f"{model} [http]" for model in models]
+    for row in rows:
+        model = row["Endpoint"].removesuffix(" [http]")
+        triton_delta = {key: after[model][key] - before[model][key] for key in ("requests", "inferences")}
+        assert int(row["Requests"]) == triton_delta["requests"] == locust_rows[model] > 0, row
+        assert int(row["Inferences"]) == triton_delta["inferences"], row
+        assert int(row["Requests"]) == summary["mix"]["requests"][model] == summary["server"][model]["requests"]
+        assert float(row["Server avg batch"]) == pytest.approx(summary["server"][model]["avg_batch"], abs=0.01)
+    assert locust_rows["Aggregated"] == sum(int(row["Requests"]) for row in rows)
