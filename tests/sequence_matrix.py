@@ -43,7 +43,11 @@ MODELS = (
     SequenceModel("UINT64", 4, "direct", "UINT64", "bool"),
 )
 
-_FALSE_TRUE = {"int32": "int32_false_true: [ 0, 1 ]", "fp32": "fp32_false_true: [ 0, 1 ]", "bool": "bool_false_true: [ false, true ]"}
+_FALSE_TRUE = {
+    "int32": "int32_false_true: [ 0, 1 ]",
+    "fp32": "fp32_false_true: [ 0, 1 ]",
+    "bool": "bool_false_true: [ false, true ]",
+}
 _STRATEGY = {
     # direct: one slot per sequence (max_batch_size slots, or one when the model does not batch).
     "direct": "direct { }",

@@ -20,11 +20,12 @@ from locust.event import EventHook
 from loadtests.batch_size import BatchSizeSpec
 from loadtests.clients import Connections, open_client
 from loadtests.endpoints import prepare_endpoint
+from loadtests.errors import ModelMismatchError
 from loadtests.sequence_ids import SequenceIds
 from loadtests.sequences import SequenceSender
 from loadtests.server import LocalTriton
 from loadtests.settings import Settings
-from tests.helpers import model_stats
+from tests.helpers import model_stats, run_locust
 from tests.sequence_matrix import MODELS, write_repository
 
 USERS = 3
@@ -70,8 +71,10 @@ def drive(triton: LocalTriton, model: str, protocol: str) -> Tally:
     clients = [open_client(protocol, settings, tally.event, connections) for _ in range(USERS)]
     try:
         endpoint = prepare_endpoint("sequence", clients[0], model, settings)
+        lengths = BatchSizeSpec.parse(LENGTHS)
         senders = [
-            SequenceSender(client, endpoint, SequenceIds(0, slot), BatchSizeSpec.parse(LENGTHS), random.Random(slot), bool)
+            # Never stopping (lambda: False): every sequence runs to its END.
+            SequenceSender(client, endpoint, SequenceIds(0, slot), lengths, random.Random(slot), lambda: False)
             for slot, client in enumerate(clients)
         ]
         jobs = [gevent.spawn(lambda s=s: [s.run_one() for _ in range(SEQUENCES_PER_USER)]) for s in senders]
@@ -86,6 +89,11 @@ def drive(triton: LocalTriton, model: str, protocol: str) -> Tally:
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
 def test_every_sequence_model_kind_gets_right_sums_and_counts(matrix_triton, model, protocol):
     before = model_stats(matrix_triton.http_address, model.name)
+    if model.corrid == "STRING":
+        with pytest.raises(ModelMismatchError, match="string correlation IDs"):
+            drive(matrix_triton, model.name, protocol)
+        assert model_stats(matrix_triton.http_address, model.name) == before
+        return
     tally = drive(matrix_triton, model.name, protocol)
     after = model_stats(matrix_triton.http_address, model.name)
     sequences = USERS * SEQUENCES_PER_USER
@@ -96,3 +104,14 @@ def test_every_sequence_model_kind_gets_right_sums_and_counts(matrix_triton, mod
     assert tally.requests > sequences
     assert after["requests"] - before["requests"] == tally.requests
     assert after["failures"] - before["failures"] == 0
+
+
+def test_a_string_corrid_model_is_refused_before_any_load(matrix_triton):
+    """From the command line: one `error:` line, exit code 2, Triton's counters untouched."""
+    model = next(m for m in MODELS if m.corrid == "STRING")
+    before = model_stats(matrix_triton.http_address, model.name)
+    result = run_locust(["TritonSequenceGrpcUser"], [*matrix_triton.options, "--model", model.name])
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and "TYPE_STRING" in errors[0], errors
+    assert model_stats(matrix_triton.http_address, model.name) == before
