@@ -24,6 +24,7 @@ from analysis.dataset import Dataset, SourceError, load
 from analysis.document import Document
 from analysis.levels import PERCENTILE_KEYS
 from analysis.resources import resource_findings
+from analysis.sequences import SEQUENCE_HEADERS, SEQUENCE_NOTE, sequence_table
 
 RUNS_ROOT = Path("runs")
 
@@ -265,6 +266,7 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
             True,
         )
         doc.table(*server_table)
+    _sequence_section(doc, datasets, labels)
     for index, group in enumerate(groups, 1):
         doc.heading(" vs ".join(f"{s.label}: {s.name}" for s in group))
         doc.table(*figure_table(group))
@@ -290,6 +292,20 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
                 "p99 and throughput over time",
             )
     return doc.write(Path(out_dir), "compare")
+
+
+def _sequence_section(doc: Document, datasets: list[Dataset], labels: list[str]) -> None:
+    """Runs with sequence users: each run's sequence endpoints, labelled (no section without any)."""
+    rows = [
+        row
+        for data, label in zip(datasets, labels, strict=True)
+        if data.run
+        for row in sequence_table(data.run, label)[1]
+    ]
+    if rows:
+        doc.heading("Sequences")
+        doc.paragraph(SEQUENCE_NOTE, True)
+        doc.table(SEQUENCE_HEADERS, rows)
 
 
 def server_comparison(datasets: list[Dataset], labels: list[str]) -> tuple[list[str], list[list[str]]] | None:

@@ -17,6 +17,7 @@ from analysis.document import Document
 from analysis.finding_groups import grouped_findings
 from analysis.findings import findings
 from analysis.mix import mix_table
+from analysis.sequences import SEQUENCE_NOTE, sequence_table
 
 TITLES = {
     "run": "Load test report",
@@ -57,6 +58,7 @@ def build(data: Dataset, prefix: str = "") -> Document:
     _findings_section(doc, data)
 
     _mix_section(doc, data)
+    _sequence_section(doc, data)
     _endpoints_section(doc, data, prefix)
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:
@@ -131,6 +133,16 @@ def _mix_section(doc: Document, data: Dataset) -> None:
         "Endpoints.",
         True,
     )
+    doc.table(headers, rows)
+
+
+def _sequence_section(doc: Document, data: Dataset) -> None:
+    """A run with sequence users: how their sequences ended, per endpoint."""
+    headers, rows = sequence_table(data.run) if data.run is not None else ([], [])
+    if not rows:
+        return
+    doc.heading("Sequences")
+    doc.paragraph(SEQUENCE_NOTE, True)
     doc.table(headers, rows)
 
 

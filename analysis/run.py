@@ -16,6 +16,7 @@ from pathlib import Path
 
 from loadtests.run_format.ensembles import ensemble_of
 from loadtests.run_format.files import CONFIG_JSON, SUMMARY_JSON
+from loadtests.run_format.summary import SEQUENCE_COUNTS
 
 
 class RunDirectoryError(Exception):
@@ -56,6 +57,8 @@ class EndpointSummary:
     requested_batch_sizes: dict[str, int] = field(default_factory=dict)
     # Several Triton replicas: {address: {"requests", "failures", "mean_latency_us"}} ({} otherwise).
     replicas: dict[str, dict] = field(default_factory=dict)
+    # Sequence users only: {"started", "completed", "failed", "ended_early"} ({} otherwise).
+    sequences: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -81,6 +84,7 @@ class EndpointSummary:
             confidence=entry.get("confidence"),
             requested_batch_sizes={str(k): int(v) for k, v in (entry.get("requested_batch_sizes") or {}).items()},
             replicas=dict(entry.get("replicas") or {}),
+            sequences={key: int(entry[f"sequences_{key}"]) for key in SEQUENCE_COUNTS if f"sequences_{key}" in entry},
         )
 
 

@@ -238,6 +238,14 @@ def check_sequence_model(model: ModelSpec, settings: Settings) -> None:
             f"model '{model.name}' is not an accumulator: sequence users send one integer per request "
             f"({'/'.join(SEQUENCE_DATATYPES)} input of shape [1]) and check one output against the running sum"
         )
+    if model.string_correlation_ids:
+        # Measured on the bundled Triton: a numeric ID is copied as 8 raw bytes into the string
+        # tensor and every request is refused as malformed; string IDs (tritonclient's own too)
+        # fail its check of the control tensor ("unexpected number of string elements 2").
+        raise ModelMismatchError(
+            f"model '{model.name}' takes string correlation IDs (its CORRID control is TYPE_STRING), "
+            "and sequence users send integer IDs: give it a TYPE_UINT64, TYPE_INT64, TYPE_UINT32 or TYPE_INT32 CORRID"
+        )
     if not model.inputs[0].accepts((1,)):
         raise ModelMismatchError(f"input '{model.inputs[0].name}' of model '{model.name}' does not take shape [1]")
     if settings.open_loop:

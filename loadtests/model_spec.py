@@ -12,6 +12,8 @@ import numpy as np
 
 # Config parameter (string_value) of a sequence model: the longest sequence it accepts.
 MAX_SEQUENCE_LENGTH = "max_sequence_length"
+# The CORRID control data_type of a sequence model that takes string correlation IDs.
+CORRID_STRING = "TYPE_STRING"
 # Triton datatype name -> numpy dtype. BYTES tensors are numpy object arrays of bytes.
 TRITON_TO_NUMPY: dict[str, np.dtype] = {
     "BOOL": np.dtype(bool),
@@ -76,10 +78,17 @@ class ModelSpec:
     max_sequence_length: int | None = None
     # The config has `sequence_batching`: requests need a correlation ID and start/end flags.
     sequence_batching: bool = False
+    # The data_type of its CORRID control ("TYPE_UINT64", "TYPE_STRING", ...), if it has one.
+    correlation_id_type: str | None = None
 
     @property
     def batches(self) -> bool:
         return self.max_batch_size > 0
+
+    @property
+    def string_correlation_ids(self) -> bool:
+        """Whether its CORRID control is TYPE_STRING (requests must carry string correlation IDs)."""
+        return self.correlation_id_type == CORRID_STRING
 
     def input(self, name: str) -> TensorSpec:
         for spec in self.inputs:
@@ -112,7 +121,17 @@ class ModelSpec:
             outputs=tensors(metadata.get("outputs", [])),
             max_sequence_length=_int_parameter(config, MAX_SEQUENCE_LENGTH),
             sequence_batching=bool(config.get("sequence_batching")),
+            correlation_id_type=_correlation_id_type(config),
         )
+
+
+def _correlation_id_type(config: dict) -> str | None:
+    """The data_type of the CORRID control of a sequence model's config, or None."""
+    for control_input in (config.get("sequence_batching") or {}).get("control_input") or []:
+        for control in control_input.get("control") or []:
+            if control.get("kind") == "CONTROL_SEQUENCE_CORRID":
+                return control.get("data_type") or None
+    return None
 
 
 def _int_parameter(config: dict, key: str) -> int | None:

@@ -14,7 +14,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def model_stats(http_address: str, model: str) -> dict[str, int]:
-    """Cumulative request/execution/inference counts of one model from /v2/models/<m>/stats."""
+    """Cumulative request (successful and failed)/execution/inference counts of one model from
+    /v2/models/<m>/stats."""
     client = httpclient.InferenceServerClient(http_address)
     try:
         stats = client.get_inference_statistics(model)["model_stats"][0]
@@ -22,6 +23,7 @@ def model_stats(http_address: str, model: str) -> dict[str, int]:
         client.close()
     return {
         "requests": int(stats["inference_stats"]["success"]["count"]),
+        "failures": int(stats["inference_stats"]["fail"]["count"]),
         "executions": int(stats["execution_count"]),
         "inferences": int(stats["inference_count"]),
     }

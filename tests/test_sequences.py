@@ -7,12 +7,16 @@ equals what its user sent (else the failure "sequence state"), Triton rejects no
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
 
 import gevent
 import tritonclient.http as httpclient
 from locust.event import EventHook
 
+from analysis.compare import write_comparison
+from analysis.report import write_report
 from loadtests.batch_size import BatchSizeSpec
 from loadtests.clients import Connections, open_client
 from loadtests.clients.base import SequenceStep
@@ -74,6 +78,32 @@ def test_sequences_from_a_master_and_three_workers(triton, tmp_path):
     # counts what the suite and Triton counted.
     locust_rows = locust_request_counts(tmp_path / "locust")
     assert locust_rows == {(e["protocol"], MODEL): e["requests"] for e in endpoints.values()}
+    check_report_sections(run_dir, endpoints, tmp_path)
+
+
+def check_report_sections(run_dir, endpoints: dict[str, dict], tmp_path) -> None:
+    """The report and the comparison show this run's sequence counts per endpoint; a run without
+    sequence users (the same directory with the sequences_* keys taken out) has no such section."""
+    plain = tmp_path / "plain"
+    shutil.copytree(run_dir, plain)
+    summary = json.loads((plain / "summary.json").read_text())
+    for entry in summary["endpoints"]:
+        for key in [k for k in entry if k.startswith("sequences_")]:
+            del entry[key]
+    (plain / "summary.json").write_text(json.dumps(summary))
+    write_report(run_dir)
+    write_report(plain)
+    write_comparison([run_dir, plain], ["seq", "plain"], tmp_path / "compare")
+    report = (run_dir / "report.md").read_text()
+    compared = (tmp_path / "compare" / "compare.md").read_text()
+    assert "## Sequences" in report and "## Sequences" in compared
+    assert "Sequences" not in (plain / "report.md").read_text()
+    for name, e in endpoints.items():
+        counts = [e[f"sequences_{key}"] for key in ("started", "completed", "failed", "ended_early")]
+        row = " | ".join(str(n) for n in [*counts, e["requests"]])
+        assert f"| {name} | {row} |" in report, report
+        assert f"| seq: {name} | {row} |" in compared
+        assert f"plain: {name}" not in compared.split("## Sequences")[1].split("##")[0]
 
 
 def _sender(client, endpoint, ids: SequenceIds, seed: int) -> SequenceSender:

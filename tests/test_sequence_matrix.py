@@ -1,0 +1,117 @@
+"""Sequence users across the space of sequence models Triton allows (tests/sequence_matrix.py):
+INT32/INT64/UINT32/UINT64 inputs, max_batch_size 0 and > 0, the `direct` and `oldest`
+strategies, CORRID as TYPE_UINT64 and TYPE_STRING, int32/fp32/bool controls; HTTP and gRPC.
+
+One Triton for the module serves the eight models alone (a temporary repository, so the
+session's Triton does not start their stubs). Each cell drives one model over one protocol
+through the suite's own path (pre-flight, the clients, SequenceSender and its running-sum
+check): every response must hold the sum its sequence sent so far, and the requests counted
+must equal Triton's statistics, none refused.
+"""
+
+from __future__ import annotations
+
+import random
+
+import gevent
+import pytest
+from locust.event import EventHook
+
+from loadtests.batch_size import BatchSizeSpec
+from loadtests.clients import Connections, open_client
+from loadtests.endpoints import prepare_endpoint
+from loadtests.errors import ModelMismatchError
+from loadtests.sequence_ids import SequenceIds
+from loadtests.sequences import SequenceSender
+from loadtests.server import LocalTriton
+from loadtests.settings import Settings
+from tests.helpers import model_stats, run_locust
+from tests.sequence_matrix import MODELS, write_repository
+
+USERS = 3
+SEQUENCES_PER_USER = 5
+# Length 1 is a request that both starts and ends its sequence (Triton's START|END).
+LENGTHS = "1,3,5"
+
+
+@pytest.fixture(scope="module")
+def matrix_triton(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("sequence_matrix")
+    with LocalTriton([write_repository(parent)], log_file=parent / "triton.log") as server:
+        yield server
+
+
+class Tally:
+    """What the request event reported: requests, failures by name, sequence outcomes."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.failures: dict[str, int] = {}
+        self.first_failure = ""
+        self.started = 0
+        self.outcomes: dict[str, int] = {}
+        self.event = EventHook()
+        self.event.add_listener(self.on_request)
+
+    def on_request(self, exception=None, context=None, **_) -> None:
+        self.requests += 1
+        if exception is not None:
+            self.failures[str(exception)] = self.failures.get(str(exception), 0) + 1
+            self.first_failure = self.first_failure or exception.detail
+        self.started += bool(context.get("sequence_started"))
+        outcome = context.get("sequence_outcome")
+        if outcome:
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+
+def drive(triton: LocalTriton, model: str, protocol: str) -> Tally:
+    """USERS senders, each with its own connection and user slot, SEQUENCES_PER_USER sequences each."""
+    settings = Settings(triton_http=triton.http_address, triton_grpc=triton.grpc_address, model=model)
+    tally, connections = Tally(), Connections()
+    clients = [open_client(protocol, settings, tally.event, connections) for _ in range(USERS)]
+    try:
+        endpoint = prepare_endpoint("sequence", clients[0], model, settings)
+        lengths = BatchSizeSpec.parse(LENGTHS)
+        senders = [
+            # Never stopping (lambda: False): every sequence runs to its END.
+            SequenceSender(client, endpoint, SequenceIds(0, slot), lengths, random.Random(slot), lambda: False)
+            for slot, client in enumerate(clients)
+        ]
+        jobs = [gevent.spawn(lambda s=s: [s.run_one() for _ in range(SEQUENCES_PER_USER)]) for s in senders]
+        gevent.joinall(jobs, raise_error=True)
+    finally:
+        for client in clients:
+            client.close()
+    return tally
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+def test_every_sequence_model_kind_gets_right_sums_and_counts(matrix_triton, model, protocol):
+    before = model_stats(matrix_triton.http_address, model.name)
+    if model.corrid == "STRING":
+        with pytest.raises(ModelMismatchError, match="string correlation IDs"):
+            drive(matrix_triton, model.name, protocol)
+        assert model_stats(matrix_triton.http_address, model.name) == before
+        return
+    tally = drive(matrix_triton, model.name, protocol)
+    after = model_stats(matrix_triton.http_address, model.name)
+    sequences = USERS * SEQUENCES_PER_USER
+    assert tally.failures == {}, f"{tally.failures}: {tally.first_failure}"
+    assert tally.started == sequences
+    assert tally.outcomes == {"completed": sequences}
+    # Triton counted every request the suite did (lengths 1..5: more requests than sequences), refused none.
+    assert tally.requests > sequences
+    assert after["requests"] - before["requests"] == tally.requests
+    assert after["failures"] - before["failures"] == 0
+
+
+def test_a_string_corrid_model_is_refused_before_any_load(matrix_triton):
+    """From the command line: one `error:` line, exit code 2, Triton's counters untouched."""
+    model = next(m for m in MODELS if m.corrid == "STRING")
+    before = model_stats(matrix_triton.http_address, model.name)
+    result = run_locust(["TritonSequenceGrpcUser"], [*matrix_triton.options, "--model", model.name])
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and "TYPE_STRING" in errors[0], errors
+    assert model_stats(matrix_triton.http_address, model.name) == before
