@@ -24,7 +24,7 @@ from analysis.dataset import Dataset, SourceError, load
 from analysis.document import Document
 from analysis.levels import PERCENTILE_KEYS
 from analysis.resources import resource_findings
-from analysis.sequences import SEQUENCE_HEADERS, SEQUENCE_NOTE, sequence_table
+from analysis.sequences import sequence_section, sequence_table
 
 RUNS_ROOT = Path("runs")
 
@@ -302,10 +302,7 @@ def _sequence_section(doc: Document, datasets: list[Dataset], labels: list[str])
         if data.run
         for row in sequence_table(data.run, label)[1]
     ]
-    if rows:
-        doc.heading("Sequences")
-        doc.paragraph(SEQUENCE_NOTE, True)
-        doc.table(SEQUENCE_HEADERS, rows)
+    sequence_section(doc, rows)
 
 
 def server_comparison(datasets: list[Dataset], labels: list[str]) -> tuple[list[str], list[list[str]]] | None:

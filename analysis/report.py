@@ -17,7 +17,7 @@ from analysis.document import Document
 from analysis.finding_groups import grouped_findings
 from analysis.findings import findings
 from analysis.mix import mix_table
-from analysis.sequences import SEQUENCE_NOTE, sequence_table
+from analysis.sequences import sequence_section, sequence_table
 
 TITLES = {
     "run": "Load test report",
@@ -138,12 +138,7 @@ def _mix_section(doc: Document, data: Dataset) -> None:
 
 def _sequence_section(doc: Document, data: Dataset) -> None:
     """A run with sequence users: how their sequences ended, per endpoint."""
-    headers, rows = sequence_table(data.run) if data.run is not None else ([], [])
-    if not rows:
-        return
-    doc.heading("Sequences")
-    doc.paragraph(SEQUENCE_NOTE, True)
-    doc.table(headers, rows)
+    sequence_section(doc, sequence_table(data.run)[1] if data.run is not None else [])
 
 
 def _replicas_section(doc: Document, data: Dataset) -> None:

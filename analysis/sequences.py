@@ -10,6 +10,7 @@ has no section.
 
 from __future__ import annotations
 
+from analysis.document import Document
 from analysis.run import SavedRun
 from analysis.tables import count
 
@@ -45,3 +46,11 @@ SEQUENCE_NOTE = (
     "right), failed (a request failed; the sequence was closed), or ended early (cut short by the test's "
     "stop, its last request flagged end). Requests include the END that closes a failed sequence."
 )
+
+
+def sequence_section(doc: Document, rows: list[list[str]]) -> None:
+    """The section itself, for a report (one run) and a comparison (labelled rows); none without rows."""
+    if rows:
+        doc.heading("Sequences")
+        doc.paragraph(SEQUENCE_NOTE, True)
+        doc.table(SEQUENCE_HEADERS, rows)
