@@ -19,6 +19,7 @@ from loadtests.options import apply_form
 from loadtests.outputs import check_outputs
 from loadtests.recording.run_dir import used_run_dir_error
 from loadtests.run.process import SuiteProcess
+from loadtests.run.sequence_run import check_sequence_endpoints, planned_size
 from loadtests.settings import Settings
 
 
@@ -51,6 +52,8 @@ class Preflight:
                 if used is not None:
                     raise used
                 process.endpoints.prepare_all()
+                # Sequence models with a 32-bit CORRID: do the planned workers and users fit?
+                check_sequence_endpoints(list(process.endpoints.prepared.values()), planned_size(process))
         except StartupError as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(error.exit_code)
