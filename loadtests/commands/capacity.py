@@ -40,7 +40,7 @@ from loadtests.commands.args import (
     shape_command,
     subcommand,
 )
-from loadtests.commands.sweep import choose_user_class
+from loadtests.commands.sweep import choose_user_classes
 from loadtests.errors import SpecError
 from loadtests.server.launcher import REPO_ROOT
 from loadtests.traffic.capacity_files import CAPACITY_JSON
@@ -110,6 +110,7 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
         raise SpecError("--settle-windows and --workers must be >= 0")
     if args.max_in_flight is not None and args.max_in_flight < 1:
         raise SpecError("--max-in-flight must be at least 1")
+    user_classes = choose_user_classes(target.user_class_model, args.protocol, args.user_class)
     shape_args = ",".join(
         [
             "slo=" + ";".join(clause.text for clause in clauses),
@@ -119,14 +120,14 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
             f"stability={args.stability_percentage!r}",
             f"max_trials={args.max_trials}",
             f"settle={args.settle_windows}",
-            f"users={max(1, args.workers)}",  # open-loop senders share the rate by user count
+            # Open-loop senders share the rate by user count (--protocol both: one per protocol per process).
+            f"users={len(user_classes) * max(1, args.workers)}",
         ]
     )
     parse_capacity_args(shape_args)  # the shape's own check (start, growth, precision), before any load
-    user_class = choose_user_class(target.user_class_model, args.protocol, args.user_class)
     run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(target.label)
     traffic = open_loop_options(args.traffic, args.max_in_flight)
-    command = shape_command(args, user_class, run_dir, "capacity", shape_args, traffic, extra)
+    command = shape_command(args, user_classes, run_dir, "capacity", shape_args, traffic, extra)
     return command, run_dir
 
 
