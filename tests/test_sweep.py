@@ -445,7 +445,9 @@ def test_a_sweep_over_a_mix_over_grpc_or_both_protocols(triton, tmp_path, protoc
     assert result.returncode == 0, result.stderr[-3000:]
     (swept,) = json.loads((run_dir / "sweep.json").read_text())["levels"]
     assert swept["level"] == float(level)
-    assert sum(swept["server"][m]["requests"] for m in models) == pytest.approx(swept["requests"], abs=4)
+    # As the --mix sweep above: the level's windows and the server snapshots bounding it may differ by a few.
+    served = sum(swept["server"][m]["requests"] for m in models)
+    assert served == pytest.approx(swept["requests"], abs=max(4, 0.05 * swept["requests"]))
     summary = read_summary(run_dir)
     check_mix_endpoints(summary, models, PROTOCOLS[protocol])
     if protocol == "both":  # half the users (closed loop) or half the sends (open loop) each
