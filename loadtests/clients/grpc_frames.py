@@ -5,16 +5,20 @@ Built once per endpoint before the test (`prepare_call`), so a request costs one
 bytes that never change; the connection that sends them is `grpc_wire.Connection`.
 
 What it handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
-- connection preface, SETTINGS (and its ACK), PING answered, GOAWAY (streams the server
-  did not take fail as "connection reset", the next call opens a new connection);
+- connection preface, SETTINGS (and its ACK; the first call waits for the server's),
+  MAX_CONCURRENT_STREAMS (calls above it wait for a stream), PING answered, GOAWAY (streams
+  above its last stream fail as "connection reset" "not processed (GOAWAY)", those below
+  finish, then the connection closes);
 - flow control both ways: it advertises the largest windows and tops the connection
   window up; a request larger than the server's window waits for WINDOW_UPDATE;
 - HEADERS with CONTINUATION, padding and priority; HPACK decoding by the `hpack` package,
   with a cache of header blocks that leave the dynamic table unchanged (Triton's steady
   state is a few indexed fields);
-- deadlines: `grpc-timeout` is sent, and a call still unanswered at its deadline is
-  cancelled with RST_STREAM (CANCEL) and fails as a timeout; a greenlet killed mid-call
-  (a stopped run) cancels its stream the same way.
+- deadlines over the whole call: `grpc-timeout` is sent, the write is bounded too, and a
+  call still unanswered at its deadline is cancelled with RST_STREAM (CANCEL) and fails as a
+  timeout; a greenlet killed mid-call (a stopped run) cancels its stream the same way;
+- statuses as grpcio and the gRPC spec map them: RST_STREAM codes (`reset_failure`), an HTTP
+  status without grpc-status (`http_status_failure`); gzip/deflate replies decompressed.
 """
 
 from __future__ import annotations

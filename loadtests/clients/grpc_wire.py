@@ -175,11 +175,12 @@ class Connection(FrameReceiver):
         sock = self._sock
         try:
             sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 0.001))
+            # Control frames first: one may be the rest of a frame the hub began (_send_control).
+            # (`data` may be the rest of a frame too, but then none were pending: see _send.)
+            self._write_control(sock)
             if data:
                 sock.sendall(self._tls.encrypt(data) if self._tls else data)
-            if self._pending_control:
-                control, self._pending_control = b"".join(self._pending_control), []
-                sock.sendall(self._tls.encrypt(control) if self._tls else control)
+            self._write_control(sock)
         except TimeoutError:
             self._cut_write()
             raise CallFailure("timeout", "the request was still being written at its deadline") from None
@@ -190,6 +191,11 @@ class Connection(FrameReceiver):
             raise
         finally:
             sock.settimeout(None)
+
+    def _write_control(self, sock) -> None:
+        if self._pending_control:
+            control, self._pending_control = b"".join(self._pending_control), []
+            sock.sendall(self._tls.encrypt(control) if self._tls else control)
 
     def _cut_write(self) -> None:
         self._write_cut = CallFailure("connection reset", "not sent: a write on the connection was interrupted")
@@ -210,8 +216,9 @@ class Connection(FrameReceiver):
             rest = send_without_waiting(self._raw, data)
         except OSError:
             return
-        if rest:
-            gevent.spawn(self._send, rest)
+        if rest:  # the rest of the frame before any other bytes: the next writer sends it first
+            self._pending_control.append(rest)
+            gevent.spawn(self._flush_control)
 
     def _flush_control(self) -> None:
         with contextlib.suppress(OSError, CallFailure):  # the connection died meanwhile: nothing left to answer
