@@ -61,6 +61,9 @@ class PeerConnection:
         self.stream_limit = settings.get(SettingCodes.MAX_CONCURRENT_STREAMS)
         enforced = {key: value for key, value in settings.items() if key != SettingCodes.MAX_CONCURRENT_STREAMS}
         self.h2.local_settings = h2.settings.Settings(client=False, initial_values=enforced)
+        # h2 reads its frame size limit only when it is built (or when a change is acknowledged).
+        self.h2.max_inbound_frame_size = self.h2.local_settings.max_frame_size
+        self.h2.incoming_buffer.max_frame_size = self.h2.max_inbound_frame_size
         self.open_streams: set[int] = set()
         self.refused: list[int] = []
         self.most_open = 0
