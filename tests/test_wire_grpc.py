@@ -386,3 +386,25 @@ def test_a_call_waiting_behind_a_large_write_fails_at_its_deadline():
         assert results[0] == b"ok"
         connection.close()
     assert [e for e in server.connections[0].events if isinstance(e, Exception)] == []
+
+
+def test_a_released_connection_closes_when_its_call_in_flight_ends():
+    """The last user leaves while its call is in flight (unanswered: it times out): the call is not
+    cut short, and the connection closes as it ends."""
+
+    def script(peer: PeerConnection) -> None:
+        peer.next_request()
+        while peer.pump(0.2) or not peer.closed:
+            pass
+
+    with H2Peer(script) as server:
+        pool = ConnectionPool(f"127.0.0.1:{server.port}", users_per_connection=1, connect_timeout_s=2.0)
+        slot = pool.slot_for_new_user()
+        connection = pool.connection(slot)
+        call = gevent.spawn(outcome, connection, call_for(server.port, b"x", 0.5), 0.5)
+        gevent.sleep(0.2)
+        pool.release(slot)
+        assert not server.connections[0].closed  # still in flight
+        assert call.get(timeout=2).kind == "timeout"
+        gevent.sleep(0.2)
+        assert server.connections[0].closed

@@ -282,6 +282,8 @@ class Connection(FrameReceiver):
                 timer = self._hub.loop.timer(max(deadline - time.monotonic(), 0.0))
                 timer.start(waiter.switch, TIMED_OUT)
             result = waiter.get()
+            if result is TIMED_OUT and self._streams.pop(stream_id, None) is not None:
+                self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
         except BaseException:
             # Killed (a stopped run) or failed while sending: the server must not go on with it.
             if self._streams.pop(stream_id, None) is not None:
@@ -290,10 +292,9 @@ class Connection(FrameReceiver):
         finally:
             if timer is not None:
                 timer.close()
-            self._stream_ended()
+            if self._max_streams is not None or not self.usable:
+                self._stream_ended()
         if result is TIMED_OUT:
-            if self._streams.pop(stream_id, None) is not None:
-                self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
             raise CallFailure("timeout", f"no response within {timeout_s} s")
         if isinstance(result, CallFailure):
             raise result
