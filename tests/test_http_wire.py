@@ -256,3 +256,26 @@ def test_a_slow_reader_and_a_large_response():
         big = build_request(f"127.0.0.1:{port}", "/v2/models/m/infer", b"\x02" * 2_000_000, {})
         assert connection.exchange(big) == (200, None, answer)
         connection.close()
+
+
+def test_a_slow_answer_leaves_the_next_request_its_whole_timeout():
+    """A read that waited shortens the socket's timeout to what was left of that request; the
+    next request on the kept-alive connection has its own whole timeout again."""
+
+    def script(conn):
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\na")
+        time.sleep(0.6)
+        conn.sendall(b"b")
+        time.sleep(0.05)
+        conn.sendall(b"c")  # read with 0.4 s left
+        read_request(conn)
+        time.sleep(0.7)  # more than the first request left, less than a whole timeout
+        conn.sendall(OK)
+        time.sleep(0.3)
+
+    with scripted_connections(script) as port:
+        connection = HttpConnection("127.0.0.1", port, 2.0, 1.0)
+        assert connection.exchange(request(port)) == (200, None, b"abc")
+        assert connection.exchange(request(port)) == (200, None, b"ok")
+        connection.close()

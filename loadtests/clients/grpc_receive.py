@@ -47,6 +47,8 @@ from loadtests.clients.grpc_frames import (
 class FrameReceiver:
     """Frames in, for `grpc_wire.Connection` (whose __init__ sets the state used here)."""
 
+    __slots__ = ()
+
     def _wake(self, stream: StreamState, result) -> None:
         # Runs in the hub (I/O watcher or _fail_all from a greenlet): a Waiter switches
         # straight into the greenlet waiting on it.
@@ -147,7 +149,7 @@ class FrameReceiver:
         last_stream = U32.unpack_from(payload, 0)[0] & 0x7FFFFFFF
         name = h2_error_name(U32.unpack_from(payload, 4)[0])
         debug = payload[8:].decode(errors="replace")
-        self._goaway_last_stream, self.usable = last_stream, False
+        self.usable = False
         detail = f"server going away (HTTP/2 GOAWAY {name}{': ' + debug if debug else ''}): not processed (GOAWAY)"
         for sid in [sid for sid in self._streams if sid > last_stream]:
             self._wake(self._streams.pop(sid), CallFailure("connection reset", detail))

@@ -55,6 +55,40 @@ class Connection(FrameReceiver):
     """One HTTP/2 connection to a gRPC server, shared by any number of greenlets. Frames are
     written here (by the calling greenlets) and read by `FrameReceiver` (in the hub)."""
 
+    # Slots: over 30 attributes a plain instance dict stops sharing its keys, and every
+    # attribute read on the hot path got slower (measured: +5,000 instructions per call).
+    __slots__ = (
+        "_buffer",
+        "_connect_timeout_s",
+        "_continuation",
+        "_dead",
+        "_headers",
+        "_hub",
+        "_max_streams",
+        "_next_stream_id",
+        "_peer_initial_window",
+        "_peer_max_frame",
+        "_pending_control",
+        "_raw",
+        "_received_unacknowledged",
+        "_send_lock",
+        "_send_window",
+        "_settings_seen",
+        "_sock",
+        "_stream_freed",
+        "_stream_send_windows",
+        "_streams",
+        "_tls",
+        "_tls_context",
+        "_watcher",
+        "_window_opened",
+        "_write_cut",
+        "_writers",
+        "host",
+        "port",
+        "usable",
+    )
+
     def __init__(self, host: str, port: int, connect_timeout_s: float, tls: ssl.SSLContext | None = None) -> None:
         self.host, self.port, self._tls_context, self._tls = host, port, tls, None  # grpcs://: grpc_tls.py
         self._connect_timeout_s = connect_timeout_s
@@ -77,7 +111,6 @@ class Connection(FrameReceiver):
         self._peer_max_frame = DEFAULT_MAX_FRAME
         self._received_unacknowledged = 0
         self._dead: CallFailure | None = None
-        self._goaway_last_stream: int | None = None
         self._max_streams: int | None = None  # the server's SETTINGS_MAX_CONCURRENT_STREAMS
         self._stream_freed = gevent.event.Event()
         self._settings_seen = gevent.event.Event()

@@ -60,6 +60,7 @@ def send_all(sock: gevent.socket.socket, data: bytes, deadline: float) -> None:
     if sent < len(data):
         sock.settimeout(remaining(deadline))
         sock.sendall(memoryview(data)[sent:])
+        sock.settimeout(remaining(deadline))  # for the first read
 
 
 class HttpConnection:
@@ -136,12 +137,15 @@ class HttpConnection:
             else:  # the OS socket under a TLS one must never see plaintext
                 sock.settimeout(remaining(deadline))
                 sock.sendall(request)
+                sock.settimeout(remaining(deadline))
             result, keep_alive = read_response(sock, deadline)
         except BaseException:
             self.close()
             raise
         if keep_alive:
             self._last_used = time.monotonic()
+            if sock.timeout != self.timeout_s:  # a read or write that waited shortened it
+                sock.settimeout(self.timeout_s)
         else:
             self.close()
         return result
@@ -163,7 +167,11 @@ def recv(sock, deadline: float, where: str) -> bytes:
 
 
 def read_response(sock, deadline: float) -> tuple[tuple[int, int | None, bytes], bool]:
-    buffer = bytearray()
+    """The first read waits the socket's timeout (the request's own when the write did not wait);
+    any later read, what is left of it."""
+    buffer = bytearray(sock.recv(READ_CHUNK))
+    if not buffer:
+        raise ConnectionClosed("connection closed before the response headers")
     while True:
         head_end = buffer.find(b"\r\n\r\n")
         if head_end < 0:
