@@ -12,10 +12,20 @@ import h2.events
 import pytest
 from h2.settings import SettingCodes
 
-from loadtests.clients.grpc_frames import MAX_STREAM_ID, CallFailure
+from loadtests.clients.grpc_frames import (
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    HEADERS,
+    MAX_STREAM_ID,
+    PADDED,
+    PRIORITY,
+    CallFailure,
+    frame,
+)
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.grpc_wire import Connection
-from tests.scripted_peer import H2Peer, PeerConnection, call_for
+from tests.scripted_peer import H2Peer, PeerConnection, call_for, grpc_message
 
 LARGE_WINDOW = 2**31 - 1
 
@@ -55,12 +65,19 @@ def answer(handler):
 
 
 # -- the common path and HTTP/2 framing ----------------------------------------------------------
-def test_padding_and_a_header_block_in_continuation_frames():
+def test_padding_priority_and_a_header_block_in_continuation_frames():
     long_message = "x" * 40_000  # over the 16 KiB frame size: trailers go out as HEADERS + CONTINUATION
 
     def handler(peer, stream_id):
         if peer.message(stream_id) == b"fail":
             peer.respond(stream_id, b"", status=3, text=long_message, pad=20)
+        elif peer.message(stream_id) == b"raw":
+            # Written raw (h2 does not let a server prioritise): HEADERS with PRIORITY, DATA and
+            # trailers PADDED; HPACK static index and literals, the table untouched.
+            peer.send_raw(frame(HEADERS, END_HEADERS | PRIORITY, stream_id, b"\x00\x00\x00\x00\x0f\x88"))
+            peer.send_raw(frame(DATA, PADDED, stream_id, b"\x02" + grpc_message(b"raw") + b"\0\0"))
+            trailers = b"\x00\x0bgrpc-status\x010"
+            peer.send_raw(frame(HEADERS, END_STREAM | END_HEADERS | PADDED, stream_id, b"\x07" + trailers + b"\0" * 7))
         else:
             peer.respond(stream_id, pad=200)
 
@@ -69,6 +86,7 @@ def test_padding_and_a_header_block_in_continuation_frames():
         assert outcome(connection, call_for(server.port, b"hello")) == b"hello"
         failure = outcome(connection, call_for(server.port, b"fail"))
         assert (failure.kind, failure.status, failure.detail) == ("status", 3, long_message)
+        assert outcome(connection, call_for(server.port, b"raw")) == b"raw"
         assert outcome(connection, call_for(server.port, b"again")) == b"again"  # HPACK still in step
         connection.close()
 

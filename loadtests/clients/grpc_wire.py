@@ -4,7 +4,8 @@ Not grpcio: under gevent it moves every call between an OS thread and the hub, h
 client's CPU (docs/performance.md). A unary call is one HEADERS + DATA out, HEADERS, DATA and
 trailers back; the header block is constant HPACK literals, and responses are read by a gevent
 I/O watcher in the hub that switches straight into the waiting greenlet (no thread).
-Frames: `grpc_frames.py`; connection sharing: `grpc_pool.py`; grpcs://: `grpc_tls.py`.
+Frames: `grpc_frames.py`; reading them: `grpc_receive.py`; connection sharing: `grpc_pool.py`;
+grpcs://: `grpc_tls.py`.
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ class Connection(FrameReceiver):
 
     def _send_control(self, data: bytes) -> None:
         """Frames the hub itself answers with (ACKs, window updates, cancels). A greenlet
-        may be in the middle of writing a large request: then they go after it."""
+        may be in the middle of writing a large request: then they go after its frame."""
         if self._sock is None or self._dead is not None or self._write_cut is not None:
             return
         if self._writers or self._tls:  # TLS: a record cut short cannot be re-sent
