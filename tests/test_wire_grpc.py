@@ -4,6 +4,7 @@ itself sends is covered by tests/test_grpc_transport.py and every gRPC run."""
 
 from __future__ import annotations
 
+import socket
 import time
 
 import gevent
@@ -426,3 +427,31 @@ def test_a_released_connection_closes_when_its_call_in_flight_ends():
         assert call.get(timeout=2).kind == "timeout"
         gevent.sleep(0.2)
         assert server.connections[0].closed
+
+
+def test_streams_open_in_increasing_order_when_writers_queue():
+    """HTTP/2 requires each new stream's id above every id the client opened before. Calls that
+    queue for the write lock must not be overtaken by a call that arrives as the lock is freed
+    (seen once in a full run: h2 raised StreamIDTooLowError, 5 after 9)."""
+    settings = {SettingCodes.INITIAL_WINDOW_SIZE: LARGE_WINDOW, SettingCodes.MAX_FRAME_SIZE: 2**24 - 1}
+
+    def script(peer: PeerConnection) -> None:
+        peer.h2.increment_flow_control_window(LARGE_WINDOW - 65_535)
+        peer.flush()
+        peer.serve_forever()
+
+    with H2Peer(script, settings=settings, recv_buffer=4096) as server:
+        connection = connect(server)
+        # A small send buffer: each 100-KB write blocks part-way, so writers queue for the lock
+        # while answers keep waking other users, who start their next call at once.
+        connection._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8192)
+        large, small = call_for(server.port, b"\x05" * 100_000, 10.0), call_for(server.port, b"s", 10.0)
+
+        def user(index: int):
+            return lambda: [outcome(connection, large if (index + n) % 3 else small, 10.0) for n in range(15)]
+
+        results = concurrently(*[user(index) for index in range(12)], limit_s=60.0)
+        connection.close()
+    failures = [r for rs in results for r in rs if isinstance(r, CallFailure)]
+    assert failures == [], failures[:3]
+    assert [e for e in server.connections[0].events if isinstance(e, Exception)] == []

@@ -208,10 +208,11 @@ def prepare_call(
 class StreamState:
     """What one call has received so far; `waiter` wakes the greenlet that waits for it."""
 
-    __slots__ = ("chunks", "headers", "received", "waiter")
+    __slots__ = ("chunks", "headers", "received", "stream_id", "waiter")
 
     def __init__(self, waiter: object) -> None:
         self.waiter = waiter
+        self.stream_id: int | None = None  # set when its HEADERS go out
         self.headers: list[tuple[str, str]] | None = None  # the response's first header block
         self.chunks: list[bytes] = []
         self.received = 0

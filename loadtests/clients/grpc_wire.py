@@ -177,24 +177,34 @@ class Connection(FrameReceiver):
         self._window_opened.set()
         self._stream_freed.set()
 
-    def _send(self, data: bytes, deadline: float | None = None) -> None:
+    def _send(
+        self, data: bytes, deadline: float | None = None, stream: StreamState | None = None, block: bytes = b""
+    ) -> None:
         """Write whole frames in order. The common case is one non-blocking send() with no switch;
-        the rest waits its turn and is bounded by the call's deadline (the write included)."""
+        the rest waits its turn and is bounded by the call's deadline (the write included).
+        With `stream`, the bytes open it: its HEADERS (header `block`), then `data` as its one
+        DATA frame unless `data` is None. The stream's id must be above every id opened before it
+        (RFC 9113 5.1.1), so it is taken as the bytes go out, not before waiting for the lock (a
+        waiter can be overtaken: gevent's Semaphore lets a greenlet arriving as it is released
+        take it first)."""
         if self._write_cut is not None:
             raise self._write_cut
         if not self._writers and not self._tls and not self._pending_control:
             # Nothing yields before the lock, so bytes stay in order.
-            rest = send_without_waiting(self._raw, data)
+            rest = send_without_waiting(self._raw, data if stream is None else self._opened(stream, block, data))
             if not rest:
                 return
-            data = rest  # a frame begun: the rest goes next (the lock is free), cut short it breaks the connection
+            data, stream = (
+                rest,
+                None,
+            )  # a frame begun: the rest goes next (the lock is free); cut short, it breaks the connection
         self._writers += 1
         try:
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             if not self._send_lock.acquire(timeout=remaining):
                 raise CallFailure("timeout", "the request was still waiting to be written at its deadline")
             try:
-                self._write(data, deadline)
+                self._write(data if stream is None else self._opened(stream, block, data), deadline)
             finally:
                 self._send_lock.release()
         finally:
@@ -258,23 +268,24 @@ class Connection(FrameReceiver):
         with contextlib.suppress(OSError, CallFailure):  # the connection died meanwhile: nothing left to answer
             self._send(b"")
 
-    def _send_body(self, stream_id: int, body: bytes, header_frame: bytes, deadline: float | None) -> None:
-        """HEADERS, then DATA frames within the peer's frame size and windows (waiting for
-        the server to open them, up to the call's deadline)."""
+    def _send_body(self, stream: StreamState, block: bytes, body: bytes, deadline: float | None) -> int | None:
+        """HEADERS (the stream opened as they go out), then DATA frames within the peer's frame
+        size and windows (waiting for the server to open them, up to the call's deadline)."""
         window = min(self._send_window, self._peer_initial_window)
         if len(body) <= window and len(body) <= self._peer_max_frame:
             self._send_window -= len(body)
-            self._send(header_frame + frame_header(len(body), DATA, END_STREAM, stream_id) + body, deadline)
-            return
+            self._send(body, deadline, stream, block)
+            return stream.stream_id
+        self._send(None, deadline, stream, block)  # type: ignore[arg-type]  # HEADERS alone
+        stream_id = stream.stream_id
         self._stream_send_windows[stream_id] = self._peer_initial_window
-        self._send(header_frame, deadline)
         view, offset = memoryview(body), 0
         while offset < len(body):
             available = min(self._send_window, self._stream_send_windows.get(stream_id, 0), self._peer_max_frame)
             if self._dead is not None:
                 raise self._dead
             if stream_id not in self._streams:
-                return  # cancelled or reset by the server
+                return stream_id  # cancelled or reset by the server
             if available <= 0:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -289,6 +300,18 @@ class Connection(FrameReceiver):
             flags = END_STREAM if offset >= len(body) else 0
             self._send(frame_header(len(chunk), DATA, flags, stream_id) + bytes(chunk), deadline)
         self._stream_send_windows.pop(stream_id, None)
+        return stream_id
+
+    def _opened(self, stream: StreamState, block: bytes, body: bytes | None) -> bytes:
+        """Open the stream (the next id, registered; no switch until the bytes are sent): its
+        HEADERS frame, and its one DATA frame unless `body` is None."""
+        stream_id = stream.stream_id = self._next_stream_id
+        self._next_stream_id += 2
+        if self._next_stream_id >= MAX_STREAM_ID:
+            self.usable = False  # stream ids run out: the pool opens a new connection
+        self._streams[stream_id] = stream
+        headers = frame_header(len(block), HEADERS, END_HEADERS, stream_id) + block
+        return headers if body is None else headers + frame_header(len(body), DATA, END_STREAM, stream_id) + body
 
     def unary(self, call: PreparedCall, timeout_s: float | None) -> bytes:
         """Send one call and wait for its message, all within `timeout_s`; raises CallFailure."""
@@ -297,17 +320,12 @@ class Connection(FrameReceiver):
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         if self._max_streams is not None and len(self._streams) >= self._max_streams:
             self._wait_for_stream(deadline)
-        stream_id = self._next_stream_id
-        self._next_stream_id += 2
-        if self._next_stream_id >= MAX_STREAM_ID:
-            self.usable = False  # stream ids run out: the pool opens a new connection
         waiter = Waiter(self._hub)
-        self._streams[stream_id] = StreamState(waiter)
+        stream = StreamState(waiter)
         timer = None
-        header_frame = frame_header(len(call.header_block), HEADERS, END_HEADERS, stream_id) + call.header_block
         try:
             try:
-                self._send_body(stream_id, call.body, header_frame, deadline)
+                self._send_body(stream, call.header_block, call.body, deadline)
             except OSError as error:
                 if self._dead is None:
                     self._fail_all(CallFailure("connection reset", str(error)))
@@ -316,12 +334,11 @@ class Connection(FrameReceiver):
                 timer = self._hub.loop.timer(max(deadline - time.monotonic(), 0.0))
                 timer.start(waiter.switch, TIMED_OUT)
             result = waiter.get()
-            if result is TIMED_OUT and self._streams.pop(stream_id, None) is not None:
-                self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
+            if result is TIMED_OUT:
+                self._cancel(stream.stream_id)
         except BaseException:
             # Killed (a stopped run) or failed while sending: the server must not go on with it.
-            if self._streams.pop(stream_id, None) is not None:
-                self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
+            self._cancel(stream.stream_id)
             raise
         finally:
             if timer is not None:
@@ -333,6 +350,11 @@ class Connection(FrameReceiver):
         if isinstance(result, CallFailure):
             raise result
         return result
+
+    def _cancel(self, stream_id: int | None) -> None:
+        """RST_STREAM CANCEL for a call given up on (None: its HEADERS never went out)."""
+        if stream_id is not None and self._streams.pop(stream_id, None) is not None:
+            self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
 
     def _stream_ended(self) -> None:
         if self._max_streams is not None:
