@@ -631,3 +631,33 @@ def test_endpoints_of_one_model_are_told_apart(two_class_run):
     grpc, http = lines["identity [grpc] infer/s"], lines["identity [http] infer/s"]
     assert grpc.get_color() == http.get_color() == plots.endpoint_colour("identity")  # one model, one colour
     assert grpc.get_linestyle() != http.get_linestyle()
+
+
+def test_a_host_saturated_in_one_step_is_a_finding_of_that_step(run_copy):
+    """A whole-run average hides a step that saturated Triton's host: the finding names the step."""
+    metrics = pd.read_csv(run_copy / "server_metrics.csv", dtype={"labels": str})
+    run_start = datetime.fromisoformat(json.loads((run_copy / "config.json").read_text())["started_at"]).timestamp()
+    steps = json.loads((run_copy / "steps.json").read_text())["steps"]
+    first, second = ((run_start + s["start_s"], run_start + s["end_s"]) for s in steps)
+    # The real run's CPU samples, made to say: idle in step 1, saturated in step 2.
+    cpu = metrics[(metrics["metric"] == "nv_cpu_utilization") & (metrics["time_s"] >= run_start)].copy()
+    cpu["value"] = cpu["value"].astype(float)
+    in_second = (cpu["time_s"] >= second[0]) & (cpu["time_s"] < second[1])
+    in_first = (cpu["time_s"] >= first[0]) & (cpu["time_s"] < first[1])
+    assert in_second.sum() >= 2 and in_first.sum() >= 2, cpu  # the real run sampled both steps
+    busy = [0.97, 1.0, 0.99, 0.98, 0.96, 1.0][: int(in_second.sum())]
+    cpu.loc[in_second, "value"] = busy + [0.97] * (int(in_second.sum()) - len(busy))
+    cpu.loc[~in_second, "value"] = 0.3
+    rest = metrics[~metrics.index.isin(cpu.index) & (metrics["metric"] != "nv_cpu_utilization")]
+    pd.concat([rest, cpu]).to_csv(run_copy / "server_metrics.csv", index=False)
+    whole, step_mean = cpu["value"].mean(), cpu.loc[in_second, "value"].mean()
+    assert whole < 0.9 <= step_mean  # the whole-run average alone would say nothing
+    write_report(run_copy)
+    findings = (run_copy / "report.md").read_text().split("## Findings", 1)[1].split("\n## ", 1)[0]
+    peak = cpu.loc[in_second, "value"].max()
+    assert (
+        f"Triton's host CPU was saturated in 1 of 2 load steps: {step_mean:.0%} busy at step 2: 2 users "
+        f"(peak {peak:.0%}, {int(in_second.sum())} samples), from Triton's nv_cpu_utilization "
+        f"({whole:.0%} over the whole run, an average that hides it)"
+    ) in findings
+    assert "step 1: 1 user (peak" not in findings
