@@ -207,14 +207,7 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
         notes.append(f"Compared with --force although {str(error).split(', ', 1)[1].split('; ')[0]}.")
     groups, how = match([series_of(data, label) for data, label in zip(datasets, labels, strict=True)])
     doc = Document("Comparison: " + " vs ".join(labels))
-    doc.heading("Verdict")
-    doc.bullets([line for group in groups for other in group[1:] for line in _first_screen(group[0], other)])
-    doc.paragraph(
-        "Faster or slower means the two runs' 95 % intervals do not overlap (p99: order statistics of the "
-        "latency histogram; throughput: the mean of the full time-series windows); overlapping intervals are "
-        "no difference beyond noise. docs/reports.md says how.",
-        note=True,
-    )
+    _verdict_section(doc, groups)
     doc.heading("Runs")
     doc.table(["run", "source", "traffic", "models", "batch size", "duration", "levels"], _run_rows(datasets, labels))
     for note in [*notes, how, f"Differences and ratios are against the first run, {labels[0]}."]:
@@ -259,6 +252,18 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
                 "p99 and throughput over time",
             )
     return doc.write(Path(out_dir), "compare")
+
+
+def _verdict_section(doc: Document, groups: list[list[Series]]) -> None:
+    """The first screen: who wins, by how much, where (analysis.verdicts)."""
+    doc.heading("Verdict")
+    doc.bullets([line for group in groups for other in group[1:] for line in _first_screen(group[0], other)])
+    doc.paragraph(
+        "Faster or slower means the two runs' 95 % intervals do not overlap (p99: order statistics of the "
+        "latency histogram; throughput: the mean of the full time-series windows); overlapping intervals are "
+        "no difference beyond noise. docs/reports.md says how.",
+        note=True,
+    )
 
 
 def _first_screen(base: Series, other: Series) -> list[str]:
