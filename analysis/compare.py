@@ -228,30 +228,35 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
         doc.table(*server_table)
     _sequence_section(doc, datasets, labels)
     for index, group in enumerate(groups, 1):
-        doc.heading(" vs ".join(f"{s.label}: {s.name}" for s in group))
-        doc.table(*figure_table(group))
-        with_levels = [s for s in group if s.levels is not None and len(s.levels)]
-        if len(with_levels) == len(group) and max(len(s.levels) for s in group) > 1:
-            doc.table(*level_comparison(group))
-        level_kind = datasets[0].level_kind
-        if len(with_levels) == len(group):
-            series = [(f"{s.label}: {s.name}", s.levels) for s in group]
-            doc.image(f"compare_{index}_components.png", plots.components(series, level_kind), "Components of Latency")
-            if max(len(s.levels) for s in group) > 1:
-                doc.image(
-                    f"compare_{index}_latency_vs_throughput.png",
-                    plots.compare_latency_vs_throughput(series, "Latency vs Throughput"),
-                    "Latency vs Throughput",
-                )
-        if all(s.timeseries is not None and len(s.timeseries) for s in group):
-            doc.image(
-                f"compare_{index}_over_time.png",
-                plots.compare_over_time(
-                    [(s.label, s.timeseries) for s in group], "p99 and throughput over time", datasets[0].window_s
-                ),
-                "p99 and throughput over time",
-            )
+        _group_section(doc, index, group, datasets[0])
     return doc.write(Path(out_dir), "compare")
+
+
+def _group_section(doc: Document, index: int, group: list[Series], first: Dataset) -> None:
+    """One matched endpoint: its figures, its levels side by side and the charts."""
+    doc.heading(" vs ".join(f"{s.label}: {s.name}" for s in group))
+    doc.table(*figure_table(group))
+    with_levels = [s for s in group if s.levels is not None and len(s.levels)]
+    if len(with_levels) == len(group) and max(len(s.levels) for s in group) > 1:
+        doc.table(*level_comparison(group))
+    level_kind = first.level_kind
+    if len(with_levels) == len(group):
+        series = [(f"{s.label}: {s.name}", s.levels) for s in group]
+        doc.image(f"compare_{index}_components.png", plots.components(series, level_kind), "Components of Latency")
+        if max(len(s.levels) for s in group) > 1:
+            doc.image(
+                f"compare_{index}_latency_vs_throughput.png",
+                plots.compare_latency_vs_throughput(series, "Latency vs Throughput"),
+                "Latency vs Throughput",
+            )
+    if all(s.timeseries is not None and len(s.timeseries) for s in group):
+        doc.image(
+            f"compare_{index}_over_time.png",
+            plots.compare_over_time(
+                [(s.label, s.timeseries) for s in group], "p99 and throughput over time", first.window_s
+            ),
+            "p99 and throughput over time",
+        )
 
 
 def _verdict_section(doc: Document, groups: list[list[Series]]) -> None:
