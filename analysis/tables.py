@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from analysis.dataset import Dataset
-from analysis.levels import PERCENTILE_KEYS
+from analysis.levels import PERCENTILE_KEYS, SEND_RECV_NETWORK
 from loadtests.run_format.confidence import confidence_label, min_requests
 
 NOT_MEASURED = "n/a"
@@ -315,6 +315,19 @@ def _yes_no(value) -> str:
     return NOT_MEASURED if _missing(value) else ("yes" if value else "no")
 
 
+def _send_recv_columns(frame: pd.DataFrame) -> list[tuple]:
+    """The time outside Triton's queue and compute as one column, or as perf_analyzer's three
+    parts when a CSV split client send and recv off (their sum is the one column)."""
+    split = frame[["client_send_us", "client_recv_us"]].notna().any().any()
+    if not split:
+        return [(f"{SEND_RECV_NETWORK} (ms)", "client_network_us", ms)]
+    return [
+        ("client send (ms)", "client_send_us", ms),
+        ("Network+Server Send/Recv (ms)", "network_us", ms),
+        ("client recv (ms)", "client_recv_us", ms),
+    ]
+
+
 def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[list[str]]]:
     """One row per level; columns a source did not measure are left out entirely."""
     columns = [
@@ -328,9 +341,7 @@ def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[l
         *((f"{key} (ms)", f"{key}_us", ms) for key in PERCENTILE_KEYS),
         ("p99 uncorrected (ms)", "p99_uncorrected_us", ms),
         ("avg batch", "avg_batch", lambda v: number(v, 2)),
-        ("client send (ms)", "client_send_us", ms),
-        ("network + server send/recv (ms)", "network_us", ms),
-        ("client recv (ms)", "client_recv_us", ms),
+        *_send_recv_columns(frame),
         ("client wait (ms)", "client_wait_us", ms),
         ("queue (ms)", "queue_us", ms),
         ("compute input (ms)", "compute_input_us", ms),

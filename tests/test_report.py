@@ -449,7 +449,7 @@ def test_sweep_report_rows_equal_sweep_json_and_sweep_csv_reads_back(sweep_run, 
         assert float(cells["avg batch"]) == pytest.approx(server["avg_batch"], abs=0.005)
         # sweep.csv floors the same part to whole µs: within 1 µs, plus the 0.5 µs of display rounding.
         network_ms = float(csv_row["Network+Server Send/Recv"]) / 1000
-        assert float(cells["network + server send/recv (ms)"]) == pytest.approx(network_ms, abs=0.0015)
+        assert float(cells["send/recv + network (ms)"]) == pytest.approx(network_ms, abs=0.0015)
         assert cells["stable"] == ("yes" if level["stable"] else "no")
 
     # The run's own sweep.csv read as any perf_analyzer -f CSV: the same levels.
@@ -661,3 +661,27 @@ def test_a_host_saturated_in_one_step_is_a_finding_of_that_step(run_copy):
         f"({whole:.0%} over the whole run, an average that hides it)"
     ) in findings
     assert "step 1: 1 user (peak" not in findings
+
+
+def test_the_time_outside_triton_has_one_name(run_copy):
+    """Client latency minus Triton's queue and compute: one name in findings, table, chart and docs."""
+    name = "send/recv + network"
+    write_report(run_copy)
+    markdown = (run_copy / "report.md").read_text()
+    data = load(run_copy)
+    (frame,) = data.levels.values()
+    headers, rows = markdown_table(markdown, "step")
+    assert f"{name} (ms)" in headers
+    column = headers.index(f"{name} (ms)")
+    for row, record in zip(rows, frame.to_dict("records"), strict=True):
+        assert float(row[column]) == pytest.approx(record["client_network_us"] / 1000, abs=0.0005)
+    assert f"{name[0].upper()}{name[1:]} is " in markdown  # the finding
+    figure = plots.components_figure(list(data.levels.items()), data.level_kind)
+    legends = [axes.get_legend() for axes in figure.axes if axes.get_legend()] + list(figure.legends)
+    legend = {text.get_text() for box in legends for text in box.texts}
+    assert name in legend, legend
+    for other in ("client send/recv + network", "network + server send/recv", "client/network"):
+        assert other not in markdown.lower(), other
+    # The glossary names the quantity and the CSV header perf_analyzer (and sweep.csv) give it.
+    glossary = (REPO_ROOT / "docs" / "reports.md").read_text().split("## Glossary", 1)[1]
+    assert f"**{name}**" in glossary and "Network+Server Send/Recv" in glossary

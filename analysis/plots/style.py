@@ -17,9 +17,11 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from analysis.levels import SEND_RECV_NETWORK
+
 # perf_analyzer's order, bottom to top, and one colour per part in every chart.
 COMPONENTS = [
-    ("client_network_us", "client send/recv + network", "#9e9e9e"),
+    ("client_network_us", SEND_RECV_NETWORK, "#9e9e9e"),
     ("client_wait_us", "client wait (open loop: due, not yet sent)", "#5f5f5f"),
     ("queue_us", "server queue", "#d62728"),
     ("compute_input_us", "compute input", "#f2b447"),
