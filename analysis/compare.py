@@ -74,7 +74,7 @@ def _figures(series: Series) -> list[tuple[str, float, str]]:
                 (f"uncorrected {key} (ms)", endpoint.latency_uncorrected_us.get(key, math.nan), "ms")
                 for key in PERCENTILE_KEYS
             ]
-        if endpoint.late is not None:
+        if endpoint.late is not None and endpoint.latency_uncorrected_us:  # closed loop: never late
             out += [("late", endpoint.late, "count"), ("dropped", endpoint.dropped or 0, "count")]
     elif series.levels is not None and len(series.levels):
         # A perf_analyzer or Model Analyzer CSV: its highest level stands for it.

@@ -179,6 +179,10 @@ ENDPOINT_HEADERS = [
 ]
 
 
+# What fits a 1,400-px page: who, how much, how fast; the rest is one click away (Document.table).
+ENDPOINT_COMPACT = {"requests", "failures", "infer/s", "p50 (ms)", "p90 (ms)", "p99 (ms)", "max (ms)", "mean (ms)"}
+
+
 def payload_bytes(value: float | None) -> str:
     """Bytes per request, whole bytes (NOT_MEASURED in run directories that predate the figure)."""
     return NOT_MEASURED if value is None else f"{round(value):,}"
@@ -313,6 +317,30 @@ def _server_order(server: dict, ensemble_of: dict[str, str]) -> list[str]:
 # -- per level ---------------------------------------------------------------------------------------
 def _yes_no(value) -> str:
     return NOT_MEASURED if _missing(value) else ("yes" if value else "no")
+
+
+# A level's load, its p50/p99, and where its mean latency goes (Components of Latency's parts).
+LEVEL_COMPACT = {
+    "requests",
+    "failures",
+    "infer/s",
+    "p50 (ms)",
+    "p99 (ms)",
+    "mean (ms)",
+    "p99 uncorrected (ms)",
+    "avg batch",
+    f"{SEND_RECV_NETWORK} (ms)",
+    "client send (ms)",
+    "Network+Server Send/Recv (ms)",
+    "client recv (ms)",
+    "client wait (ms)",
+    "queue (ms)",
+    "compute input (ms)",
+    "compute infer (ms)",
+    "compute output (ms)",
+    "compute (not split) (ms)",
+    "GPU util (%)",
+}
 
 
 def _send_recv_columns(frame: pd.DataFrame) -> list[tuple]:
