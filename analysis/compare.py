@@ -253,7 +253,10 @@ def _group_section(doc: Document, index: int, group: list[Series], first: Datase
         doc.image(
             f"compare_{index}_over_time.png",
             plots.compare_over_time(
-                [(s.label, s.timeseries) for s in group], "p99 and throughput over time", first.window_s
+                [(s.label, s.name, s.timeseries, s.steps) for s in group],
+                "p99 and throughput over time: " + " vs ".join(f"{s.label}: {s.name}" for s in group),
+                first.window_s,
+                first.steps_kind,
             ),
             "p99 and throughput over time",
         )

@@ -21,7 +21,7 @@ PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
 
 @pytest.fixture(scope="module")
 def two_runs(triton, tmp_path_factory) -> tuple[Path, Path]:
-    """identity over HTTP, then over gRPC: 2 users, 3 s each."""
+    """identity over HTTP, then over gRPC: 2 users, 5 s each (4 full 1-s windows for throughput's interval)."""
     root = tmp_path_factory.mktemp("compare")
     runs = []
     for user_class, name in (("TritonHttpUser", "http"), ("TritonGrpcUser", "grpc")):
@@ -30,7 +30,7 @@ def two_runs(triton, tmp_path_factory) -> tuple[Path, Path]:
             [user_class],
             [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)],
             users=2,
-            run_time="3s",
+            run_time="5s",
         )
         assert result.returncode == 0, result.stderr[-2000:]
         runs.append(run_dir)
@@ -135,13 +135,13 @@ VERDICTS = ("faster", "no difference beyond noise", "slower")
 
 @pytest.fixture(scope="module")
 def sleep_run(triton, tmp_path_factory) -> Path:
-    """`sleep` (20 ms per request) over HTTP, 2 users, 3 s: far slower than `identity`."""
+    """`sleep` (20 ms per request) over HTTP, 2 users, 5 s: far slower than `identity`."""
     run_dir = tmp_path_factory.mktemp("compare") / "sleep"
     result = run_locust(
         ["TritonHttpUser"],
         [*triton_options(triton), "--model", "sleep", "--shape", "INPUT0:16", "--run-dir", str(run_dir)],
         users=2,
-        run_time="3s",
+        run_time="5s",
     )
     assert result.returncode == 0, result.stderr[-2000:]
     return run_dir
