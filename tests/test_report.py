@@ -582,8 +582,8 @@ def test_users_staircase_changes_on_the_step_lines(run_copy):
     assert step_lines == step_starts
 
 
-def test_over_time_charts_share_one_x_range_and_the_step_lines(run_copy):
-    data = load(run_copy)
+def over_time_figures(data) -> list:
+    """Every over-time chart of a run's report, on the run's time axis."""
     axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s)
     figures = [
         plots.latency_over_time_figure(data.timeseries, axis, data.window_s),
@@ -592,6 +592,12 @@ def test_over_time_charts_share_one_x_range_and_the_step_lines(run_copy):
     ]
     if data.resources is not None:
         figures.append(plots.resources_over_time_figure(data.resources, axis))
+    return figures
+
+
+def test_over_time_charts_share_one_x_range_and_the_step_lines(run_copy):
+    data = load(run_copy)
+    figures = over_time_figures(data)
     expected_x = (min(0.0, data.timeseries["time_s"].min()), data.timeseries["time_s"].max() + data.window_s)
     step_starts = sorted(float(step["start_s"]) for step in data.steps)
     for figure in figures:

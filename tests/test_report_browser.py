@@ -4,8 +4,6 @@ column hides behind a scrollbar (details one click away, in <details>)."""
 from __future__ import annotations
 
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,9 +11,8 @@ import pytest
 from analysis.compare import write_comparison
 from analysis.report import write_report
 from tests.test_report import stepped_run, two_class_run  # noqa: F401  (module fixtures: real runs)
-from tests.test_webui_browser import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS
+from tests.test_webui_browser import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401  (the Selenium fixture)
 
-webdriver = pytest.importorskip("selenium.webdriver")
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
     reason="needs Debian's chromium and chromium-driver (bash tests/install_browser.sh)",
@@ -23,26 +20,9 @@ pytestmark = pytest.mark.skipif(
 WINDOW_PX = 1400
 
 
-@pytest.fixture
-def browser() -> Iterator:
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-        options.add_argument(f"--user-data-dir={profile}")
-        driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-        try:
-            driver.set_window_size(WINDOW_PX, 1000)
-            yield driver
-        finally:
-            driver.quit()
-
-
 def overflowing_tables(driver, page: Path) -> list[str]:
     """Every visible table wider than its box (a horizontal scrollbar), by its first header row."""
+    driver.set_window_size(WINDOW_PX, 1000)
     driver.get(page.as_uri())
     assert driver.execute_script("return window.innerWidth") <= WINDOW_PX
     return driver.execute_script(

@@ -12,7 +12,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from analysis import plots
 from analysis.compare import write_comparison
 from analysis.dataset import load
-from tests.test_report import stepped_run, two_class_run  # noqa: F401  (module fixtures: real runs)
+from tests.test_report import over_time_figures, stepped_run, two_class_run  # noqa: F401  (fixtures: real runs)
 
 
 def drawn(figure):
@@ -100,13 +100,8 @@ def test_level_labels_stay_inside_their_axes_and_off_the_title(two_class_run):  
 
 def test_over_time_charts_line_up(stepped_run):  # noqa: F811
     data = load(stepped_run)
-    axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s)
-    figures = [
-        plots.latency_over_time_figure(data.timeseries, axis, data.window_s),
-        plots.throughput_over_time_figure(data.timeseries, axis, data.window_s),
-        plots.server_over_time_figure(data.server_intervals, axis),
-        plots.resources_over_time_figure(data.resources, axis),
-    ]
+    figures = over_time_figures(data)
+    assert len(figures) == 4  # the real run sampled Triton's CPU: the resources chart is there
     spans = set()
     for figure in figures:
         drawn(figure)
