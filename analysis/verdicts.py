@@ -100,10 +100,17 @@ def first_screen(base: Series, other: Series, throughput: tuple[float, float], p
             f"({_ratio(throughput[1], throughput[0]):.2f}x) but {l_word} in p99 ({_ratio(p99[1], p99[0]):.2f}x)."
         )
     else:
+        intervals = [_latency(side, "p99") for side in (base, other)]
+        why = (
+            f"95 % p99 intervals {_interval_ms(intervals[0])} and {_interval_ms(intervals[1])} ms"
+            if None not in intervals
+            else "a side has no p99 interval: a CSV holds none, a short run may have too few requests"
+        )
         head = (
             f"{who(other)} against {who(base)}: throughput {_ratio(throughput[1], throughput[0]):.2f}x "
-            f"({t_word}), p99 {_ratio(p99[1], p99[0]):.2f}x ({l_word}): neither wins beyond noise "
-            f"(95 % p99 intervals {_interval_ms(_latency(base, 'p99'))} and {_interval_ms(_latency(other, 'p99'))} ms)."
+            f"({t_word}), p99 {_ratio(p99[1], p99[0]):.2f}x ({l_word}): "
+            + ("neither wins beyond noise" if noise.NOISE in words else "no verdict")
+            + f" ({why})."
         )
     return [head, _where(base, other)]
 
@@ -125,6 +132,8 @@ def _where(base: Series, other: Series) -> str:
         for label, t, p in levels
         if noise.FASTER in (t, p) or noise.SLOWER in (t, p)
     ]
+    if all(word == noise.CANNOT_JUDGE for _, t, p in levels for word in (t, p)):
+        return f"None of the {len(levels)} levels has intervals to judge noise by."
     if not apart:
         return f"At no level of {len(levels)} is {who(other)} faster or slower than {who(base)} beyond noise."
     return f"Where {who(other)} differs from {who(base)} beyond noise: " + "; ".join(apart) + "."
