@@ -13,11 +13,8 @@ refused unless forced: their latencies do not measure the same thing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pandas as pd
 
 from analysis import plots, tables
 from analysis.dataset import Dataset, SourceError, load
@@ -25,6 +22,8 @@ from analysis.document import Document
 from analysis.levels import PERCENTILE_KEYS
 from analysis.resources import resource_findings
 from analysis.sequences import sequence_section, sequence_table
+from analysis.series import Series, match, series_of, who
+from analysis.verdicts import figure_verdicts, first_screen, level_verdicts
 
 RUNS_ROOT = Path("runs")
 
@@ -35,18 +34,6 @@ class NotComparableError(Exception):
 
 def default_out_dir(now: datetime | None = None) -> Path:
     return RUNS_ROOT / f"compare-{(now or datetime.now(UTC)).strftime('%Y%m%dT%H%M%SZ')}"
-
-
-@dataclass(frozen=True)
-class Series:
-    """One endpoint of one run (or a perf_analyzer CSV's single series)."""
-
-    label: str
-    name: str
-    endpoint: object | None  # analysis.run.EndpointSummary
-    levels: pd.DataFrame | None
-    timeseries: pd.DataFrame | None
-    server: dict | None
 
 
 def _traffic_family(data: Dataset) -> str:
@@ -60,36 +47,6 @@ def check_comparable(datasets: list[Dataset], labels: list[str]) -> None:
         if len(set(values)) > 1:
             found = ", ".join(f"{label}: {v}" for label, v in zip(labels, values, strict=True))
             raise NotComparableError(f"runs are not comparable, {what} differs ({found}); --force compares anyway")
-
-
-def _series(data: Dataset, label: str) -> list[Series]:
-    if data.run is None:
-        frame = next(iter(data.levels.values()))
-        return [Series(label, data.name, None, frame, None, None)]
-    out = []
-    single = next(iter(data.levels.values())) if len(data.levels) == 1 else None
-    for endpoint in data.endpoints:
-        timeseries = None
-        if data.timeseries is not None:
-            timeseries = data.timeseries[data.timeseries["endpoint"] == endpoint.name]
-        frame = data.levels.get(endpoint.name, single)
-        out.append(Series(label, endpoint.name, endpoint, frame, timeseries, data.run.server.get(endpoint.model)))
-    return out
-
-
-def match(all_series: list[list[Series]]) -> tuple[list[list[Series]], str]:
-    """Groups of one series per run, and how they were matched."""
-    keys = [[_key(s) for s in series] for series in all_series]
-    if all(set(k) == set(keys[0]) for k in keys) and all(None not in k for k in keys):
-        groups = [[next(s for s in series if _key(s) == key) for series in all_series] for key in keys[0]]
-        return groups, "Endpoints matched by model and protocol."
-    count = min(len(series) for series in all_series)
-    groups = [[series[i] for series in all_series] for i in range(count)]
-    return groups, "Endpoints matched by position (the runs test different models or protocols)."
-
-
-def _key(series: Series) -> tuple[str, str] | None:
-    return (series.endpoint.model, series.endpoint.protocol) if series.endpoint is not None else None
 
 
 # -- figures -----------------------------------------------------------------------------------------------
@@ -117,7 +74,7 @@ def _figures(series: Series) -> list[tuple[str, float, str]]:
                 (f"uncorrected {key} (ms)", endpoint.latency_uncorrected_us.get(key, math.nan), "ms")
                 for key in PERCENTILE_KEYS
             ]
-        if endpoint.late is not None:
+        if endpoint.late is not None and endpoint.latency_uncorrected_us:  # closed loop: never late
             out += [("late", endpoint.late, "count"), ("dropped", endpoint.dropped or 0, "count")]
     elif series.levels is not None and len(series.levels):
         # A perf_analyzer or Model Analyzer CSV: its highest level stands for it.
@@ -167,15 +124,17 @@ def figure_table(group: list[Series]) -> tuple[list[str], list[list[str]]]:
     base = group[0]
     headers = ["figure", *(s.label for s in group)]
     for other in group[1:]:
-        headers += [f"{other.label} - {base.label}", f"{other.label} / {base.label}"]
+        headers += [f"{other.label} - {base.label}", f"{other.label} / {base.label}", f"{other.label} vs {base.label}"]
     per_series = [{name: (value, kind) for name, value, kind in _figures(s)} for s in group]
+    verdicts = [figure_verdicts(base, other) for other in group[1:]]
     rows = []
     for name, base_value, kind in _figures(base):
         if not all(name in figures for figures in per_series):
             continue
         row = [name, *(_format(figures[name][0], kind) for figures in per_series)]
-        for figures in per_series[1:]:
-            row += [_difference(figures[name][0], base_value, kind), _ratio(figures[name][0], base_value)]
+        for figures, words in zip(per_series[1:], verdicts, strict=True):
+            value = figures[name][0]
+            row += [_difference(value, base_value, kind), _ratio(value, base_value), words.get(name, "")]
         rows.append(row)
     return headers, rows
 
@@ -189,17 +148,20 @@ def level_comparison(group: list[Series]) -> tuple[list[str], list[list[str]]]:
     for s in group:
         headers += [f"{s.label} level", f"{s.label} infer/s", f"{s.label} p99 (ms)"]
     for s in group[1:]:
-        headers += [f"{s.label} / {base.label} infer/s", f"{s.label} / {base.label} p99"]
+        headers += [f"{s.label} / {base.label} infer/s", f"{s.label} / {base.label} p99", f"{s.label} vs {base.label}"]
+    verdicts = [level_verdicts(base, other) for other in group[1:]]
     rows = []
     for i in range(count):
         records = [frame.iloc[i] for frame in frames]
         row = [str(i + 1)]
         for record in records:
             row += [str(record["label"]), tables.rate(record["infer_per_s"], 1), tables.ms(record["p99_us"])]
-        for record in records[1:]:
+        for record, words in zip(records[1:], verdicts, strict=True):
+            _, throughput, p99 = words[i]
             row += [
                 _ratio(record["infer_per_s"], records[0]["infer_per_s"]),
                 _ratio(record["p99_us"], records[0]["p99_us"]),
+                f"throughput {throughput}; p99 {p99}",
             ]
         rows.append(row)
     return headers, rows
@@ -211,6 +173,7 @@ def comparison_findings(groups: list[list[Series]]) -> list[str]:
         base_figures = {name: value for name, value, _ in _figures(group[0])}
         for other in group[1:]:
             figures = {name: value for name, value, _ in _figures(other)}
+            words = figure_verdicts(group[0], other)
             parts = []
             for name, word in (("infer/s", "throughput"), ("p50 (ms)", "p50"), ("p99 (ms)", "p99")):
                 a, b = base_figures.get(name), figures.get(name)
@@ -220,18 +183,13 @@ def comparison_findings(groups: list[list[Series]]) -> list[str]:
                         if name == "infer/s"
                         else f"{b / 1000:,.3f} against {a / 1000:,.3f} ms"
                     )
-                    parts.append(f"{word} {b / a:.2f}x ({shown})")
+                    parts.append(f"{word} {b / a:.2f}x ({shown}: {words.get(name, 'not judged')})")
             if parts:
-                out.append(f"{_who(other)} vs {_who(group[0])}: " + "; ".join(parts) + ".")
+                out.append(f"{who(other)} vs {who(group[0])}: " + "; ".join(parts) + ".")
     return out
 
 
 # -- the document -----------------------------------------------------------------------------------------------
-def _who(side) -> str:
-    """An endpoint of a run, named once: 'bert_qa [http]' when the label is the model, else 'label: endpoint'."""
-    return side.name if side.name.split(" [")[0] == side.label else f"{side.label}: {side.name}"
-
-
 def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str | Path, force: bool = False) -> Path:
     """compare.html, compare.md and the PNGs in out_dir; returns compare.html's path.
     Raises SourceError (unreadable input, wrong label count) or NotComparableError."""
@@ -247,8 +205,10 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
         if not force:
             raise
         notes.append(f"Compared with --force although {str(error).split(', ', 1)[1].split('; ')[0]}.")
-    groups, how = match([_series(data, label) for data, label in zip(datasets, labels, strict=True)])
+    groups, how = match([series_of(data, label) for data, label in zip(datasets, labels, strict=True)])
     doc = Document("Comparison: " + " vs ".join(labels))
+    _verdict_section(doc, groups)
+    doc.heading("Runs")
     doc.table(["run", "source", "traffic", "models", "batch size", "duration", "levels"], _run_rows(datasets, labels))
     for note in [*notes, how, f"Differences and ratios are against the first run, {labels[0]}."]:
         doc.paragraph(note, note=True)
@@ -268,30 +228,57 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
         doc.table(*server_table)
     _sequence_section(doc, datasets, labels)
     for index, group in enumerate(groups, 1):
-        doc.heading(" vs ".join(f"{s.label}: {s.name}" for s in group))
-        doc.table(*figure_table(group))
-        with_levels = [s for s in group if s.levels is not None and len(s.levels)]
-        if len(with_levels) == len(group) and max(len(s.levels) for s in group) > 1:
-            doc.table(*level_comparison(group))
-        level_kind = datasets[0].level_kind
-        if len(with_levels) == len(group):
-            series = [(f"{s.label}: {s.name}", s.levels) for s in group]
-            doc.image(f"compare_{index}_components.png", plots.components(series, level_kind), "Components of Latency")
-            if max(len(s.levels) for s in group) > 1:
-                doc.image(
-                    f"compare_{index}_latency_vs_throughput.png",
-                    plots.compare_latency_vs_throughput(series, "Latency vs Throughput"),
-                    "Latency vs Throughput",
-                )
-        if all(s.timeseries is not None and len(s.timeseries) for s in group):
-            doc.image(
-                f"compare_{index}_over_time.png",
-                plots.compare_over_time(
-                    [(s.label, s.timeseries) for s in group], "p99 and throughput over time", datasets[0].window_s
-                ),
-                "p99 and throughput over time",
-            )
+        _group_section(doc, index, group, datasets[0])
     return doc.write(Path(out_dir), "compare")
+
+
+def _group_section(doc: Document, index: int, group: list[Series], first: Dataset) -> None:
+    """One matched endpoint: its figures, its levels side by side and the charts."""
+    doc.heading(" vs ".join(f"{s.label}: {s.name}" for s in group))
+    doc.table(*figure_table(group))
+    with_levels = [s for s in group if s.levels is not None and len(s.levels)]
+    if len(with_levels) == len(group) and max(len(s.levels) for s in group) > 1:
+        doc.table(*level_comparison(group))
+    level_kind = first.level_kind
+    if len(with_levels) == len(group):
+        series = [(f"{s.label}: {s.name}", s.levels) for s in group]
+        doc.image(f"compare_{index}_components.png", plots.components(series, level_kind), "Components of Latency")
+        if max(len(s.levels) for s in group) > 1:
+            doc.image(
+                f"compare_{index}_latency_vs_throughput.png",
+                plots.compare_latency_vs_throughput(series, "Latency vs Throughput"),
+                "Latency vs Throughput",
+            )
+    if all(s.timeseries is not None and len(s.timeseries) for s in group):
+        doc.image(
+            f"compare_{index}_over_time.png",
+            plots.compare_over_time(
+                [(s.label, s.name, s.timeseries, s.steps) for s in group],
+                "p99 and throughput over time: " + " vs ".join(f"{s.label}: {s.name}" for s in group),
+                first.window_s,
+                first.steps_kind,
+            ),
+            "p99 and throughput over time",
+        )
+
+
+def _verdict_section(doc: Document, groups: list[list[Series]]) -> None:
+    """The first screen: who wins, by how much, where (analysis.verdicts)."""
+    doc.heading("Verdict")
+    doc.bullets([line for group in groups for other in group[1:] for line in _first_screen(group[0], other)])
+    doc.paragraph(
+        "Faster or slower means the two runs' 95 % intervals do not overlap (p99: order statistics of the "
+        "latency histogram; throughput: the mean of the full time-series windows); overlapping intervals are "
+        "no difference beyond noise. docs/reports.md says how.",
+        note=True,
+    )
+
+
+def _first_screen(base: Series, other: Series) -> list[str]:
+    figures = [{name: value for name, value, _ in _figures(s)} for s in (base, other)]
+    throughput = tuple(f.get("infer/s", math.nan) for f in figures)
+    p99 = tuple(f.get("p99 (ms)", math.nan) for f in figures)
+    return first_screen(base, other, throughput, p99)
 
 
 def _sequence_section(doc: Document, datasets: list[Dataset], labels: list[str]) -> None:

@@ -15,11 +15,12 @@ import html
 from pathlib import Path
 
 CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1400px;
        padding: 0 1em; color: #222; line-height: 1.45; }
 h1 { border-bottom: 2px solid #76b900; padding-bottom: .2em; }
 h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
-/* Wide tables (a level table has up to 20 columns) scroll inside their own box, never the page. */
+/* A wide table shows its chosen columns (they fit 1,400 px); the full table is in <details>,
+   and scrolls inside its own box, never the page. */
 div.table-wrap { overflow-x: auto; max-width: 100%; margin: .8em 0; }
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; }
@@ -27,6 +28,8 @@ th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
 p.note { color: #555; font-size: .9em; }
+details { margin: -.4em 0 .8em; }
+summary { cursor: pointer; color: #555; font-size: .9em; }
 """
 
 
@@ -56,7 +59,10 @@ class Document:
         """A two-column key/value table (the report header)."""
         self.table(["", ""], [[key, value] for key, value in pairs], header=False)
 
-    def table(self, headers: list[str], rows: list[list[str]], header: bool = True) -> None:
+    def table(self, headers: list[str], rows: list[list[str]], header: bool = True, compact: set | None = None) -> None:
+        """A table; with `compact` (header names), the HTML shows those columns, less any whose
+        every cell is 0 or empty, and the full table one click away in <details>. Markdown
+        keeps the full table."""
         if not rows:
             return
         if header:
@@ -66,16 +72,14 @@ class Document:
         self._md.append("|" + "|".join(" ---: " if _numeric(rows, i) else " --- " for i in range(len(headers))) + "|")
         self._md += ["| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in rows]
         self._md.append("")
-        out = ['<div class="table-wrap"><table>']
-        if header:
-            out.append("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in headers) + "</tr>")
-        for row in rows:
-            cells = "".join(
-                f'<td class="num">{html.escape(c)}</td>' if _is_number(c) else f"<td>{html.escape(c)}</td>" for c in row
-            )
-            out.append(f"<tr>{cells}</tr>")
-        out.append("</table></div>")
-        self._html.append("\n".join(out))
+        keep = _compact_columns(headers, rows, compact) if compact and header else list(range(len(headers)))
+        if len(keep) == len(headers):
+            self._html.append(_html_table(headers, rows, header))
+            return
+        self._html.append(_html_table([headers[i] for i in keep], [[row[i] for i in keep] for row in rows], True))
+        self._html.append(
+            f"<details><summary>All {len(headers)} columns</summary>\n{_html_table(headers, rows, True)}\n</details>"
+        )
 
     def image(self, filename: str, png: bytes, alt: str) -> None:
         self.images[filename] = png
@@ -102,6 +106,28 @@ class Document:
         path = out_dir / f"{stem}.html"
         path.write_text(self.html())
         return path
+
+
+def _html_table(headers: list[str], rows: list[list[str]], header: bool) -> str:
+    out = ['<div class="table-wrap"><table>']
+    if header:
+        out.append("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in headers) + "</tr>")
+    for row in rows:
+        cells = "".join(
+            f'<td class="num">{html.escape(c)}</td>' if _is_number(c) else f"<td>{html.escape(c)}</td>" for c in row
+        )
+        out.append(f"<tr>{cells}</tr>")
+    out.append("</table></div>")
+    return "\n".join(out)
+
+
+def _compact_columns(headers: list[str], rows: list[list[str]], compact: set) -> list[int]:
+    """The first column and the chosen ones, less those always 0 or empty (closed-loop late, say)."""
+    return [
+        i
+        for i, title in enumerate(headers)
+        if i == 0 or (title in compact and not all(row[i] in ("0", "", "n/a", "none") for row in rows))
+    ]
 
 
 def _is_number(text: str) -> bool:

@@ -12,6 +12,7 @@ import math
 import pandas as pd
 
 from analysis.dataset import Dataset
+from analysis.levels import SEND_RECV_NETWORK
 from analysis.replicas import imbalance_findings
 from analysis.resources import resource_findings
 from loadtests.run_format.faults import fault_sentences
@@ -136,7 +137,7 @@ def _composition(frame: pd.DataFrame, level_kind: str) -> list[str]:
     client = last["client_network_us"]
     if not math.isnan(client):
         out.append(
-            f"Client send/recv + network is {client / last['mean_us']:.0%} of the mean latency "
+            f"{SEND_RECV_NETWORK.capitalize()} is {client / last['mean_us']:.0%} of the mean latency "
             f"{_at(last, level_kind)} ({_ms(client)})."
         )
     wait = last.get("client_wait_us", math.nan)

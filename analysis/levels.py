@@ -17,9 +17,15 @@ import math
 import pandas as pd
 
 from loadtests.run_format.components import SERVER_PARTS, client_parts
+from loadtests.run_format.confidence import percentile_bounds_us
 from loadtests.run_format.hdr import LATENCY_KEYS, HlogFile, summarise_us
 
 PERCENTILE_KEYS = LATENCY_KEYS
+# client_network_us's one name in every table, finding and chart: the client's mean latency
+# minus Triton's queue and compute (the client's and the server's send/recv, and the network).
+# perf_analyzer's CSV splits client send and recv off and calls the rest (network_us)
+# "Network+Server Send/Recv"; the suite's sweep.csv keeps that header (docs/reports.md#glossary).
+SEND_RECV_NETWORK = "send/recv + network"
 LEVEL_COLUMNS = [
     "level",
     "label",
@@ -34,6 +40,9 @@ LEVEL_COLUMNS = [
     "client_network_us",
     "client_wait_us",
     "p99_uncorrected_us",
+    # The p99's 95 % interval (order statistics of the level's histogram), for comparisons.
+    "p99_ci_lo_us",
+    "p99_ci_hi_us",
     *SERVER_PARTS,
     # Only some sources have these: a legacy perf_client CSV's unsplit compute, the response
     # cache's time, a decoupled model's responses/s, perf_analyzer's --collect-metrics GPU columns.
@@ -104,6 +113,15 @@ def make_row(
     return row
 
 
+def p99_interval(bounds: list | None) -> dict:
+    """p99_ci_lo_us / p99_ci_hi_us from [lower, upper] µs; NaN for a bound too few requests give."""
+    lower, upper = bounds or (None, None)
+    return {
+        "p99_ci_lo_us": math.nan if lower is None else float(lower),
+        "p99_ci_hi_us": math.nan if upper is None else float(upper),
+    }
+
+
 def frame(rows: list[dict]) -> pd.DataFrame:
     return add_client_network(pd.DataFrame.from_records(rows).reindex(columns=LEVEL_COLUMNS))
 
@@ -144,7 +162,8 @@ def from_sweep(sweep: dict, series: str, model: str | None) -> dict[str, pd.Data
             "infer_per_s": level.get("throughput_infer_per_s", math.nan),
         }
         value = float(level["level"])
-        rows.append(make_row(f"{value:g}", value, counts, level.get("latency_us"), server, level.get("stable")))
+        row = make_row(f"{value:g}", value, counts, level.get("latency_us"), server, level.get("stable"))
+        rows.append(row | p99_interval((level.get("latency_ci_us") or {}).get("p99")))
     return {series: frame(rows)}
 
 
@@ -222,6 +241,8 @@ def from_steps(
             sent = summarise_us(uncorrected) if uncorrected is not None else None
             label, target = step_label(step, kind), float(step["target"])
             row = make_row(label, target, counts, latency, server, uncorrected=sent)
+            if histogram is not None:
+                row |= p99_interval(percentile_bounds_us(histogram, percentiles=(99.0,)).get("p99"))
             row["users_by_class"] = step_users_by_class(windows) if kind != "rate" else ""
             rows.append(row)
         out[endpoint.name] = frame(rows)

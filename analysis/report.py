@@ -99,7 +99,7 @@ def _levels_section(doc: Document, data: Dataset, prefix: str) -> None:
     for name, frame in series:
         if len(series) > 1 or data.kind == "run":
             doc.heading(name, 3)
-        doc.table(*tables.level_table(frame, data.level_kind))
+        doc.table(*tables.level_table(frame, data.level_kind), compact=tables.LEVEL_COMPACT)
     doc.image(f"{prefix}components.png", plots.components(series, data.level_kind), "Components of Latency")
     knee = data.capacity.get("capacity_rps") if data.capacity else None
     if data.capacity:
@@ -164,7 +164,7 @@ def _endpoints_section(doc: Document, data: Dataset, prefix: str) -> None:
         return
     doc.heading("Endpoints")
     doc.paragraph("Whole run, from summary.json. Latencies of successful requests, ms with µs precision.", True)
-    doc.table(tables.ENDPOINT_HEADERS, tables.endpoint_rows(data))
+    doc.table(tables.ENDPOINT_HEADERS, tables.endpoint_rows(data), compact=tables.ENDPOINT_COMPACT)
     if data.open_loop:
         doc.heading("Corrected vs uncorrected latency", 3)
         doc.paragraph(

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from analysis.dataset import Dataset
-from analysis.levels import PERCENTILE_KEYS
+from analysis.levels import PERCENTILE_KEYS, SEND_RECV_NETWORK
 from loadtests.run_format.confidence import confidence_label, min_requests
 
 NOT_MEASURED = "n/a"
@@ -179,6 +179,10 @@ ENDPOINT_HEADERS = [
 ]
 
 
+# What fits a 1,400-px page: who, how much, how fast; the rest is one click away (Document.table).
+ENDPOINT_COMPACT = {"requests", "failures", "infer/s", "p50 (ms)", "p90 (ms)", "p99 (ms)", "max (ms)", "mean (ms)"}
+
+
 def payload_bytes(value: float | None) -> str:
     """Bytes per request, whole bytes (NOT_MEASURED in run directories that predate the figure)."""
     return NOT_MEASURED if value is None else f"{round(value):,}"
@@ -315,6 +319,43 @@ def _yes_no(value) -> str:
     return NOT_MEASURED if _missing(value) else ("yes" if value else "no")
 
 
+# A level's load, its p50/p99, and where its mean latency goes (Components of Latency's parts).
+LEVEL_COMPACT = {
+    "requests",
+    "failures",
+    "infer/s",
+    "p50 (ms)",
+    "p99 (ms)",
+    "mean (ms)",
+    "p99 uncorrected (ms)",
+    "avg batch",
+    f"{SEND_RECV_NETWORK} (ms)",
+    "client send (ms)",
+    "Network+Server Send/Recv (ms)",
+    "client recv (ms)",
+    "client wait (ms)",
+    "queue (ms)",
+    "compute input (ms)",
+    "compute infer (ms)",
+    "compute output (ms)",
+    "compute (not split) (ms)",
+    "GPU util (%)",
+}
+
+
+def _send_recv_columns(frame: pd.DataFrame) -> list[tuple]:
+    """The time outside Triton's queue and compute as one column, or as perf_analyzer's three
+    parts when a CSV split client send and recv off (their sum is the one column)."""
+    split = frame[["client_send_us", "client_recv_us"]].notna().any().any()
+    if not split:
+        return [(f"{SEND_RECV_NETWORK} (ms)", "client_network_us", ms)]
+    return [
+        ("client send (ms)", "client_send_us", ms),
+        ("Network+Server Send/Recv (ms)", "network_us", ms),
+        ("client recv (ms)", "client_recv_us", ms),
+    ]
+
+
 def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[list[str]]]:
     """One row per level; columns a source did not measure are left out entirely."""
     columns = [
@@ -328,9 +369,7 @@ def level_table(frame: pd.DataFrame, level_kind: str) -> tuple[list[str], list[l
         *((f"{key} (ms)", f"{key}_us", ms) for key in PERCENTILE_KEYS),
         ("p99 uncorrected (ms)", "p99_uncorrected_us", ms),
         ("avg batch", "avg_batch", lambda v: number(v, 2)),
-        ("client send (ms)", "client_send_us", ms),
-        ("network + server send/recv (ms)", "network_us", ms),
-        ("client recv (ms)", "client_recv_us", ms),
+        *_send_recv_columns(frame),
         ("client wait (ms)", "client_wait_us", ms),
         ("queue (ms)", "queue_us", ms),
         ("compute input (ms)", "compute_input_us", ms),

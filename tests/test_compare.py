@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -20,7 +21,7 @@ PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
 
 @pytest.fixture(scope="module")
 def two_runs(triton, tmp_path_factory) -> tuple[Path, Path]:
-    """identity over HTTP, then over gRPC: 2 users, 3 s each."""
+    """identity over HTTP, then over gRPC: 2 users, 5 s each (4 full 1-s windows for throughput's interval)."""
     root = tmp_path_factory.mktemp("compare")
     runs = []
     for user_class, name in (("TritonHttpUser", "http"), ("TritonGrpcUser", "grpc")):
@@ -29,7 +30,7 @@ def two_runs(triton, tmp_path_factory) -> tuple[Path, Path]:
             [user_class],
             [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)],
             users=2,
-            run_time="3s",
+            run_time="5s",
         )
         assert result.returncode == 0, result.stderr[-2000:]
         runs.append(run_dir)
@@ -49,12 +50,12 @@ def test_two_runs_side_by_side_with_difference_and_ratio(two_runs, tmp_path, cap
     markdown = (out / "compare.md").read_text()
     assert "Endpoints matched by position" in markdown  # identity [http] against identity [grpc]
     cells = figure_cells(markdown)
-    assert cells["__headers__"] == ["figure", "HTTP", "gRPC", "gRPC - HTTP", "gRPC / HTTP"]
+    assert cells["__headers__"] == ["figure", "HTTP", "gRPC", "gRPC - HTTP", "gRPC / HTTP", "gRPC vs HTTP"]
     a, b = read_summary(http_run)["endpoints"][0], read_summary(grpc_run)["endpoints"][0]
     assert cells["requests"] == [str(a["requests"]), str(b["requests"]), f"{b['requests'] - a['requests']:+d}",
-                                 f"{b['requests'] / a['requests']:.3f}x"]  # fmt: skip
+                                 f"{b['requests'] / a['requests']:.3f}x", ""]  # fmt: skip
     for key in ("p50", "p99", "mean"):
-        shown_a, shown_b, difference, ratio = cells[f"{key} (ms)"]
+        shown_a, shown_b, difference, ratio, _ = cells[f"{key} (ms)"]
         assert float(shown_a) == pytest.approx(a["latency_us"][key] / 1000, abs=0.0005)
         assert float(shown_b) == pytest.approx(b["latency_us"][key] / 1000, abs=0.0005)
         assert float(difference) == pytest.approx((b["latency_us"][key] - a["latency_us"][key]) / 1000, abs=0.0005)
@@ -76,8 +77,8 @@ def test_same_endpoints_match_by_model_and_protocol(two_runs, tmp_path):
     markdown = html.with_suffix(".md").read_text()
     assert "Endpoints matched by model and protocol." in markdown
     cells = figure_cells(markdown)
-    assert cells["p99 (ms)"][2:] == ["+0.000", "1.000x"]
-    assert cells["requests"][2:] == ["+0", "1.000x"]
+    assert cells["p99 (ms)"][2:] == ["+0.000", "1.000x", "no difference beyond noise"]
+    assert cells["requests"][2:] == ["+0", "1.000x", ""]
 
 
 def test_closed_against_open_loop_is_refused_unless_forced(two_runs, tmp_path, capsys):
@@ -126,3 +127,77 @@ def test_wrong_labels_and_single_run_are_bad_input(two_runs, capsys):
     assert "--labels needs 2 distinct names" in capsys.readouterr().err
     assert analysis_main(["compare", str(http_run)]) == 2
     assert capsys.readouterr().err == "error: compare needs at least two runs\n"
+
+
+# -- noise: is a difference beyond the confidence intervals? -------------------------------------------------
+VERDICTS = ("faster", "no difference beyond noise", "slower")
+
+
+@pytest.fixture(scope="module")
+def sleep_run(triton, tmp_path_factory) -> Path:
+    """`sleep` (20 ms per request) over HTTP, 2 users, 5 s: far slower than `identity`."""
+    run_dir = tmp_path_factory.mktemp("compare") / "sleep"
+    result = run_locust(
+        ["TritonHttpUser"],
+        [*triton_options(triton), "--model", "sleep", "--shape", "INPUT0:16", "--run-dir", str(run_dir)],
+        users=2,
+        run_time="5s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return run_dir
+
+
+def latency_verdict(base: list, other: list) -> str:
+    """The rule, from summary.json's 95 % intervals: apart means a verdict, overlapping means noise.
+    A bound too few requests give (None) is open."""
+    base = [base[0] or 0.0, math.inf if base[1] is None else base[1]]
+    other = [other[0] or 0.0, math.inf if other[1] is None else other[1]]
+    if other[1] < base[0]:
+        return "faster"
+    return "slower" if other[0] > base[1] else "no difference beyond noise"
+
+
+def section(markdown: str, heading: str) -> str:
+    return markdown.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_latency_ratio_says_whether_it_is_beyond_the_intervals(two_runs, tmp_path):
+    http_run, grpc_run = two_runs
+    markdown = write_comparison([http_run, grpc_run], ["HTTP", "gRPC"], tmp_path / "out").with_suffix(".md").read_text()
+    cells = figure_cells(markdown)
+    assert cells["__headers__"][-1] == "gRPC vs HTTP"
+    a, b = read_summary(http_run)["endpoints"][0], read_summary(grpc_run)["endpoints"][0]
+    for key in ("p50", "p90", "p95", "p99"):
+        expected = latency_verdict(a["latency_ci_us"][key], b["latency_ci_us"][key])
+        assert cells[f"{key} (ms)"][-1] == expected, (key, a["latency_ci_us"][key], b["latency_ci_us"][key])
+    assert cells["infer/s"][-1] in VERDICTS
+    assert cells["requests"][-1] == ""  # a count is not a speed
+
+
+def test_a_run_against_itself_is_no_difference_beyond_noise(two_runs, tmp_path):
+    http_run, _ = two_runs
+    copy = Path(shutil.copytree(http_run, tmp_path / "again"))
+    markdown = write_comparison([http_run, copy], ["first", "again"], tmp_path / "out").with_suffix(".md").read_text()
+    cells = figure_cells(markdown)
+    for figure in ("infer/s", "p50 (ms)", "p99 (ms)"):
+        assert cells[figure][-1] == "no difference beyond noise", figure
+    # The first screen: the verdict comes before any table.
+    assert markdown.split("\n## ", 2)[1].startswith("Verdict\n")
+    assert "no difference beyond noise" in section(markdown, "Verdict")
+    assert "wins against" not in section(markdown, "Verdict")
+
+
+def test_a_slower_model_is_slower_beyond_noise_and_the_first_screen_names_the_winner(two_runs, sleep_run, tmp_path):
+    http_run, _ = two_runs
+    markdown = (
+        write_comparison([http_run, sleep_run], ["identity", "sleep"], tmp_path / "out").with_suffix(".md").read_text()
+    )
+    cells = figure_cells(markdown)
+    a, b = read_summary(http_run)["endpoints"][0], read_summary(sleep_run)["endpoints"][0]
+    for key in ("p50", "p99"):
+        assert latency_verdict(a["latency_ci_us"][key], b["latency_ci_us"][key]) == "slower"
+        assert cells[f"{key} (ms)"][-1] == "slower"
+    assert cells["infer/s"][-1] == "slower"
+    verdict = section(markdown, "Verdict")
+    ratio = a["throughput_infer_per_s"] / b["throughput_infer_per_s"]
+    assert f"identity [http] wins against sleep [http]: {ratio:.2f}x the throughput" in verdict

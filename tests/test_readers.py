@@ -259,4 +259,4 @@ def test_model_analyzer_file_with_some_server_columns_does_not_invent_the_rest(t
     data = load(path)
     text = "\n".join(findings(data))
     assert "Server queue time is 50% of the mean latency" in text
-    assert "Compute" not in text and "Client send/recv" not in text, text
+    assert "Compute" not in text and "Send/recv + network" not in text, text

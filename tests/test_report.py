@@ -449,7 +449,7 @@ def test_sweep_report_rows_equal_sweep_json_and_sweep_csv_reads_back(sweep_run, 
         assert float(cells["avg batch"]) == pytest.approx(server["avg_batch"], abs=0.005)
         # sweep.csv floors the same part to whole µs: within 1 µs, plus the 0.5 µs of display rounding.
         network_ms = float(csv_row["Network+Server Send/Recv"]) / 1000
-        assert float(cells["network + server send/recv (ms)"]) == pytest.approx(network_ms, abs=0.0015)
+        assert float(cells["send/recv + network (ms)"]) == pytest.approx(network_ms, abs=0.0015)
         assert cells["stable"] == ("yes" if level["stable"] else "no")
 
     # The run's own sweep.csv read as any perf_analyzer -f CSV: the same levels.
@@ -582,8 +582,8 @@ def test_users_staircase_changes_on_the_step_lines(run_copy):
     assert step_lines == step_starts
 
 
-def test_over_time_charts_share_one_x_range_and_the_step_lines(run_copy):
-    data = load(run_copy)
+def over_time_figures(data) -> list:
+    """Every over-time chart of a run's report, on the run's time axis."""
     axis = plots.TimeAxis.of_run(data.timeseries, data.steps, data.steps_kind, data.window_s)
     figures = [
         plots.latency_over_time_figure(data.timeseries, axis, data.window_s),
@@ -592,6 +592,12 @@ def test_over_time_charts_share_one_x_range_and_the_step_lines(run_copy):
     ]
     if data.resources is not None:
         figures.append(plots.resources_over_time_figure(data.resources, axis))
+    return figures
+
+
+def test_over_time_charts_share_one_x_range_and_the_step_lines(run_copy):
+    data = load(run_copy)
+    figures = over_time_figures(data)
     expected_x = (min(0.0, data.timeseries["time_s"].min()), data.timeseries["time_s"].max() + data.window_s)
     step_starts = sorted(float(step["start_s"]) for step in data.steps)
     for figure in figures:
@@ -631,3 +637,57 @@ def test_endpoints_of_one_model_are_told_apart(two_class_run):
     grpc, http = lines["identity [grpc] infer/s"], lines["identity [http] infer/s"]
     assert grpc.get_color() == http.get_color() == plots.endpoint_colour("identity")  # one model, one colour
     assert grpc.get_linestyle() != http.get_linestyle()
+
+
+def test_a_host_saturated_in_one_step_is_a_finding_of_that_step(run_copy):
+    """A whole-run average hides a step that saturated Triton's host: the finding names the step."""
+    metrics = pd.read_csv(run_copy / "server_metrics.csv", dtype={"labels": str})
+    run_start = datetime.fromisoformat(json.loads((run_copy / "config.json").read_text())["started_at"]).timestamp()
+    steps = json.loads((run_copy / "steps.json").read_text())["steps"]
+    first, second = ((run_start + s["start_s"], run_start + s["end_s"]) for s in steps)
+    # The real run's CPU samples, made to say: idle in step 1, saturated in step 2.
+    cpu = metrics[(metrics["metric"] == "nv_cpu_utilization") & (metrics["time_s"] >= run_start)].copy()
+    cpu["value"] = cpu["value"].astype(float)
+    in_second = (cpu["time_s"] >= second[0]) & (cpu["time_s"] < second[1])
+    in_first = (cpu["time_s"] >= first[0]) & (cpu["time_s"] < first[1])
+    assert in_second.sum() >= 2 and in_first.sum() >= 2, cpu  # the real run sampled both steps
+    busy = [0.97, 1.0, 0.99, 0.98, 0.96, 1.0][: int(in_second.sum())]
+    cpu.loc[in_second, "value"] = busy + [0.97] * (int(in_second.sum()) - len(busy))
+    cpu.loc[~in_second, "value"] = 0.3
+    rest = metrics[~metrics.index.isin(cpu.index) & (metrics["metric"] != "nv_cpu_utilization")]
+    pd.concat([rest, cpu]).to_csv(run_copy / "server_metrics.csv", index=False)
+    whole, step_mean = cpu["value"].mean(), cpu.loc[in_second, "value"].mean()
+    assert whole < 0.9 <= step_mean  # the whole-run average alone would say nothing
+    write_report(run_copy)
+    findings = (run_copy / "report.md").read_text().split("## Findings", 1)[1].split("\n## ", 1)[0]
+    peak = cpu.loc[in_second, "value"].max()
+    assert (
+        f"Triton's host CPU was saturated in 1 of 2 load steps: {step_mean:.0%} busy at step 2: 2 users "
+        f"(peak {peak:.0%}, {int(in_second.sum())} samples), from Triton's nv_cpu_utilization "
+        f"({whole:.0%} over the whole run, an average that hides it)"
+    ) in findings
+    assert "step 1: 1 user (peak" not in findings
+
+
+def test_the_time_outside_triton_has_one_name(run_copy):
+    """Client latency minus Triton's queue and compute: one name in findings, table, chart and docs."""
+    name = "send/recv + network"
+    write_report(run_copy)
+    markdown = (run_copy / "report.md").read_text()
+    data = load(run_copy)
+    (frame,) = data.levels.values()
+    headers, rows = markdown_table(markdown, "step")
+    assert f"{name} (ms)" in headers
+    column = headers.index(f"{name} (ms)")
+    for row, record in zip(rows, frame.to_dict("records"), strict=True):
+        assert float(row[column]) == pytest.approx(record["client_network_us"] / 1000, abs=0.0005)
+    assert f"{name[0].upper()}{name[1:]} is " in markdown  # the finding
+    figure = plots.components_figure(list(data.levels.items()), data.level_kind)
+    legends = [axes.get_legend() for axes in figure.axes if axes.get_legend()] + list(figure.legends)
+    legend = {text.get_text() for box in legends for text in box.texts}
+    assert name in legend, legend
+    for other in ("client send/recv + network", "network + server send/recv", "client/network"):
+        assert other not in markdown.lower(), other
+    # The glossary names the quantity and the CSV header perf_analyzer (and sweep.csv) give it.
+    glossary = (REPO_ROOT / "docs" / "reports.md").read_text().split("## Glossary", 1)[1]
+    assert f"**{name}**" in glossary and "Network+Server Send/Recv" in glossary

@@ -12,7 +12,7 @@ backend, nothing to close. Latencies are drawn in ms, times in seconds from the 
     png = plots.components([("identity [grpc]", frame)], "concurrency")
 """
 
-from analysis.plots.comparisons import compare_latency_vs_throughput, compare_over_time
+from analysis.plots.comparisons import compare_latency_vs_throughput, compare_over_time, compare_over_time_figure
 from analysis.plots.over_time import (
     RESOURCE_PANELS,
     latency_over_time,
@@ -57,6 +57,7 @@ __all__ = [
     "batch_sizes_figure",
     "compare_latency_vs_throughput",
     "compare_over_time",
+    "compare_over_time_figure",
     "components",
     "components_figure",
     "endpoint_colour",

@@ -18,11 +18,14 @@ from analysis.plots.style import (
     DEVICE_COLOURS,
     LOAD_COLOUR,
     MAX_POINTS,
+    MODEL_MARKERS,
     PERCENTILE_COLOURS,
+    TIME_FIGURE_WIDTH,
     endpoint_colour,
     endpoint_linestyle,
-    legend_outside,
     png,
+    time_layout,
+    time_legend,
 )
 from analysis.plots.timeline import TimeAxis, binned, users_staircase, window_middle
 
@@ -37,8 +40,9 @@ def latency_over_time(
 
 def latency_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, window_s: float = 1.0) -> Figure:
     names = sorted(timeseries["endpoint"].unique())
-    figure = Figure(figsize=(11, 2.2 + 2.6 * len(names)), layout="constrained")
+    figure = Figure(figsize=(TIME_FIGURE_WIDTH, 2.2 + 2.6 * len(names)))
     panels = figure.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
+    time_layout(figure, title_in=0.75)
     bin_s = window_s
     for axes, name in zip(panels, names, strict=True):
         rows = timeseries[(timeseries["endpoint"] == name) & (timeseries["requests"] > timeseries["failures"])]
@@ -60,7 +64,7 @@ def latency_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, wind
         axes.set_ylabel("latency (ms)")
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
-        legend_outside(axes)
+        time_legend(axes)
     panels[-1].set_xlabel("time since start (s)")
     if bin_s == window_s:
         figure.suptitle(f"Latency percentiles per {window_s:g}-s window")
@@ -78,8 +82,9 @@ def throughput_over_time(
 
 
 def throughput_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, window_s: float = 1.0) -> Figure:
-    figure = Figure(figsize=(11, 4.5), layout="constrained")
+    figure = Figure(figsize=(TIME_FIGURE_WIDTH, 4.5))
     axes = figure.subplots()
+    time_layout(figure)
     bin_s = window_s
     for name in sorted(timeseries["endpoint"].unique()):
         rows, bin_s = binned(timeseries[timeseries["endpoint"] == name], window_s)
@@ -110,7 +115,7 @@ def throughput_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, w
         right.set_ylabel("users (all classes)")
     right.set_ylim(bottom=0, top=max(1.0, float(np.nanmax(right.get_lines()[0].get_ydata()))) * 1.15)
     lines = axes.get_lines() + right.get_lines()
-    legend_outside(right, lines, [line.get_label() for line in lines])
+    time_legend(right, lines, [line.get_label() for line in lines])
     time_axis.apply(axes, label=True)
     axes.set_title(f"Throughput per {bin_s:g} s")
     return figure
@@ -146,20 +151,22 @@ def server_over_time_figure(intervals: list[dict], time_axis: TimeAxis | None = 
         frame["avg_batch"] = frame["inferences"] / frame["executions"]
         for column in ("queue_us", "compute_infer_us"):
             frame[column] = frame[column] / frame["requests"]
-    figure = Figure(figsize=(11, 5.5), layout="constrained")
+    figure = Figure(figsize=(TIME_FIGURE_WIDTH, 5.5))
     batch_axes, queue_axes = figure.subplots(2, 1, sharex=True)
-    for model, rows in frame.groupby("model"):
-        marker = "." if len(rows) <= 60 else None  # dots mark intervals while they can be told apart
-        colour = endpoint_colour(str(model))
-        batch_axes.plot(rows["time_s"], rows["avg_batch"], marker=marker, label=model, color=colour)
-        queue_axes.plot(rows["time_s"], rows["queue_us"] / 1000, marker=marker, label=f"{model} queue", color=colour)
+    time_layout(figure)
+    for index, (model, rows) in enumerate(frame.groupby("model")):
+        # A marker per model (colour alone does not tell two pinks apart); on long runs every
+        # few intervals, or the markers become a band.
+        style = {
+            "marker": MODEL_MARKERS[index % len(MODEL_MARKERS)],
+            "markevery": max(1, len(rows) // 30),
+            "markersize": 4,
+            "color": endpoint_colour(str(model)),
+        }
+        batch_axes.plot(rows["time_s"], rows["avg_batch"], label=model, **style)
+        queue_axes.plot(rows["time_s"], rows["queue_us"] / 1000, label=f"{model} queue", **style)
         queue_axes.plot(
-            rows["time_s"],
-            rows["compute_infer_us"] / 1000,
-            marker=marker,
-            linestyle="--",
-            label=f"{model} compute infer",
-            color=colour,
+            rows["time_s"], rows["compute_infer_us"] / 1000, linestyle="--", label=f"{model} compute infer", **style
         )
     batch_axes.set_ylabel("avg executed batch\n(inferences/execution)")
     batch_axes.set_ylim(bottom=0)
@@ -170,8 +177,8 @@ def server_over_time_figure(intervals: list[dict], time_axis: TimeAxis | None = 
         axes.grid(alpha=0.3)
         if time_axis is not None:
             time_axis.apply(axes, label=axes is batch_axes)
-        legend_outside(axes)
-    figure.suptitle("Triton server side per statistics interval (colour: model; dashed: compute infer)")
+        time_legend(axes)
+    figure.suptitle("Triton server side per statistics interval (colour and marker: model; dashed: compute infer)")
     return figure
 
 
@@ -193,8 +200,9 @@ def resources_over_time_figure(resources: pd.DataFrame, time_axis: TimeAxis | No
     panels = [panel for panel in RESOURCE_PANELS if (resources["metric"] == panel[0]).any()]
     if not panels:
         return None
-    figure = Figure(figsize=(11, 1.5 + 2.2 * len(panels)), layout="constrained")
+    figure = Figure(figsize=(TIME_FIGURE_WIDTH, 1.5 + 2.2 * len(panels)))
     axes_list = figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    time_layout(figure)
     span = (resources["time_s"].max() - resources["time_s"].min()) / MAX_POINTS
     if resources.groupby(["metric", "device"]).size().max() > MAX_POINTS and span > 0:
         # Long runs: samples averaged per bin, or a run of an hour draws a solid band.
@@ -210,7 +218,7 @@ def resources_over_time_figure(resources: pd.DataFrame, time_axis: TimeAxis | No
         axes.grid(alpha=0.3)
         if time_axis is not None:
             time_axis.apply(axes, label=axes is axes_list[0])
-        legend_outside(axes)
+        time_legend(axes)
     axes_list[-1].set_xlabel("time since start (s)")
     figure.suptitle("Server resources (Triton /metrics)")
     return figure

@@ -61,7 +61,8 @@ def batch_sizes_figure(server: dict, requested: dict[str, dict[str, int]]) -> Fi
         axes.grid(axis="y", alpha=0.3)
         mean = sum(size * count for size, count in executed.items()) / sum(executed.values())
         axes.set_title(f"{model}: {sum(executed.values())} executions, mean batch {mean:.2f}", fontsize=10)
-        axes.legend(fontsize=8)
+        # Below the axes: inside, it covered the tallest bars.
+        axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, borderaxespad=0)
     figure.suptitle("Executed batch sizes (Triton's batch_stats) vs the client's requested mix")
     return figure
 
@@ -134,28 +135,36 @@ def latency_vs_throughput_figure(
                 frame["infer_per_s"], frame[column] / 1000, marker="o", label=label, color=PERCENTILE_COLOURS[label]
             )
         if len(frame) <= MAX_STEP_LABELS:
-            for record in frame.to_dict("records"):
-                by_class = record.get("users_by_class")
-                several = isinstance(by_class, str) and "," in by_class  # users from more than one class
-                axes.annotate(
-                    f"{record['label']}\n({by_class})" if several else record["label"],
-                    (record["infer_per_s"], record["p99_us"] / 1000),
-                    xytext=(4, 4),
-                    textcoords="offset points",
-                    fontsize=8,
-                )
+            _label_levels(axes, frame)
         if knee_level is not None:
             _mark_knee(axes, frame, knee_level)
         axes.set_xlabel("throughput (inferences/s)")
         axes.set_ylabel("latency (ms)")
-        axes.set_xlim(0, np.nanmax(frame["infer_per_s"]) * 1.2)  # room for the last point's label
-        axes.set_ylim(bottom=0)
+        axes.set_xlim(0, np.nanmax(frame["infer_per_s"]) * 1.1)
+        axes.set_ylim(0, np.nanmax(frame["p99_us"]) / 1000 * 1.2)  # room above the highest point's label
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8, loc="upper left")
         axes.set_title(name, fontsize=10)
     what = LEVEL_AXIS[level_kind] or "level"
     figure.suptitle(f"Latency vs Throughput (points labelled by {what})")
     return figure
+
+
+def _label_levels(axes: Axes, frame: pd.DataFrame) -> None:
+    """Each level's name by its p99 point, inside the axes: left of points in the right half,
+    above and below in turn so neighbours at one latency do not overprint (users by class
+    are in the level table)."""
+    right = np.nanmax(frame["infer_per_s"]) * 1.1 / 2
+    for index, record in enumerate(frame.to_dict("records")):
+        left_of = record["infer_per_s"] > right
+        axes.annotate(
+            str(record["label"]),
+            (record["infer_per_s"], record["p99_us"] / 1000),
+            xytext=(-6 if left_of else 6, 5 if index % 2 == 0 else -13),
+            textcoords="offset points",
+            ha="right" if left_of else "left",
+            fontsize=8,
+        )
 
 
 def _mark_knee(axes: Axes, frame: pd.DataFrame, knee_level: float) -> None:

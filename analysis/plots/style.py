@@ -17,9 +17,11 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from analysis.levels import SEND_RECV_NETWORK
+
 # perf_analyzer's order, bottom to top, and one colour per part in every chart.
 COMPONENTS = [
-    ("client_network_us", "client send/recv + network", "#9e9e9e"),
+    ("client_network_us", SEND_RECV_NETWORK, "#9e9e9e"),
     ("client_wait_us", "client wait (open loop: due, not yet sent)", "#5f5f5f"),
     ("queue_us", "server queue", "#d62728"),
     ("compute_input_us", "compute input", "#f2b447"),
@@ -34,6 +36,15 @@ PERCENTILES = [("p50_us", "p50"), ("p90_us", "p90"), ("p95_us", "p95"), ("p99_us
 PERCENTILE_COLOURS = {"p50": "#9ecae1", "p90": "#4292c6", "p95": "#2171b5", "p99": "#08306b"}
 # Endpoints and models (over-time charts): none of them a blue, green, red or grey used above.
 ENDPOINT_COLOURS = ("#f58518", "#b279a2", "#8c564b", "#e377c2", "#c51b7d", "#7f3c8d")
+# Models of one chart told apart by marker too, not by colour alone (in plotting order).
+MODEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+# Runs of a comparison chart: one line style each, not colour alone.
+RUN_LINESTYLES = ("-", "--", ":", "-.")
+# Every over-time chart puts its time axis at the same place of an 11-in wide figure, so the
+# charts stacked in a report line up: axes from TIME_LEFT to TIME_RIGHT (figure fraction), a
+# right-hand axis (users, target rate) in the next TIME_RIGHT_AXIS, the legend after it.
+TIME_FIGURE_WIDTH = 11.0
+TIME_LEFT, TIME_RIGHT, TIME_RIGHT_AXIS = 0.07, 0.73, 0.085
 # Devices of the resources chart (CPU, each GPU): teals.
 DEVICE_COLOURS = ("#01665e", "#35978f", "#80cdc1", "#003c30")
 LOAD_COLOUR = "black"
@@ -78,6 +89,31 @@ def legend_outside(axes: Axes, handles=None, labels=None) -> None:
     if handles is None:
         handles, labels = axes.get_legend_handles_labels()
     axes.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
+
+
+def time_layout(figure: Figure, title_in: float = 0.55) -> None:
+    """Fixed margins for an over-time figure (see TIME_LEFT): not the constrained layout,
+    which sizes the axes by the legend's width and so differs from chart to chart."""
+    height = figure.get_figheight()
+    figure.subplots_adjust(
+        left=TIME_LEFT, right=TIME_RIGHT, top=1 - title_in / height, bottom=0.6 / height, hspace=0.45
+    )
+
+
+def time_legend(axes: Axes, handles=None, labels=None) -> None:
+    """An over-time chart's legend, right of the right-hand axis (time_layout), level with the axes' top."""
+    if handles is None:
+        handles, labels = axes.get_legend_handles_labels()
+    top = axes.get_position().y1
+    axes.legend(
+        handles,
+        labels,
+        loc="upper left",
+        bbox_to_anchor=(TIME_RIGHT + TIME_RIGHT_AXIS, top),
+        bbox_transform=axes.figure.transFigure,
+        fontsize=8,
+        borderaxespad=0,
+    )
 
 
 def png(figure: Figure) -> bytes:

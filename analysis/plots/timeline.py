@@ -50,7 +50,7 @@ class TimeAxis:
 
     def apply(self, axes: Axes, label: bool) -> None:
         axes.set_xlim(self.start_s, self.end_s)
-        _mark_steps(axes, list(self.steps), self.steps_kind, label)
+        mark_steps(axes, list(self.steps), self.steps_kind, label)
         _mark_faults(axes, self.faults or {}, label)
 
 
@@ -91,7 +91,7 @@ def users_staircase(timeseries: pd.DataFrame, steps: list[dict]) -> tuple[np.nda
     return load["time_s"].to_numpy(dtype=float), load["users"].to_numpy(dtype=float)
 
 
-def _mark_steps(axes: Axes, steps: list[dict], kind: str, label: bool) -> None:
+def mark_steps(axes: Axes, steps: list[dict], kind: str, label: bool) -> None:
     for step in steps:
         axes.axvline(float(step["start_s"]), color=STEP_COLOUR, linestyle=":", linewidth=1, label="_step")
         if label and len(steps) <= MAX_STEP_LABELS:
