@@ -211,6 +211,7 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "prometheus_host": _text(options, "prometheus_host") or DEFAULT_PROMETHEUS_HOST,
         "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
         "csv_prefix": _text(options, "csv_prefix"),
+        "json_file": _text(options, "json_file"),
     }
 
 

@@ -104,6 +104,7 @@ class Settings:
     prometheus_host: str = DEFAULT_PROMETHEUS_HOST
     prometheus_port: int = 0  # 0: no exporter
     csv_prefix: str = ""  # Locust's --csv
+    json_file: str = ""  # Locust's --json-file (its save resets Locust's per-endpoint stats)
     # -- traffic
     traffic: str = CLOSED_LOOP
     rate: float = 0.0

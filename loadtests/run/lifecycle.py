@@ -67,6 +67,7 @@ class RunLifecycle:
         locust_events.test_start.add_listener(self.on_test_start)
         locust_events.test_stop.add_listener(self.on_test_stop)
         locust_events.quitting.add_listener(self.on_quitting)
+        locust_events.quit.add_listener(self.process.console.release)  # after Locust's own table
         self.events.step_started.add_listener(self.on_step_started)
 
     # -- start ----------------------------------------------------------------------------
@@ -80,6 +81,8 @@ class RunLifecycle:
 
     def start(self) -> None:
         settings = self.process.settings
+        if settings.headless:  # Locust prints its own table as it quits: the exact one comes after it
+            self.process.console.hold()
         models = self.process.endpoints.models()
         # Server and model metadata from the first replica (replicas serve the same models).
         triton = fetch_triton_info(address_list(settings.triton_http)[0], models, security=settings.security)
@@ -212,6 +215,7 @@ class RunLifecycle:
         gevent.spawn(finish_when_workers_reported)
 
     def on_quitting(self, **_kwargs) -> None:
+        self.process.console.hold()
         runner = self.environment.runner
         if self.active is not None and runner is not None and runner.state not in (STATE_STOPPED, STATE_INIT):
             # Ctrl-C: Locust fires quitting before it stops the runner. Stop it first (users
