@@ -20,13 +20,13 @@ from collections.abc import Callable
 import gevent
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED
 
-from loadtests.addresses import address_list
 from loadtests.events import RunStarted
 from loadtests.recording.console import behind_schedule_warnings
 from loadtests.recording.faults import FaultLog
 from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
+from loadtests.recording.statistics_address import candidates, first_replica
 from loadtests.recording.throttling import add as add_throttle
 from loadtests.recording.triton_info import fetch_triton_info, watched_models
 from loadtests.recording.windows import RunAggregator
@@ -84,8 +84,10 @@ class RunLifecycle:
         if settings.headless:  # Locust prints its own table as it quits: the exact one comes after it
             self.process.console.hold()
         models = self.process.endpoints.models()
+        # HTTP, or gRPC for a gRPC-only target (pre-flight asked; recording/statistics_address.py).
+        stats_address = self.process.statistics_address or candidates(settings)[0]
         # Server and model metadata from the first replica (replicas serve the same models).
-        triton = fetch_triton_info(address_list(settings.triton_http)[0], models, security=settings.security)
+        triton = fetch_triton_info(first_replica(stats_address), models, security=settings.security)
         directory = RunDirectory.create(
             settings,
             [cls.__name__ for cls in self.environment.user_classes],
@@ -95,7 +97,7 @@ class RunLifecycle:
         )
         logger.info("run directory: %s", directory.path)
         server = ServerWatch(
-            settings.triton_http,
+            stats_address,
             settings.triton_metrics,
             watched_models(triton),  # ensembles' composing models too: Triton counts each step
             settings.server_poll_s,

@@ -2,7 +2,8 @@
 
 - at init, on a master or single process: the options, the load shape, --traffic and --rate,
   --slo, the outputs and (headless or --autostart) every selected class's endpoint against
-  the real server: bad input exits with code 2;
+  the real server, and where Triton's statistics are read (HTTP, or gRPC for a gRPC-only
+  target): bad input exits with code 2;
 - at test_start, on every process: the options again (workers receive them only now, the
   web UI may have changed them); a failure stops the test with exit code 2;
 - a test started from the web UI: the same checks on the form's values, answered in the form.
@@ -18,6 +19,7 @@ from loadtests.errors import SpecError, StartupError
 from loadtests.options import apply_form
 from loadtests.outputs import check_outputs
 from loadtests.recording.run_dir import used_run_dir_error
+from loadtests.recording.statistics_address import statistics_address
 from loadtests.run.process import SuiteProcess
 from loadtests.settings import Settings
 
@@ -51,6 +53,7 @@ class Preflight:
                 if used is not None:
                     raise used
                 process.endpoints.prepare_all()
+                self.choose_statistics_address()
         except StartupError as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(error.exit_code)
@@ -90,3 +93,10 @@ class Preflight:
         self.check_traffic()
         slo_gate.validate(settings, self.process.endpoints.names())
         self.process.endpoints.prepare_all()
+        self.choose_statistics_address()
+
+    def choose_statistics_address(self) -> None:
+        """Where the run reads Triton's statistics (HTTP, or gRPC for a gRPC-only target),
+        asked now, before any load; raises ServerError when no address answers."""
+        process = self.process
+        process.statistics_address = statistics_address(process.settings, process.endpoints.models())

@@ -26,10 +26,10 @@ from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
 from loadtests.option_values import settings_from
+from loadtests.recording.console import HeldConsole
 from loadtests.recording.throttling import ThrottleMeter
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.endpoint_cache import EndpointCache
-from loadtests.recording.console import HeldConsole
 from loadtests.run.role import Role
 from loadtests.sequence_ids import UserSlots
 from loadtests.settings import Settings
@@ -72,6 +72,8 @@ class SuiteProcess:
         self.slowest_ms = 0.0
         # The check of the current test's options failed: no run, no traffic (the process quits).
         self.rejected: StartupError | None = None
+        # Where Triton's statistics are read (pre-flight's choice; None: not asked yet).
+        self.statistics_address: str | None = None
         # The end-of-run text (held while Locust quits, printed after its own table).
         self.console = HeldConsole()
         self._user_seed = 0
