@@ -66,6 +66,11 @@ class TritonGrpcControl:
         answer = self._call("ModelConfig", lambda client, kw: client.get_model_config(model, **kw))
         return answer.get("config", answer)
 
+    def repository_index(self) -> list[dict[str, Any]]:
+        """Every model in the repositories: [{"name", "version", "state", "reason"}] (as over HTTP)."""
+        answer = self._call("RepositoryIndex", lambda client, kw: client.get_model_repository_index(**kw))
+        return list(answer.get("models", []))
+
     def statistics(self, models: list[str] | None = None) -> dict[str, dict[str, dict]]:
         """Raw statistics per model and loaded version, as TritonControl.statistics returns them."""
         out: dict[str, dict[str, dict]] = {}

@@ -43,6 +43,7 @@ class Preflight:
         process = self.process
         try:
             settings = self.reload()
+            self.check_user_classes_named()
             install_shape()
             self.check_traffic()
             slo_gate.validate(settings, process.endpoints.names())  # exit 2 before any load
@@ -57,6 +58,17 @@ class Preflight:
         except StartupError as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(error.exit_code)
+
+    def check_user_classes_named(self) -> None:
+        """A headless run names its user class: without one Locust starts every class of the
+        locustfile, and each fails on a model it was not meant for; raises SpecError."""
+        settings = self.process.settings
+        available = sorted(getattr(self.process.environment, "available_user_classes", None) or {})
+        if settings.starts_at_once and not settings.user_classes and len(available) > 1:
+            raise SpecError(
+                "name a user class, e.g. locust -f locustfile.py --headless -u 4 -t 1m TritonHttpUser --model NAME "
+                f"(the classes: {', '.join(available)})"
+            )
 
     def check_traffic(self) -> None:
         """Open-loop traffic needs a rate: --rate, or a load shape with kind=rate; raises SpecError."""
