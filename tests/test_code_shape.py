@@ -78,6 +78,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.exporter",
             "loadtests.slo_gate",
             "loadtests.options",
+            "loadtests.option_groups",  # the options by task, with written labels (listing, web form)
             "loadtests.option_values",  # the options read into Settings
             "loadtests.mix_options",  # --mix read into its value (list or file)
             "loadtests.outputs",  # the pre-flight of the run's outputs

@@ -52,30 +52,22 @@ def test_grpc_only_target_reads_triton_statistics_over_grpc(triton, tmp_path, ht
 
 
 # -- 2. an options listing a person can read --------------------------------------------------------
-def suite_parser():
-    import configargparse
-
-    from loadtests import options
-
-    parser = configargparse.ArgumentParser()
-    options.add_arguments(parser)
-    return parser
-
-
 def test_options_command_lists_every_option_by_task():
+    from loadtests.commands.option_list import suite_parser
+
     result = run_cli(["-m", "loadtests", "options"], timeout=60)
     assert result.returncode == 0, result.stderr
     text = result.stdout
     headings = ["Target", "Workload", "Traffic", "Measurement and outputs", "Gates", "Distributed"]
-    positions = [text.find(f"\n{h}\n") if text.find(f"\n{h}\n") >= 0 else text.find(f"{h}\n") for h in headings]
-    assert all(p >= 0 for p in positions) and positions == sorted(positions), positions
+    positions = [re.search(rf"^{h}: ", text, re.M) for h in headings]
+    assert all(positions), [h for h, p in zip(headings, positions, strict=True) if not p]
+    assert [p.start() for p in positions] == sorted(p.start() for p in positions)
     for action in suite_parser()._actions:
-        if not action.option_strings or action.dest == "help":
+        if not action.option_strings:
             continue
-        option = action.option_strings[-1]
-        lines = [line for line in text.splitlines() if line.strip().startswith(option + " ")]
-        assert len(lines) == 1, (option, lines)
-        assert action.env_var in lines[0], lines[0]
+        lines = [line for line in text.splitlines() if line.startswith(f"  {action.option_strings[-1]}")]
+        assert len(lines) == 1, (action.option_strings, lines)
+        assert action.env_var in lines[0] and "default" in lines[0], lines[0]
     assert "python -m loadtests options" in Path("README.md").read_text()
 
 
@@ -113,7 +105,7 @@ def test_user_class_missing_or_mistyped_is_one_error(triton, classes, fragment):
         triton, lambda: run_locust(classes, [*triton.options, "--model", MODEL], users=1, run_time="2s")
     )
     assert_one_error(result.returncode, result.stderr, fragment)
-    error = [line for line in result.stderr.splitlines() if "error:" in line][0]
+    error = next(line for line in result.stderr.splitlines() if "error:" in line)
     assert "TritonHttpUser" in error  # says what to type instead
     assert requests == 0
 
@@ -144,7 +136,7 @@ def test_mixed_up_addresses_say_so(triton, user_class, swap, fragment):
         triton, lambda: run_locust([user_class], [*triton.options, *swap(triton), "--model", MODEL], users=1)
     )
     assert_one_error(result.returncode, result.stderr, fragment)
-    error = [line for line in result.stderr.splitlines() if "error:" in line][0]
+    error = next(line for line in result.stderr.splitlines() if "error:" in line)
     assert not re.search(r"[\x00-\x08\x0e-\x1f\x7f]", error), repr(error)
     assert requests == 0
 
@@ -219,7 +211,7 @@ def test_console_shows_throughput_exact_table_last_and_the_report_command(triton
     assert 0 <= locust_at < exact_at, "Locust's rounded table comes after the exact one"
     header = next(line for line in out[exact_at:].splitlines() if line.startswith("Endpoint"))
     row = next(line for line in out[exact_at:].splitlines() if line.startswith(endpoint["name"]))
-    cells = dict(zip(header.split(), row[len(endpoint["name"]) :].split(), strict=False))
+    cells = dict(zip(header.split()[1:], row[len(endpoint["name"]) :].split(), strict=False))
     assert float(cells["req/s"]) == pytest.approx(endpoint["throughput_rps"], abs=0.05)
     assert float(cells["infer/s"]) == pytest.approx(endpoint["throughput_infer_per_s"], abs=0.05)
     assert f"python -m analysis report {run_dir}" in out
