@@ -65,7 +65,7 @@ def test_options_command_lists_every_option_by_task():
     for action in suite_parser()._actions:
         if not action.option_strings:
             continue
-        lines = [line for line in text.splitlines() if line.startswith(f"  {action.option_strings[-1]}")]
+        lines = [line for line in text.splitlines() if line.startswith(f"  {action.option_strings[-1]} ")]
         assert len(lines) == 1, (action.option_strings, lines)
         assert action.env_var in lines[0] and "default" in lines[0], lines[0]
     assert "python -m loadtests options" in Path("README.md").read_text()
@@ -183,8 +183,8 @@ def test_sweep_percentile_other_than_the_judged_one_is_one_error(capsys):
 
 def test_unstable_sweep_level_fails_the_exit_code(triton, tmp_path):
     run_dir = tmp_path / "sweep"
-    # Two windows of 0.2 s at most: a level cannot show three stable windows, so it ends unstable.
-    argv = ["-m", "loadtests", "sweep", "-m", "sleep", "--concurrency-range", "1:1", "--max-trials", "3"]
+    # Three windows of 0.2 s at most, one of them settling: no three stable windows, so the level ends unstable.
+    argv = ["-m", "loadtests", "sweep", "-m", MODEL, "--concurrency-range", "1:1", "--max-trials", "3"]
     argv += ["--measurement-interval", "200", "--triton-http", triton.http_address]
     argv += ["--triton-grpc", triton.grpc_address, "--triton-metrics", triton.metrics_address]
     result = run_cli([*argv, "--run-dir", str(run_dir)], timeout=240)
