@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from flask import Response, jsonify, request
 from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
+from loadtests import webui_form
 from loadtests.errors import StartupError
 from loadtests.recording.live import LiveSnapshot
 from loadtests.webui_secrets import HeaderRedaction
@@ -82,7 +83,8 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         is_page = (request.endpoint or "").endswith("index") and response.mimetype == "text/html"
         if is_page and not response.direct_passthrough:
             page = response.get_data(as_text=True)
-            response.set_data(page.replace("</head>", f"{HIDE_HOST_FIELD}</head>", 1))
+            page = page.replace("</head>", f"{HIDE_HOST_FIELD}{webui_form.HEAD}</head>", 1)
+            response.set_data(page.replace("</body>", f"{webui_form.body_script()}</body>", 1))  # order, labels
         return response
 
     @web_ui.app.before_request

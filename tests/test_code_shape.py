@@ -75,6 +75,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.run",
             "loadtests.webui",
             "loadtests.webui_secrets",  # --header redacted in the web UI's page
+            "loadtests.webui_form",  # the form's order and labels (loadtests/option_groups.py)
             "loadtests.exporter",
             "loadtests.slo_gate",
             "loadtests.options",
