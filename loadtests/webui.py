@@ -12,7 +12,7 @@
   with the form as shown sends the real headers.
 - Locust's "Host" field sets HTTP users' base URL, which the suite's users do not read
   (they use --triton-http/--triton-grpc): the field is hidden, and the header's "Host"
-  shows the Triton HTTP address instead (set by the run wiring as environment.host).
+  shows the Triton address(es) the classes load instead (the run wiring's environment.host).
 """
 
 from __future__ import annotations

@@ -9,10 +9,12 @@ from __future__ import annotations
 from selenium.webdriver.common.by import By
 
 from loadtests.option_groups import form_order, labels
-from tests.helpers import model_stats
+from tests.helpers import model_stats, triton_options
 from tests.test_webui_browser import (  # noqa: F401  (fixtures)
     browser,
     fill,
+    header_text,
+    launch,
     open_custom_parameters,
     pytestmark,
     screenshot,
@@ -75,3 +77,11 @@ def test_a_start_up_error_is_shown_at_its_field(web_ui, browser, triton):  # noq
     assert abs(box.rect["y"] - browser.execute_script("return window.scrollY + window.innerHeight / 2")) < 400
     screenshot(browser, "webui-form-error.png", height=900, focus=box)
     assert model_stats(triton.http_address, "identity") == before
+
+
+def test_header_host_names_the_address_the_classes_load(triton, browser, tmp_path):  # noqa: F811 (fixtures)
+    """The header's "Host" of a gRPC class's web UI is Triton's gRPC address, not its HTTP one."""
+    with launch(tmp_path, ["TritonGrpcUser", "--model", "identity", *triton_options(triton, 1)]) as ui:
+        browser.get(ui.url)
+        host = wait_for(lambda: header_text(browser, "Host"), "the header never showed a Host")
+    assert host == f"grpc://{triton.grpc_address}", host

@@ -92,7 +92,7 @@ class SuiteProcess:
         self.recorder.window_s = settings.window_s
         if self.role.records_run:
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
-            self.environment.host = base_url(address_list(settings.triton_http)[0])
+            self.environment.host = target_label(settings, self.environment.user_classes)
         return settings
 
     # -- what the users need (loadtests.users.ProcessServices) ---------------------------------
@@ -127,6 +127,18 @@ class SuiteProcess:
     def take_throttle(self) -> dict[str, int] | None:
         """This container's CPU-throttling counters since the last call (None without a cgroup)."""
         return self._throttle.take()
+
+
+def target_label(settings: Settings, user_classes: list[type]) -> str:
+    """The Triton addresses the selected classes load, as the web UI's header shows them:
+    'http://10.0.0.5:8000', 'grpc://10.0.0.5:8001', or both when classes of both protocols run."""
+    protocols = {getattr(cls, "protocol", "") for cls in user_classes}
+    grpc = address_list(settings.triton_grpc)[0]
+    labels = {
+        "http": base_url(address_list(settings.triton_http)[0]),
+        "grpc": grpc if grpc.startswith("grpcs://") else f"grpc://{grpc}",
+    }
+    return ", ".join(label for protocol, label in labels.items() if protocol in protocols) or labels["http"]
 
 
 def process_of(environment: Environment) -> SuiteProcess:
