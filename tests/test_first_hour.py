@@ -183,8 +183,10 @@ def test_sweep_percentile_other_than_the_judged_one_is_one_error(capsys):
 
 def test_unstable_sweep_level_fails_the_exit_code(triton, tmp_path):
     run_dir = tmp_path / "sweep"
-    # Three windows of 0.2 s at most, one of them settling: no three stable windows, so the level ends unstable.
+    # Stable means three windows whose throughput and p95 agree within --stability-percentage:
+    # at 0 % they must be equal, which three 0.2-s windows never are, so the level ends unstable.
     argv = ["-m", "loadtests", "sweep", "-m", MODEL, "--concurrency-range", "1:1", "--max-trials", "3"]
+    argv += ["--stability-percentage", "0"]
     argv += ["--measurement-interval", "200", "--triton-http", triton.http_address]
     argv += ["--triton-grpc", triton.grpc_address, "--triton-metrics", triton.metrics_address]
     result = run_cli([*argv, "--run-dir", str(run_dir)], timeout=240)
@@ -194,6 +196,9 @@ def test_unstable_sweep_level_fails_the_exit_code(triton, tmp_path):
     assert levels and not all(level["stable"] for level in levels), levels
     assert result.returncode not in (0, 2), (result.returncode, result.stderr[-2000:])
     assert "unstable" in result.stderr
+    # The per-level table is the sweep's; a whole-run row would mix its levels.
+    assert "Exact latencies" not in result.stdout
+    assert "Inferences/Second vs. Client p95 Batch Latency" in result.stdout
 
 
 # -- 7. the console ----------------------------------------------------------------------------

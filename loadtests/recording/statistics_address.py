@@ -51,7 +51,7 @@ def statistics_address(settings: Settings, models: list[str], timeout_s: float =
             errors.append(str(error))
             continue
         if errors:
-            logger.warning("Triton's statistics are read at %s (%s)", address, errors[0])
+            logger.warning("Triton's statistics are read at %s instead: %s", address, errors[0])
         return address
     raise ServerError(
         f"cannot read Triton's statistics of {', '.join(models)} (the server-side numbers): "
