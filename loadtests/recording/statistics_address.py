@@ -56,5 +56,6 @@ def statistics_address(settings: Settings, models: list[str], timeout_s: float =
     raise ServerError(
         f"cannot read Triton's statistics of {', '.join(models)} (the server-side numbers): "
         f"{'; '.join(errors)}; give --triton-http HOST:PORT (Triton's HTTP port, 8000 by default) or "
-        "--triton-grpc HOST:PORT (its gRPC port, 8001) of the Triton that serves them"
+        "--triton-grpc HOST:PORT (its gRPC port, 8001) of the Triton that serves them (a server that "
+        "restricts its statistics API, e.g. behind a token, takes --header 'NAME: env:VAR')"
     )
