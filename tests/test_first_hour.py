@@ -231,3 +231,30 @@ def test_time_s_has_one_meaning_per_file_in_the_docs():
     text = Path("docs/run-directory.md").read_text()
     assert re.search(r"server_metrics\.csv.*Unix", text, re.S)
     assert re.search(r"timeseries\.csv.*since the start", text, re.S)
+
+
+def test_grpc_statistics_read_as_http_reads_them(triton):
+    from loadtests.clients.control import TritonControl
+    from loadtests.clients.control_grpc import open_control
+
+    run_locust(["TritonGrpcUser"], [*triton.options, "--model", MODEL], users=1, run_time="1s")
+    over_http = TritonControl(triton.http_address).statistics([MODEL])[MODEL]
+    over_grpc = open_control(f"grpc://{triton.grpc_address}").statistics([MODEL])[MODEL]
+    for version, entry in over_http.items():
+        grpc_entry = over_grpc[version]
+        assert grpc_entry["inference_count"] == entry["inference_count"] > 0
+        assert grpc_entry["execution_count"] == entry["execution_count"]
+        for stage in ("success", "queue", "compute_input", "compute_infer", "compute_output"):
+            assert grpc_entry["inference_stats"][stage] == entry["inference_stats"][stage], stage
+
+
+def test_no_statistics_address_answers_is_one_error_naming_both_options():
+    from loadtests.errors import ServerError
+    from loadtests.recording.statistics_address import statistics_address
+    from loadtests.settings import Settings
+
+    settings = Settings(triton_http=closed_port(), triton_grpc=closed_port())
+    with pytest.raises(ServerError) as refused:
+        statistics_address(settings, [MODEL], timeout_s=2.0)
+    message = str(refused.value)
+    assert "\n" not in message and "--triton-http HOST:PORT" in message and "--triton-grpc HOST:PORT" in message
