@@ -31,7 +31,7 @@ import numpy as np
 
 from loadtests.batch_size import BatchSizeSpec
 from loadtests.clients import PreparedRequest, RequestFailure, TritonClient
-from loadtests.clients.base import CONNECTION_FAILURES, SequenceStep
+from loadtests.clients.base import SequenceStep
 from loadtests.endpoints import Endpoint
 from loadtests.sequence_ids import SequenceIds
 
@@ -75,9 +75,9 @@ def check_running_sum(outputs: dict[str, np.ndarray], datatypes: dict[str, str],
 
 def _may_be_open(step: SequenceStep, failure: RequestFailure) -> bool:
     """Whether Triton may still hold the failed sequence (then it is closed with an END)."""
-    if failure.name in CONNECTION_FAILURES:
-        return False  # unreachable: an END would fail too; the idle timeout releases it
-    refused = failure.name.startswith(("HTTP ", "gRPC "))
+    if not failure.failure_class.sent or failure.failure_class.backs_off:
+        return False  # unreachable or going away: an END would fail too; the idle timeout releases it
+    refused = bool(failure.code)  # the server answered with a status
     return not (step.start and refused)
 
 

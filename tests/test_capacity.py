@@ -96,6 +96,30 @@ def test_capacity_of_a_10ms_single_instance_model_is_found_within_10_percent(tri
     assert "capacity" in (run_dir / "report.md").read_text().lower()
 
 
+def test_the_probe_starts_the_search_near_the_answer(triton, tmp_path):
+    """Without --start-rate a short closed-loop probe measures the saturated throughput and the
+    search starts at 0.8x it; levels end as soon as their verdict is certain."""
+    run_dir = tmp_path / "capacity"
+    args = capacity_args(triton, run_dir, "--precision", f"{PRECISION_PERCENT:g}", "--measurement-interval", "1000")
+    result = run_cli(args, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    content = json.loads((run_dir / "capacity.json").read_text())
+    levels = content["levels"]
+    probe = content["settings"]["probe_rps"]
+    assert (run_dir / "probe" / "summary.json").is_file()
+    served = [level["server"][MODEL] for level in levels if level["server"].get(MODEL, {}).get("executions")]
+    executions = sum(server["executions"] for server in served)
+    truth_rps = 1e6 / (sum(service_us(server) * server["executions"] for server in served) / executions)
+    # Saturated closed loop: the probe completes about the server's capacity.
+    assert probe == pytest.approx(truth_rps, rel=0.15), (probe, truth_rps)
+    assert levels[0]["rate"] == pytest.approx(0.8 * probe, abs=0.01)
+    passing = content["capacity_rps"]
+    assert passing == pytest.approx(truth_rps, rel=0.10), (passing, truth_rps, levels)
+    assert all(level["stopped_because"] for level in levels)
+    # From a bracket instead of doubling from a fixed start: few levels.
+    assert len(levels) <= 8, [(level["rate"], level["passed"], level["stopped_because"]) for level in levels]
+
+
 def test_bad_input_is_refused_before_any_load(triton, tmp_path):
     before = model_stats(triton.http_address, MODEL)
     for extra, message in (
@@ -103,6 +127,9 @@ def test_bad_input_is_refused_before_any_load(triton, tmp_path):
         (["--slo", "p99<fast"], "--slo"),
         (["--growth", "1"], "--growth must be above 1"),
         (["--start-rate", "0"], "--start-rate must be above 0"),
+        (["--probe-users", "-1"], "--probe-users must be >= 0"),
+        (["--stop-below", "0"], "--stop-below must be a positive rate"),
+        (["--shape", "INPUT0:x"], "--shape"),  # refused by the probe's pre-flight: once, and no search
     ):
         result = run_cli([*capacity_args(triton, tmp_path / "never", *extra)])
         assert result.returncode == 2, (extra, result.stderr)

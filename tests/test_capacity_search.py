@@ -142,3 +142,108 @@ def test_a_level_is_judged_on_its_confidence_interval_too(clauses, passes):
     level = LevelResult(100.0, "rate", True, 3, 0.0, 20.0, stats, {})
     passed, results = judge(level, parse_slo(clauses))
     assert passed is passes, [(r.clause.text, r.verdict, r.reason) for r in results]
+
+
+# -- certain verdicts: a level ends when more requests cannot change it ---------------------------
+def mixed_window(latencies_us: list[float]):
+    from loadtests.recording.histograms import EndpointStats
+
+    stats = EndpointStats("m [http]", "m", "http")
+    for latency in latencies_us:
+        stats.record(latency, 1, None)
+    return {stats.name: stats}
+
+
+def feed(controller, rate_windows: list[list[float]], now: float = 100.0):
+    """Start the current level at `now` and feed one window per list of latencies; the result
+    and how many windows the level took (None if it has not ended)."""
+    controller.start_level(now, window_s=1.0)
+    start = now + 2
+    for i, latencies in enumerate(rate_windows):
+        result = controller.on_window(start - 1 + i, 1.0, mixed_window(latencies))
+        if result is not None:
+            return result, i
+    return None, len(rate_windows) - 1
+
+
+def test_a_level_whose_bound_is_past_the_limit_fails_before_it_is_stable():
+    from loadtests.traffic.capacity_levels import CapacityController
+
+    controller = CapacityController(CapacitySearch(start_rate=400.0), parse_slo("p99<50ms"), settle=1, max_trials=10)
+
+    # 400 requests a window, 3 % of them at 80 ms (over the limit, under 3x it): not clearly
+    # failing, and the p95 swings between 5 and 25 ms (never stable), but p99's lower bound is over 50 ms.
+    def window(w: int) -> list[float]:
+        return [80_000.0] * 12 + [5_000.0 if w % 2 else 25_000.0] * 388
+
+    result, _ = feed(controller, [window(w) for w in range(11)])
+    assert result is not None and result.windows == 2  # 2 s of windows decide it (800 requests), not 10
+    verdict = controller.verdicts[-1]
+    assert verdict["passed"] is False and verdict["stopped_early"] is None
+    assert verdict["stopped_because"].startswith("certain: p99 at least")
+
+
+def test_a_level_under_the_limit_beyond_doubt_passes_without_waiting_for_stability():
+    from loadtests.traffic.capacity_levels import CapacityController
+
+    controller = CapacityController(CapacitySearch(start_rate=400.0), parse_slo("p99<50ms"), settle=1, max_trials=10)
+    # p95 alternates between 4 and 20 ms (never stable within 10 %), p99 far under 50 ms.
+    windows = [[4_000.0 if (i + w) % 3 else 20_000.0 for i in range(400)] for w in range(11)]
+    result, _ = feed(controller, windows)
+    assert result is not None and result.windows == 2
+    assert controller.verdicts[-1]["passed"] is True
+    assert controller.verdicts[-1]["stopped_because"].startswith("certain: p99 at most")
+    assert result.stats.requests == 800  # every window it measured
+
+
+def test_a_warm_up_spike_does_not_decide_a_level():
+    """Without the minimum count, the first window (3 of 40 requests at 300 ms: p99's lower
+    bound far over 50 ms) would fail a level that meets the SLO in steady state."""
+    from loadtests.traffic.capacity_levels import CapacityController
+    from loadtests.traffic.capacity_search import MIN_CERTAIN_REQUESTS, certain_verdict
+
+    first = [300_000.0] * 3 + [10_000.0] * 37
+    (stats,) = mixed_window(first).values()
+    entry = {"requests": 40, "failures": 0, "duration_s": 1.0, "latency_us": stats.latency_summary_us()}
+    spike_alone = certain_verdict(
+        {**entry, "requests": MIN_CERTAIN_REQUESTS, "duration_s": 5.0}, stats.histogram, parse_slo("p99<50ms"), 40
+    )
+    assert spike_alone is not None and spike_alone.passed is False  # what the minimum count prevents
+    controller = CapacityController(CapacitySearch(start_rate=40.0), parse_slo("p99<50ms"), settle=1, max_trials=10)
+    result, _ = feed(controller, [first] + [[10_000.0] * 40] * 9)
+    assert result is not None and controller.verdicts[-1]["passed"] is True, controller.verdicts[-1]
+    assert controller.verdicts[-1]["stopped_because"] == "stable"  # judged on its last 3 windows
+
+
+def test_a_limit_at_the_models_own_p99_runs_to_max_trials_and_converges():
+    """Bounds that straddle the limit cannot decide: the level runs on to max_trials (it is
+    stable long before), then is judged on its point estimate, and the search goes on."""
+    from loadtests.traffic.capacity_levels import CapacityController
+
+    latencies = [1_000.0 * (1 + i % 100) for i in range(400)]  # 1..100 ms, p99 = 99 ms
+    controller = CapacityController(CapacitySearch(start_rate=400.0), parse_slo("p99<99ms"), settle=1, max_trials=6)
+    result, _ = feed(controller, [latencies] * 7)  # the first window settles
+    assert result is not None and result.windows == 6
+    assert controller.verdicts[-1]["stopped_because"] == "max_trials windows"
+    assert controller.pending and not controller.done  # the search named its next level (here: the confirmation)
+
+
+def test_the_probe_hint_is_tried_after_a_passing_start_and_growth_goes_on_past_it():
+    search = CapacitySearch(start_rate=80.0, ceiling_hint=100.0)
+    assert search.next_rate() == 80.0
+    search.record(80.0, passed=True)
+    assert search.next_rate() == 100.0  # the probe's throughput, not 160
+    search.record(100.0, passed=True)  # the probe underestimated (too few users for a batcher)
+    assert search.next_rate() == 200.0
+    search = CapacitySearch(start_rate=80.0, ceiling_hint=100.0)
+    search.record(80.0, passed=True)
+    search.record(100.0, passed=False)
+    assert search.next_rate() == 90.0
+
+
+def test_wilson_bounds_hold_a_ratio():
+    from loadtests.traffic.capacity_search import wilson_bounds
+
+    low, high = wilson_bounds(5, 1000)
+    assert low < 0.005 < high and high < 0.012
+    assert wilson_bounds(0, 0) == (0.0, 1.0)

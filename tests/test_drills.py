@@ -261,6 +261,56 @@ def test_triton_killed_and_restarted_mid_run(drill_triton, tmp_path, user_class)
     assert_report_shows(run_dir, "Triton restarted")
 
 
+# What a Triton stopping gracefully (SIGTERM) may answer: calls in flight cancelled, then "unknown
+# model" while it unloads, then a closed port (docs/failures.md, "server stopping").
+STOPPING_NAMES = {
+    "server stopping: gRPC CANCELLED",
+    "server stopping: gRPC NOT_FOUND",
+    "server stopping: HTTP 400",
+    "server stopping: HTTP 404",
+    "connection refused",
+    "connection reset",
+}
+
+
+@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
+def test_triton_stopped_gracefully_mid_run(drill_triton, tmp_path, user_class):
+    """Found: SIGTERM then restart mid-run gave ~36,000 `gRPC NOT_FOUND` in about a second, no
+    back-off, and the outage read as "unknown model" failures."""
+    run_dir = tmp_path / "run"
+    seen: dict = {}
+
+    def stop() -> None:
+        seen["stopped_at"] = time.time()
+        drill_triton.process.send_signal(signal.SIGTERM)  # tritonserver itself, as Kubernetes does
+        drill_triton.process.wait(timeout=60)
+
+    def bring_back() -> None:
+        seen["server"] = restart(drill_triton)
+        seen["ready_at"] = time.time()
+
+    run_time_s = 12
+    try:
+        start, end, output = run_drill(
+            drill_triton, run_dir, run_time_s, [(3, stop), (7, bring_back)], user_class=user_class
+        )
+    finally:
+        if "server" in seen:
+            seen["server"].stop()
+    assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
+    (endpoint,) = assert_complete(run_dir)["endpoints"]
+    failures = endpoint["failures_by_class"]
+    assert failures and set(failures) <= STOPPING_NAMES, failures
+    # Counted, not hammered: users back off from a stopping server as from a closed port.
+    outage_s = seen["ready_at"] - seen["stopped_at"]
+    assert sum(failures.values()) <= USERS * outage_s * 15 + 50, (failures, outage_s)
+    # ... and the run went on once Triton was back.
+    rows = read_rows(run_dir / "timeseries.csv")
+    ready_s = seen["ready_at"] - start
+    assert any(float(r["time_s"]) >= ready_s and int(r["inferences"]) > 0 for r in rows), rows
+    log_drill(f"graceful-stop-{user_class}", failures=failures, outage_s=round(outage_s, 1))
+
+
 def test_triton_frozen_mid_run(drill_triton, tmp_path):
     run_dir = tmp_path / "run"
     before = model_stats(drill_triton.http_address, "identity")

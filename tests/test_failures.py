@@ -23,7 +23,8 @@ from tests.helpers import model_stats, read_summary, run_cli, run_locust, triton
 
 
 @pytest.mark.parametrize(
-    ("user_class", "expected"), [("TritonHttpUser", "HTTP 400"), ("TritonGrpcUser", "gRPC INVALID_ARGUMENT")]
+    ("user_class", "expected"),
+    [("TritonHttpUser", "invalid request: HTTP 400"), ("TritonGrpcUser", "invalid request: gRPC INVALID_ARGUMENT")],
 )
 def test_server_rejections_are_named_by_status_and_successes_kept(triton, tmp_path, user_class, expected):
     data = tmp_path / "data.json"

@@ -66,9 +66,9 @@ def test_failures_are_counted_by_name_and_kept_out_of_latency():
     stats = EndpointStats("m [http]", "m", "http")
     stats.record(100.0, 4, None)
     stats.record(30_000_000.0, 4, "timeout")
-    stats.record(5.0, 4, "HTTP 400")
+    stats.record(5.0, 4, "invalid request: HTTP 400")
     assert stats.requests == 3 and stats.inferences == 4
-    assert dict(stats.failures) == {"timeout": 1, "HTTP 400": 1}
+    assert dict(stats.failures) == {"timeout": 1, "invalid request: HTTP 400": 1}
     assert stats.latency_summary_us()["max"] == pytest.approx(100, abs=1)
 
 
@@ -257,7 +257,7 @@ def test_refused_requests_put_no_bytes_on_the_wire_but_sent_ones_do():
     stats = EndpointStats("m [http]", "m", "http")
     stats.record(500.0, 1, None, sent_bytes=600, received_bytes=80)
     stats.record(500.0, 1, "connection refused", sent_bytes=600, received_bytes=0)  # never left the host
-    stats.record(500.0, 1, "HTTP 400", sent_bytes=600, received_bytes=40)  # sent, and answered
+    stats.record(500.0, 1, "invalid request: HTTP 400", sent_bytes=600, received_bytes=40)  # sent, and answered
     stats.record(500.0, 1, "interrupted", sent_bytes=600, received_bytes=0)  # sent, cut at the stop
     assert (stats.bytes_sent, stats.bytes_received) == (1800, 120)
 

@@ -162,4 +162,4 @@ def test_a_sequence_that_fails_midway_is_ended_and_counted(triton):
     # Started once and failed once; the closing END (4th) counts as a request, not as a sequence.
     assert [r["sequence_started"] for r in seen] == [True, False, False, False]
     assert [r["sequence_outcome"] for r in seen] == [None, None, "failed", None]
-    assert closed is not None and closed.name == "HTTP 400", closed
+    assert closed is not None and closed.name == "invalid request: HTTP 400", closed

@@ -94,7 +94,7 @@ def _stats(name: str, model: str, protocol: str, latencies_us: list[float], fail
     for latency in latencies_us:
         stats.record(latency, batch_size=2, failure=None)
     for _ in range(failures):
-        stats.record(0.0, batch_size=2, failure="HTTP 400")
+        stats.record(0.0, batch_size=2, failure="invalid request: HTTP 400")
     return stats
 
 

@@ -140,6 +140,28 @@ def test_tune_measures_four_variants_ranks_them_and_restores_the_original(explic
     assert f"winner: {variants[0]['name']}" in result.stdout
 
 
+def test_a_variant_that_cannot_beat_the_best_stops_after_its_probe(explicit_triton, tmp_path):
+    """Without --start-rate each search starts from its saturation probe, and a variant whose
+    saturated throughput is below the best capacity so far is not searched: the batcher off
+    serves 1 request per 40 ms (25/s), on it serves 4 (100/s)."""
+    api = RepositoryApi(explicit_triton.http_address)
+    before = api.config(MODEL)
+    out = tmp_path / "probed"
+    quick = [*QUICK_SEARCH[QUICK_SEARCH.index("--precision") :]]  # no --start-rate, no --growth
+    args = tune_args(explicit_triton, out, "--model", MODEL, "--vary", "dynamic_batching=on,off", "--slo", SLO, *quick)
+    result = run_cli(args, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
+    assert api.config(MODEL) == before
+    best, skipped = json.loads((out / "tune.json").read_text())["variants"]
+    assert best["settings"]["dynamic_batching"] is True and best["status"] == "measured"
+    assert skipped["settings"]["dynamic_batching"] is False
+    assert skipped["status"].startswith("stopped after the probe: saturated at "), skipped["status"]
+    capacity = json.loads((REPO_ROOT / skipped["capacity_run"] / "capacity.json").read_text())
+    assert capacity["levels"] == [] and capacity["skipped"]["probe_rps"] < best["capacity_rps"]
+    assert capacity["skipped"]["stop_below_rps"] == best["capacity_rps"]
+    assert not (REPO_ROOT / skipped["capacity_run"] / "summary.json").exists()  # no search ran
+
+
 def test_a_variant_triton_cannot_load_is_reported_and_the_original_restored(explicit_triton, tmp_path):
     """KIND_GPU on this GPU-less machine: Triton refuses the load; nothing is measured (exit 1)."""
     api = RepositoryApi(explicit_triton.http_address)

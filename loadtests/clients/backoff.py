@@ -1,11 +1,14 @@
-"""A closed-loop user's pause after a connection-level failure.
+"""A closed-loop user's pause after a failure that means no server is there to measure.
 
-While Triton refuses connections (killed, restarting, not yet listening), a closed-loop
-user would otherwise fail, retry and fail again as fast as the CPU allows: measured
-before this pause, 1,800-2,100 failed requests/s per user, burning the worker's CPU and
-flooding the failure table. Each consecutive connection failure doubles the pause, from
-1 ms up to 100 ms; any other outcome (a success, an HTTP error, a timeout) resets it. The
-failures are still sent and counted: the outage is measured, just not hammered.
+While Triton refuses connections (killed, restarting, not yet listening) or is going away (it
+unloads its models when it stops), a closed-loop user would otherwise fail, retry and fail
+again as fast as the CPU allows: measured before this pause, 1,800-2,100 failed requests/s per
+user, burning the worker's CPU and flooding the failure table (a stopping Triton: 36,000 "not
+found" answers in a second). Each consecutive such failure (its class `backs_off`, see
+failures.py) doubles the pause, from 1 ms up to 100 ms; any other outcome (a success, an
+overloaded or invalid request, a timeout) resets it. Overload is never backed off: it is what
+the test measures. The failures are still sent and counted: the outage is measured, just not
+hammered.
 
     backoff = ConnectionBackoff()
     failure = client.infer(...)
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loadtests.clients.base import CONNECTION_FAILURES
+from loadtests.clients.failures import backs_off
 
 FIRST_PAUSE_S = 0.001
 MAX_PAUSE_S = 0.100
@@ -30,7 +33,7 @@ class ConnectionBackoff:
 
     def after(self, failure: Exception | None) -> float:
         """The pause before the next request, given how the last one ended."""
-        if failure is None or str(failure) not in CONNECTION_FAILURES:
+        if failure is None or not backs_off(str(failure)):
             self._next_s = 0.0
             return 0.0
         pause = self._next_s or self.first_s

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from loadtests.clients.failures import INTERRUPTED, TIMEOUT, RequestFailure
 from loadtests.model_spec import ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -25,38 +26,6 @@ logger = logging.getLogger(__name__)
 CONTROL_TIMEOUT_S = 10.0
 # An open-loop request sent more than this after its intended time counts as late.
 LATE_NS = 1_000_000
-
-
-class RequestFailure(Exception):
-    """A failed request, named for Locust's failure table.
-
-    `str(failure)` is the stable, low-cardinality name ("HTTP 400", "gRPC UNAVAILABLE",
-    "timeout", "connection refused", "connection reset", "validation: ..."); the
-    server's full message goes in `detail` and is logged once per name.
-
-    Example: RequestFailure("HTTP 400", detail="inference request batch-size must be <= 16")
-    """
-
-    def __init__(self, name: str, detail: str = "") -> None:
-        super().__init__(name)
-        self.name = name
-        self.detail = detail
-
-
-# The failure names that mean "no server answered": the request never reached Triton (no
-# bytes on the wire worth counting, nothing Triton counted), and a closed-loop user backs off.
-CONNECTION_FAILURES = frozenset({"connection refused", "connection reset", "connection error"})
-
-
-def connection_failure(error: OSError) -> RequestFailure:
-    """Name a socket-level failure the same way for both protocols."""
-    if isinstance(error, ConnectionRefusedError):
-        return RequestFailure("connection refused", str(error))
-    if isinstance(error, ConnectionResetError | BrokenPipeError | ConnectionAbortedError):
-        return RequestFailure("connection reset", str(error))
-    if isinstance(error, TimeoutError):
-        return RequestFailure("timeout", str(error))
-    return RequestFailure("connection error", str(error))
 
 
 @dataclass(frozen=True)
@@ -221,7 +190,7 @@ class TritonClient(ABC):
             # request: the server may have counted it, so it is reported, then the stop goes on.
             end = time.perf_counter_ns()
             detail = f"{type(error).__name__} while the request was in flight"
-            self._report(request, start, end, intended_ns, 0, RequestFailure("interrupted", detail))
+            self._report(request, start, end, intended_ns, 0, RequestFailure(INTERRUPTED.name, detail))
             raise
         else:
             end = time.perf_counter_ns()
@@ -229,7 +198,7 @@ class TritonClient(ABC):
             if end - start > self._timeout_ns:
                 # gevent timeouts are cooperative: when the loop is busy elsewhere, a late
                 # response can be read before the timer fires. Over the deadline is a timeout.
-                exception = RequestFailure("timeout", f"response after {(end - start) / 1e6:.1f} ms")
+                exception = RequestFailure(TIMEOUT.name, f"response after {(end - start) / 1e6:.1f} ms")
             elif validate is not None:
                 try:
                     outputs, datatypes = self._decode(response)

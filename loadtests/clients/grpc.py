@@ -23,8 +23,9 @@ from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
 from loadtests.addresses import endpoint_tls
-from loadtests.clients.base import CONNECTION_FAILURES, CONTROL_TIMEOUT_S, RequestFailure, SequenceStep, TritonClient
+from loadtests.clients.base import CONTROL_TIMEOUT_S, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
+from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, grpc_failure
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.replicas import ROUND_ROBIN
@@ -77,23 +78,13 @@ def _tensor_bytes(array: np.ndarray) -> bytes:
     return np.ascontiguousarray(array).tobytes()
 
 
-def _status_failure(name: str, details: str) -> RequestFailure:
-    """A gRPC status as the failure names users rely on (the same as grpcio's client had)."""
-    if name == "DEADLINE_EXCEEDED":
-        return RequestFailure("timeout", details)
-    if name == "UNAVAILABLE":
-        lowered = details.lower()
-        if "reset" in lowered or "closed" in lowered or "eof" in lowered:
-            return RequestFailure("connection reset", details)
-        return RequestFailure("connection refused", details)
-    return RequestFailure(f"gRPC {name}", details)
-
-
 def _failure(error: CallFailure) -> RequestFailure:
+    """The wire's CallFailure in the suite's vocabulary (failures.py): a server's status by its
+    class, whatever the wire saw itself by its own name."""
     if error.kind == "status":
-        return _status_failure(GRPC_STATUS_NAMES.get(error.status, str(error.status)), error.detail)
+        return grpc_failure(GRPC_STATUS_NAMES.get(error.status, str(error.status)), error.detail)
     if error.kind == "protocol":
-        return RequestFailure("bad response", error.detail)
+        return RequestFailure(BAD_RESPONSE.name, error.detail)
     return RequestFailure(error.kind, error.detail)  # timeout, connection refused/reset
 
 
@@ -217,7 +208,7 @@ class GrpcClient(TritonClient):
             return pool.connection(slot).unary(wire, self.timeout_s)
         except CallFailure as error:
             failure = _failure(error)
-            if failure.name in CONNECTION_FAILURES:
+            if failure.failure_class.backs_off:
                 self._chooser.failed(replica)
             raise failure from None
 

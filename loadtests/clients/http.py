@@ -23,16 +23,17 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from loadtests.addresses import endpoint_tls
-from loadtests.clients.base import (
-    CONNECTION_FAILURES,
-    CONTROL_TIMEOUT_S,
-    RequestFailure,
-    SequenceStep,
-    TritonClient,
-    connection_failure,
-)
+from loadtests.clients.base import CONTROL_TIMEOUT_S, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
 from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
+from loadtests.clients.failures import (
+    BAD_RESPONSE,
+    CONNECTION_RESET,
+    TIMEOUT,
+    RequestFailure,
+    connection_failure,
+    http_failure,
+)
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
 from loadtests.connection_security import ConnectionSecurity
@@ -173,11 +174,14 @@ class HttpClient(TritonClient):
             status, header_length, body = connection.exchange(wire.request)
         except (TimeoutError, gevent.Timeout, OSError, ResponseError, ValueError, HTTPException) as error:
             failure = _transport_failure(error)
-            if failure.name in CONNECTION_FAILURES:
+            if failure.failure_class.backs_off:
                 self._chooser.failed(replica)
             raise failure from None
         if status != 200:
-            raise RequestFailure(f"HTTP {status}", _error_text(body))
+            failure = http_failure(status, _error_text(body))
+            if failure.failure_class.backs_off:
+                self._chooser.failed(replica)
+            raise failure
         return header_length, body
 
     def _response_length(self, response: tuple[int | None, bytes]) -> int:
@@ -201,12 +205,12 @@ class HttpClient(TritonClient):
 
 def _transport_failure(error: BaseException) -> RequestFailure:
     if isinstance(error, TimeoutError | gevent.Timeout):
-        return RequestFailure("timeout", str(error))
+        return RequestFailure(TIMEOUT.name, str(error))
     if isinstance(error, ConnectionClosed):
-        return RequestFailure("connection reset", str(error))
+        return RequestFailure(CONNECTION_RESET.name, str(error))
     if isinstance(error, OSError):
         return connection_failure(error)
-    return RequestFailure("bad response", str(error))  # a malformed or truncated response
+    return RequestFailure(BAD_RESPONSE.name, str(error))  # a malformed or truncated response
 
 
 def _error_text(body: bytes) -> str:

@@ -34,6 +34,7 @@ from loadtests.commands.args import (
     add_load_generator_arguments,
     add_stability_arguments,
     add_target_arguments,
+    distributed_options,
     load_target,
     open_loop_options,
     search_slo_clauses,
@@ -42,8 +43,8 @@ from loadtests.commands.args import (
 )
 from loadtests.commands.sweep import choose_user_class
 from loadtests.errors import SpecError
-from loadtests.server.launcher import REPO_ROOT
-from loadtests.traffic.capacity_files import CAPACITY_JSON
+from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
+from loadtests.traffic.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
 from loadtests.traffic.capacity_levels import DEFAULT_START_RATE, parse_capacity_args
 from loadtests.traffic.capacity_search import DEFAULT_GROWTH, DEFAULT_PRECISION
 from loadtests.traffic.stability import STABILITY_WINDOWS
@@ -64,9 +65,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument(
         "--start-rate",
         type=float,
-        default=DEFAULT_START_RATE,
+        default=None,
         metavar="RPS",
-        help=f"first level, requests/s (default {DEFAULT_START_RATE:g})",
+        help=f"first level, requests/s (default: from the probe, or {DEFAULT_START_RATE:g} without it)",
+    )
+    search.add_argument(
+        "--probe-users",
+        type=int,
+        default=DEFAULT_PROBE_USERS,
+        metavar="N",
+        help=f"closed-loop users of the saturation probe run first; 0: no probe (default {DEFAULT_PROBE_USERS})",
+    )
+    search.add_argument(
+        "--probe-time",
+        type=float,
+        default=DEFAULT_PROBE_S,
+        metavar="S",
+        help=f"seconds of the saturation probe (default {DEFAULT_PROBE_S:g})",
+    )
+    search.add_argument(
+        "--stop-below",
+        type=float,
+        default=None,
+        metavar="RPS",
+        help="skip the search when the probe shows the capacity is below this rate (tune: cannot beat the best)",
     )
     search.add_argument(
         "--growth",
@@ -86,18 +108,31 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run_capacity, pass_through=True)
 
 
+# The saturation probe: closed-loop users, enough to saturate one or a few instances of a model
+# that batches a little (perf_analyzer's rule of thumb wants 2 x max batch x instances for peak
+# throughput: a larger deployment needs --probe-users).
+DEFAULT_PROBE_USERS = 16
+DEFAULT_PROBE_S = 4.0
+# The search starts at this share of the probe's throughput (it meets an SLO somewhat below the
+# saturated throughput); the probe's throughput itself is the next level.
+PROBE_START_SHARE = 0.8
+PROBE_DIR = "probe"
+
+
 def default_run_dir(model: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return REPO_ROOT / "runs" / f"{stamp}-capacity-{re.sub(r'[^A-Za-z0-9_-]+', '', model)[:40]}"
 
 
 def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str], Path]:
-    """The Locust command line a capacity search runs, and its run directory; raises SpecError."""
+    """The Locust command line a capacity search runs, and its run directory; raises SpecError.
+    With a probe (`probe_rps(...)` first), `with_probe` puts its throughput into the command."""
     target = load_target(args)
     clauses = search_slo_clauses(target.model, args.slo)
     if "--slo" in extra or any(item.startswith("--slo=") for item in extra):
         raise SpecError("--slo is given twice")
-    for option, value, minimum in (("--start-rate", args.start_rate, 0.0), ("--growth", args.growth, 1.0)):
+    start_rate = DEFAULT_START_RATE if args.start_rate is None else args.start_rate
+    for option, value, minimum in (("--start-rate", start_rate, 0.0), ("--growth", args.growth, 1.0)):
         if not (math.isfinite(value) and value > minimum):
             raise SpecError(f"{option} must be above {minimum:g}, got {value:g}")
     if not (math.isfinite(args.precision) and args.precision > 0):
@@ -110,10 +145,14 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
         raise SpecError("--settle-windows and --workers must be >= 0")
     if args.max_in_flight is not None and args.max_in_flight < 1:
         raise SpecError("--max-in-flight must be at least 1")
+    if args.probe_users < 0 or not (math.isfinite(args.probe_time) and args.probe_time > 0):
+        raise SpecError("--probe-users must be >= 0 and --probe-time positive")
+    if args.stop_below is not None and not (math.isfinite(args.stop_below) and args.stop_below > 0):
+        raise SpecError(f"--stop-below must be a positive rate, got {args.stop_below:g}")
     shape_args = ",".join(
         [
             "slo=" + ";".join(clause.text for clause in clauses),
-            f"start={args.start_rate!r}",
+            f"start={start_rate!r}",
             f"growth={args.growth!r}",
             f"precision={args.precision!r}",
             f"stability={args.stability_percentage!r}",
@@ -128,6 +167,61 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
     traffic = open_loop_options(args.traffic, args.max_in_flight)
     command = shape_command(args, user_class, run_dir, "capacity", shape_args, traffic, extra)
     return command, run_dir
+
+
+def wants_probe(args: argparse.Namespace) -> bool:
+    """A probe runs unless the user chose the start (--start-rate) or turned it off."""
+    return args.start_rate is None and args.probe_users > 0
+
+
+def probe_command(args: argparse.Namespace, extra: list[str], run_dir: Path) -> list[str]:
+    """The saturation probe's Locust command: --probe-users closed-loop users for --probe-time s."""
+    target = load_target(args)
+    user_class = choose_user_class(target.user_class_model, args.protocol, args.user_class)
+    users = str(args.probe_users)
+    return locust_command(
+        user_class,
+        *target.options,
+        "--batch-size",
+        args.batch_size,
+        *triton_options(args.triton_http, args.triton_grpc, args.triton_metrics),
+        "--run-dir",
+        str(run_dir / PROBE_DIR),
+        *("-u", users, "-r", users, "-t", f"{args.probe_time:g}s"),
+        *(distributed_options(args.workers, extra) if args.workers else []),
+        *extra,
+    )
+
+
+def probe_rps(args: argparse.Namespace, extra: list[str], run_dir: Path) -> tuple[int, float | None]:
+    """Run the probe: Locust's exit code and the requests/s it completed (None if it could not
+    measure: the search then starts from the default rate)."""
+    print(f"capacity: saturation probe, {args.probe_users} closed-loop users for {args.probe_time:g} s", flush=True)
+    probe = subprocess.run(
+        probe_command(args, extra, run_dir), cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    code = probe.returncode
+    if code == 2:  # the pre-flight refused the options: its one error line, not Locust's log
+        print("\n".join(line for line in probe.stderr.splitlines() if line.startswith("error:")), file=sys.stderr)
+    try:
+        summary = json.loads((run_dir / PROBE_DIR / "summary.json").read_text())
+    except (OSError, ValueError):
+        return code, None
+    successes = sum(e["requests"] - e["failures"] for e in summary["endpoints"])
+    duration_s = max((e["duration_s"] for e in summary["endpoints"]), default=0.0)
+    return code, (successes / duration_s if successes and duration_s > 0 else None)
+
+
+def with_probe(command: list[str], probed_rps: float) -> list[str]:
+    """The search's command starting near the probe's throughput (start, and the probe as the hint)."""
+    index = command.index("--shape-args") + 1
+    keys = [part for part in command[index].split(",") if not part.startswith("start=")]
+    start = round(PROBE_START_SHARE * probed_rps, 3)
+    return [
+        *command[:index],
+        ",".join([*keys, f"start={start!r}", f"probe={round(probed_rps, 3)!r}"]),
+        *command[index + 1 :],
+    ]
 
 
 def console_table(content: dict) -> str:
@@ -157,7 +251,23 @@ def console_table(content: dict) -> str:
 
 
 def run_capacity(args: argparse.Namespace) -> int:
-    command, run_dir = capacity_command(args, list(getattr(args, "extra", [])))
+    extra = list(getattr(args, "extra", []))
+    command, run_dir = capacity_command(args, extra)
+    if wants_probe(args):
+        try:
+            code, probed = probe_rps(args, extra, run_dir)
+        except KeyboardInterrupt:
+            print("capacity: interrupted during the probe; no search ran", file=sys.stderr)
+            return 130
+        if code == 2:
+            return code  # Locust's pre-flight refused the options (one error line, nothing sent)
+        if probed is not None:
+            print(f"capacity: the probe completed {probed:.1f} requests/s; the search starts at {PROBE_START_SHARE:g}x")
+            command = with_probe(command, probed)
+            if args.stop_below is not None and probed < args.stop_below:
+                write_capacity_files(run_dir, skipped_json(probed, args.stop_below, args.slo))
+                print(f"capacity: below {args.stop_below:g} requests/s even saturated ({probed:.1f}): search skipped")
+                return 0
     print(f"capacity: {' '.join(command[1:3])} ... --shape-args {command[command.index('--shape-args') + 1]}")
     process = subprocess.Popen(command, cwd=REPO_ROOT)
     try:

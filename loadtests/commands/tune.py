@@ -132,6 +132,14 @@ def search_options(args: argparse.Namespace) -> list[str]:
     return [item for option, value in pairs if value is not None for item in (option, str(value))]
 
 
+def stop_below(results: list[ranking.VariantResult], args: argparse.Namespace) -> list[str]:
+    """--stop-below the best capacity so far: a variant whose saturation probe completes fewer
+    requests/s than that cannot win, and its search is skipped (with an explicit --start-rate
+    there is no probe, so nothing is skipped)."""
+    best = max((r.capacity_rps for r in results if r.measured and r.capacity_rps is not None), default=None)
+    return ["--stop-below", f"{best:g}"] if best is not None and args.start_rate is None else []
+
+
 class MeasurementRefused(StartupError):
     """The capacity command refused the forwarded options (it said why): tune stops."""
 
@@ -165,7 +173,7 @@ def measure_variant(
             )
         return ranking.failed_result(variant, config, f"capacity search failed (exit code {code})", capacity_dir)
     rate_dir = None
-    if rate is not None:
+    if rate is not None and not json.loads((capacity_dir / "capacity.json").read_text()).get("skipped"):
         rate_dir = variant_dir / "rate"
         code = run_command(rate_command(target, rate_dir, rate))
         if not (rate_dir / "summary.json").exists():
@@ -256,7 +264,8 @@ def run_tune(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM, like Ctrl-C, still restores the original
     try:
         for number, variant in enumerate(variants):
-            results.append(measure_variant(api, target, variant, out_dir, search, args.rate, first=number == 0))
+            variant_search = [*search, *stop_below(results, args)]
+            results.append(measure_variant(api, target, variant, out_dir, variant_search, args.rate, number == 0))
     except KeyboardInterrupt:
         interrupted = True
         print("\ntune: interrupted; the variants measured so far are ranked below", flush=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
-from loadtests.clients.base import CONNECTION_FAILURES
+from loadtests.clients.failures import sent
 from loadtests.recording.batched_hdr import record_values
 from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.replica_counts import ReplicaCounts
@@ -153,7 +153,7 @@ class EndpointStats:
         """Everything of a request but its latencies; True if it succeeded (its latencies count)."""
         self.requests += 1
         self.batch_sizes[batch_size] += 1
-        if failure not in CONNECTION_FAILURES:  # a refused request put nothing on the wire
+        if failure is None or sent(failure):  # a refused connection put nothing on the wire
             self.bytes_sent += sent_bytes
             self.bytes_received += received_bytes
         if late:

@@ -12,7 +12,7 @@ import io
 import time
 
 from loadtests import slo_gate
-from loadtests.clients.base import CONNECTION_FAILURES
+from loadtests.clients.failures import counted_by_triton
 from loadtests.recording.console import print_exact_summary, print_faults, report_hint
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
@@ -92,10 +92,10 @@ def traffic_json(settings: Settings, shape) -> dict:
 
 
 def requests_by_model(totals: dict) -> dict[str, int]:
-    """Per model, over its endpoints (protocols): the client's requests that reached a server
-    (connection-level failures left out, as Triton never saw them)."""
+    """Per model, over its endpoints (protocols): the client's requests that Triton's statistics
+    count (failures Triton never counted left out: refused connections, a full queue, ...)."""
     out: dict[str, int] = {}
     for stats in totals.values():
-        refused = sum(n for name, n in stats.failures.items() if name in CONNECTION_FAILURES)
+        refused = sum(n for name, n in stats.failures.items() if not counted_by_triton(name))
         out[stats.model] = out.get(stats.model, 0) + stats.requests - refused
     return out

@@ -51,6 +51,21 @@ def capacity_json(controller: CapacityController, relative_to: float, settings: 
     }
 
 
+def skipped_json(probe_rps: float, stop_below: float, slo_text: str) -> dict[str, Any]:
+    """capacity.json of a search skipped after its probe: saturated, the model completed fewer
+    requests/s than `stop_below` (tune's best so far), so its capacity is below it too."""
+    return {
+        "capacity_rps": None,
+        "bracket": {"last_passing_rps": None, "first_failing_rps": None},
+        "done": True,
+        "skipped": {"probe_rps": probe_rps, "stop_below_rps": stop_below},
+        "slo": slo_text,
+        "levels_tried": 0,
+        "settings": {"slo": slo_text, "probe_rps": probe_rps},
+        "levels": [],
+    }
+
+
 def write_capacity_files(directory: Path, content: dict[str, Any]) -> None:
     """capacity.json as given, and capacity.csv (one row per level, latencies in µs) from it."""
     (directory / CAPACITY_JSON).write_text(json.dumps(content, indent=2) + "\n")

@@ -17,10 +17,14 @@ from typing import Any
 
 from loadtests.errors import SpecError
 from loadtests.run_format import slo
+from loadtests.run_format.confidence import percentile_bounds_us
 from loadtests.traffic.capacity_search import (
+    CERTAIN_CONFIDENCE,
     DEFAULT_GROWTH,
     DEFAULT_PRECISION,
     CapacitySearch,
+    Certain,
+    certain_verdict,
     clearly_failing,
 )
 from loadtests.traffic.constants import RATE
@@ -30,11 +34,12 @@ from loadtests.traffic.stability import (
     DEFAULT_SETTLE_WINDOWS,
     DEFAULT_STABILITY_PERCENT,
     STABILITY_WINDOWS,
+    is_stable,
 )
 from loadtests.traffic.sweep_args import int_arg, percent_arg
-from loadtests.traffic.sweep_levels import LevelResult, SweepController, Trial
+from loadtests.traffic.sweep_levels import LevelResult, SweepController, Trial, merge_parts
 
-CAPACITY_KEYS = ("slo", "start", "growth", "precision", "stability", "max_trials", "settle", "users")
+CAPACITY_KEYS = ("slo", "start", "growth", "precision", "stability", "max_trials", "settle", "users", "probe")
 DEFAULT_START_RATE = 10.0
 # A level stopped early that completed under this share of its rate is overloaded beyond doubt.
 OVERLOADED_SHARE = 0.9
@@ -73,6 +78,7 @@ _CONVERTERS: Mapping[str, Callable[[str], Any]] = MappingProxyType(
         "max_trials": int_arg(STABILITY_WINDOWS),
         "settle": int_arg(0),
         "users": int_arg(1),
+        "probe": _positive,
     }
 )
 
@@ -102,8 +108,11 @@ def parse_capacity_args(text: str | None) -> dict[str, Any]:
 # -- the controller -----------------------------------------------------------------------------
 def level_entry(result: LevelResult | Trial) -> dict[str, Any]:
     """A level (or one window) as a summary.json endpoint entry, for loadtests.run_format.slo."""
-    stats = result.stats
-    duration_s = result.duration_s if isinstance(result, LevelResult) else result.window_s
+    return stats_entry(result.stats, result.duration_s if isinstance(result, LevelResult) else result.window_s)
+
+
+def stats_entry(stats: Any, duration_s: float) -> dict[str, Any]:
+    """Merged EndpointStats over `duration_s` as a summary.json endpoint entry."""
     return {
         "name": stats.name,
         "requests": stats.requests,
@@ -138,19 +147,55 @@ class CapacityController(SweepController):
         self.confirming: float | None = None  # the rate being measured again after a failure
 
     def _add(self, trial: Trial) -> LevelResult | None:
+        """A level ends when a window is clearly failing, when its verdict is certain (every
+        clause's confidence bound on one side of its limit), or, as a sweep level, when it is
+        stable, unless a clause's bounds still straddle its limit, or at max_trials."""
+        self.trials.append(trial)
         reason = clearly_failing(level_entry(trial), self.clauses) if trial.stats.requests else None
         if reason is not None:
-            self.trials.append(trial)
-            result = self._result(stable=False)
-            self.results.append(result)
-            self.index += 1
-            return self._decide(result, reason)
-        result = super()._add(trial)
-        return None if result is None else self._decide(result, None)
+            return self._finish(False, STABILITY_WINDOWS, f"clearly failing: {reason}", early=reason)
+        level = merge_parts(t.stats for t in self.trials)
+        entry = stats_entry(level, sum(t.window_s for t in self.trials))
+        certain = certain_verdict(entry, level.histogram, self.clauses, self.levels[self.index])
+        if certain is not None:
+            return self._finish(False, len(self.trials), f"certain: {certain.reason}", certain=certain)
+        throughputs = [t.infer_per_s for t in self.trials]
+        stable = is_stable(throughputs, [t.p95_us for t in self.trials], self.stability_percent)
+        if len(self.trials) >= self.max_trials:
+            return self._finish(stable, STABILITY_WINDOWS, "max_trials windows")
+        if stable and not self._straddles():
+            return self._finish(True, STABILITY_WINDOWS, "stable")
+        return None
 
-    def _decide(self, result: LevelResult, early: str | None) -> LevelResult:
+    def _straddles(self) -> bool:
+        """Whether a percentile clause's bounds over the last 3 windows lie on both sides of its
+        limit: more windows may decide it, so a stable level runs on (up to max_trials)."""
+        last = merge_parts(t.stats for t in self.trials[-STABILITY_WINDOWS:])
+        entry = stats_entry(last, sum(t.window_s for t in self.trials[-STABILITY_WINDOWS:]))
+        for clause in self.clauses:
+            if clause.metric not in slo.PERCENTILE_METRICS or not last.histogram.get_total_count():
+                continue
+            lower, upper = percentile_bounds_us(last.histogram, CERTAIN_CONFIDENCE, (float(clause.metric[1:]),))[
+                clause.metric
+            ]
+            limit = clause.threshold * clause.scale
+            if lower is not None and upper is not None and lower <= limit <= upper and entry["requests"]:
+                return True
+        return False
+
+    def _finish(
+        self, stable: bool, last: int, why: str, early: str | None = None, certain: Certain | None = None
+    ) -> LevelResult:
+        result = self._result(stable, last)
+        self.results.append(result)
+        self.index += 1
+        return self._decide(result, early, why, certain)
+
+    def _decide(self, result: LevelResult, early: str | None, why: str, certain: Certain | None) -> LevelResult:
         passed, results = judge(result, self.clauses)
         passed = passed and early is None
+        if certain is not None:
+            passed = certain.passed  # the bounds decided it (the point estimates agree with them)
         rate = result.level
         confirmed_below = self.search.first_failing is not None and self.search.first_failing <= rate
         # Stopped early while completing well under the rate: the server cannot keep up, no hiccup.
@@ -161,6 +206,7 @@ class CapacityController(SweepController):
                 "rate": rate,
                 "passed": passed,
                 "stopped_early": early,
+                "stopped_because": why,
                 "to_confirm": retry,
                 "clauses": [r.to_json() for r in results],
             }

@@ -18,9 +18,13 @@ loadtests/traffic/capacity_shape.py runs it as a load shape (`python -m loadtest
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from loadtests.run_format.slo import LATENCY_METRICS, Clause, measure
+from hdrh.histogram import HdrHistogram
+
+from loadtests.run_format.confidence import percentile_bounds_us
+from loadtests.run_format.slo import LATENCY_METRICS, PERCENTILE_METRICS, Clause, measure
 
 DEFAULT_GROWTH = 2.0
 DEFAULT_PRECISION = 0.05  # stop when first failing / last passing <= 1.05
@@ -33,6 +37,17 @@ FAR_PAST_LIMIT = 3.0  # a latency clause's metric over 3x its limit,
 # latency already counts it, and a busy machine sends a few requests late at any rate),
 LATE_PAST_LIMIT = 3.0
 CLEARLY_FAILING_RATIO = 0.05  # or more than 5 % of its requests failed (and the SLO allows fewer).
+# A level's verdict is certain when every clause's confidence bound is on one side of its limit
+# (certain_verdict), but only once the level has this many requests and measured windows: the
+# first windows after a rate change can be unlike the rest (a warm-up spike, a queue still
+# building up), and a bound over too few of them would decide on them alone.
+MIN_CERTAIN_REQUESTS = 200
+MIN_CERTAIN_S = 2.0  # of measured windows (after the settling ones)
+CERTAIN_CONFIDENCE = 0.95  # two-sided; each bound alone holds at 97.5 %
+_Z = 1.959964  # the normal quantile of 97.5 %, for the Wilson bounds of a ratio
+# An early pass also needs the responses to keep up with the rate: a level just above the
+# capacity builds a queue slowly, and its first windows can look like a pass.
+KEEPING_UP_SHARE = 0.95
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,10 @@ class CapacitySearch:
     growth: float = DEFAULT_GROWTH
     precision: float = DEFAULT_PRECISION
     min_rate: float = DEFAULT_MIN_RATE
+    # The throughput a saturation probe reached (closed loop, many users): the first level above
+    # a passing start. A hint, not a verdict: a probe with too few users for a batching server
+    # underestimates it, and then the growth simply goes on past the hint.
+    ceiling_hint: float | None = None
     tried: list[Tried] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -87,6 +106,9 @@ class CapacitySearch:
             return self.start_rate
         passing, failing = self.bracket
         if failing is None:
+            hint = self.ceiling_hint
+            if hint is not None and passing < hint and all(t.rate != hint for t in self.tried):  # type: ignore[operator]
+                return hint  # the saturation probe's throughput: the capacity is most likely below it
             return passing * self.growth  # type: ignore[operator]  # tried and none failed: one passed
         if passing is None:
             lower = failing / self.growth
@@ -125,3 +147,87 @@ def _upper_limit(clauses: list[Clause], metric: str) -> float | None:
     """The tightest upper limit the clauses set on a metric, in its base unit (None: no limit)."""
     limits = [c.threshold * c.scale for c in clauses if c.metric == metric and c.op in ("<", "<=")]
     return min(limits) if limits else None
+
+
+@dataclass(frozen=True)
+class Certain:
+    """A level's verdict that more requests cannot change (at CERTAIN_CONFIDENCE): why, in words."""
+
+    passed: bool
+    reason: str
+
+
+def certain_verdict(entry: dict, histogram: HdrHistogram | None, clauses: list[Clause], rate: float) -> Certain | None:
+    """Whether a level's verdict is already certain, from everything it measured so far (a
+    summary.json-like entry over its usable windows, and its latency histogram).
+
+    It fails as soon as one clause's lower bound is over its limit, and passes once every
+    clause's upper bound is under its limit; None: measure on. Percentiles are bounded by
+    order statistics (run_format/confidence.py), ratios by Wilson's score interval; `max` and
+    the counts can only grow, so they can fail a level early but never pass it; `mean` is never
+    decided early (the stability rule does)."""
+    requests = int(entry.get("requests", 0))
+    if requests < MIN_CERTAIN_REQUESTS or float(entry.get("duration_s", 0.0)) < MIN_CERTAIN_S:
+        return None
+    undecided = False
+    reasons = []
+    for clause in clauses:
+        lower, upper = _bounds(clause, entry, histogram, requests)
+        limit = clause.threshold * clause.scale
+        shown = _shown(clause)
+        if lower is not None and (lower > limit or (clause.op == "<" and lower == limit)):
+            return Certain(False, f"{clause.metric} at least {shown(lower)}, over {clause.text} ({requests} requests)")
+        if upper is None or not (upper < limit or (clause.op == "<=" and upper == limit)):
+            undecided = True
+        else:
+            reasons.append(f"{clause.metric} at most {shown(upper)}")
+    if undecided or int(entry.get("dropped", 0)):
+        return None
+    duration_s = float(entry.get("duration_s", 0.0))
+    if duration_s > 0 and requests / duration_s < KEEPING_UP_SHARE * rate:
+        return None  # the responses lag the rate: a queue may be building up
+    return Certain(True, f"{', '.join(reasons)} ({requests} requests, {CERTAIN_CONFIDENCE:.0%} bounds)")
+
+
+def _shown(clause: Clause) -> Callable[[float], str]:
+    if clause.metric in LATENCY_METRICS:
+        return lambda value: f"{value / 1000:.2f} ms"
+    return lambda value: f"{value:.4g}"
+
+
+def _bounds(
+    clause: Clause, entry: dict, histogram: HdrHistogram | None, requests: int
+) -> tuple[float | None, float | None]:
+    """(lower, upper) bound of the clause's metric in its base unit; None for a side it cannot bound."""
+    metric = clause.metric
+    if metric in PERCENTILE_METRICS:
+        if histogram is None or histogram.get_total_count() == 0:
+            return None, None
+        percentile = float(metric[1:])
+        confidence = max(clause.confidence or 0.0, CERTAIN_CONFIDENCE)
+        lower, upper = percentile_bounds_us(histogram, confidence, (percentile,))[metric]
+        return lower, upper
+    if metric == "max":
+        value, _ = measure(entry, metric)
+        return value, None
+    if metric in ("fail_ratio", "late_ratio"):
+        count = int(entry.get("failures" if metric == "fail_ratio" else "late", 0))
+        return wilson_bounds(count, requests)
+    if metric in ("failures", "dropped"):
+        return float(entry.get(metric, 0)), None
+    return None, None
+
+
+def wilson_bounds(count: int, total: int) -> tuple[float, float]:
+    """Wilson's score interval for a proportion count/total at CERTAIN_CONFIDENCE (two-sided).
+
+    >>> [round(b, 4) for b in wilson_bounds(0, 1000)]
+    [0.0, 0.0038]
+    """
+    if total <= 0:
+        return 0.0, 1.0
+    p = count / total
+    denominator = 1 + _Z**2 / total
+    centre = (p + _Z**2 / (2 * total)) / denominator
+    half = _Z * math.sqrt(p * (1 - p) / total + _Z**2 / (4 * total**2)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -76,7 +76,10 @@ class CapacityShape(SweepShape):
         self.args.setdefault("users", rate_shape_users(self.name, settings, what=""))
         self.window_s = settings.window_s
         search = CapacitySearch(
-            start_rate=self.args["start"], growth=self.args["growth"], precision=self.args["precision"] / 100
+            start_rate=self.args["start"],
+            growth=self.args["growth"],
+            precision=self.args["precision"] / 100,
+            ceiling_hint=self.args.get("probe"),
         )
         self.controller = CapacityController(
             search,
@@ -117,6 +120,7 @@ class CapacityShape(SweepShape):
             "start_rate": self.args["start"],
             "growth": self.args["growth"],
             "precision_percent": self.args["precision"],
+            "probe_rps": self.args.get("probe"),
         }
 
     def write_results(self) -> None:

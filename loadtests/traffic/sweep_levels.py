@@ -181,8 +181,9 @@ class SweepController:
             self.stopped_by = "done"
         return result
 
-    def _result(self, stable: bool) -> LevelResult:
-        last = self.trials[-STABILITY_WINDOWS:]
+    def _result(self, stable: bool, windows: int = STABILITY_WINDOWS) -> LevelResult:
+        """The level's numbers: its last `windows` trials merged (perf_analyzer's last 3)."""
+        last = self.trials[-windows:]
         start_s, end_s = last[0].start_s, last[-1].start_s + last[-1].window_s
         return LevelResult(
             level=self.levels[self.index],

@@ -93,6 +93,13 @@ def read_result(
     result.first_failing_rps = content["bracket"]["first_failing_rps"]
     result.levels = int(content.get("levels_tried", len(content.get("levels", []))))
     result.search_done = bool(content.get("done", True))
+    skipped = content.get("skipped")
+    if skipped:
+        result.status = (
+            f"stopped after the probe: saturated at {skipped['probe_rps']:.1f} requests/s, "
+            f"below the best {skipped['stop_below_rps']:g}"
+        )
+        return result
     at_capacity = [lv for lv in content.get("levels", []) if lv.get("passed") and lv["rate"] == result.capacity_rps]
     if at_capacity:
         level = at_capacity[-1]

@@ -1,0 +1,110 @@
+"""Overload is named as overload, the same on both protocols, and reconciles with Triton.
+
+The failure vocabulary (loadtests/clients/failures.py) is checked row by row against the table
+users read (docs/failures.md); then the overload matrix runs against the real local Triton: the
+test repository's queue-limited models (`max_queue_size: 1`, batching and not) and a model whose
+queue rejects requests that waited too long, each under HTTP and gRPC users at once.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+import pytest
+
+from loadtests.clients.failures import CLASSES, class_of, grpc_failure, http_failure
+from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust, triton_options
+
+DOC = REPO_ROOT / "docs" / "failures.md"
+USERS_PER_PROTOCOL = 6
+
+
+def doc_rows() -> list[dict[str, str]]:
+    """The 'Server answers' table of docs/failures.md, one dict per row."""
+    text = DOC.read_text().split("## Server answers", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True)) for line in lines[2:]]
+
+
+def codes(cell: str) -> list[str]:
+    return [code.strip() for code in cell.split(",") if code.strip() and not code.strip().startswith("other")]
+
+
+ROWS = doc_rows()
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row["class"] + "/" + row["HTTP status"] for row in ROWS])
+def test_the_documented_table_is_the_code(row):
+    message = row["Triton's message contains"]
+    message = "" if message.startswith("(") else message
+    wanted = CLASSES[row["class"]]
+    for status in codes(row["HTTP status"]):
+        failure = http_failure(int(status), f"[{status}] {message}")
+        assert failure.failure_class is wanted, (status, message, failure.name)
+        assert failure.name == f"{wanted.name}: HTTP {status}"
+    for status in codes(row["gRPC status"]):
+        failure = grpc_failure(status, message)
+        assert failure.failure_class is wanted, (status, message, failure.name)
+        assert failure.name == f"{wanted.name}: gRPC {status}"
+    assert ("yes" if wanted.backs_off else "no") == row["backs off"]
+    assert wanted.counted_by_triton == (row["Triton counts it"] != "no")
+
+
+def test_every_class_is_documented_and_names_parse_back():
+    text = DOC.read_text()
+    for name, failure_class in CLASSES.items():
+        assert name in text, name
+        assert class_of(f"{name}: gRPC UNAVAILABLE") is failure_class
+    # What the client saw itself keeps its bare name.
+    assert class_of("timeout").name == "timeout" and class_of("connection refused").backs_off
+    assert grpc_failure("DEADLINE_EXCEEDED", "Deadline Exceeded").name == "timeout"
+
+
+def rejected_metric(metrics_address: str, model: str) -> int:
+    """Triton's nv_inference_request_failure{reason="REJECTED"} for the model (0 when absent)."""
+    text = urllib.request.urlopen(f"http://{metrics_address}/metrics", timeout=10).read().decode()
+    pattern = rf'^nv_inference_request_failure{{model="{model}",reason="REJECTED",version="1"}} (\S+)$'
+    match = re.search(pattern, text, re.MULTILINE)
+    return int(float(match.group(1))) if match else 0
+
+
+@pytest.mark.parametrize(
+    ("model", "overload_class"),
+    [
+        ("queue_limited", "overloaded (queue full)"),
+        ("queue_limited_nobatch", "overloaded (queue full)"),
+        ("queue_timeout", "overloaded (queue timeout)"),
+    ],
+)
+def test_overload_is_one_class_on_both_protocols_at_comparable_rates(triton, tmp_path, model, overload_class):
+    before = model_stats(triton.http_address, model)
+    rejected_before = rejected_metric(triton.metrics_address, model)
+    run_dir = tmp_path / "run"
+    result = run_locust(
+        ["TritonHttpUser", "TritonGrpcUser"],
+        [*triton_options(triton), "--model", model, "--shape", "INPUT0:4", "--run-dir", str(run_dir)],
+        users=2 * USERS_PER_PROTOCOL,
+        run_time="3s",
+    )
+    assert result.returncode == 1, result.stderr[-3000:]  # Locust's exit code for failed requests
+    after = model_stats(triton.http_address, model)
+    endpoints = {e["protocol"]: e for e in read_summary(run_dir)["endpoints"]}
+    assert set(endpoints) == {"http", "grpc"}
+    expected = {"http": f"{overload_class}: HTTP 503", "grpc": f"{overload_class}: gRPC UNAVAILABLE"}
+    for protocol, endpoint in endpoints.items():
+        # Overload and nothing else: never "connection refused", no back-off.
+        assert set(endpoint["failures_by_class"]) == {expected[protocol]}, endpoint["failures_by_class"]
+        assert endpoint["failures"] > endpoint["requests"] - endpoint["failures"], endpoint  # really overloaded
+    # Neither protocol throttles itself: measured before the fix, gRPC sent 225x fewer requests.
+    rates = [endpoints[p]["requests"] / endpoints[p]["duration_s"] for p in ("http", "grpc")]
+    assert max(rates) / min(rates) < 3, rates
+    # Reconciled with Triton: its successes are the client's; its failures are the failures of the
+    # classes it counts (a queue timeout, REJECTED in its metrics), never a full queue.
+    successes = sum(e["requests"] - e["failures"] for e in endpoints.values())
+    failures = sum(e["failures"] for e in endpoints.values())
+    assert after["requests"] - before["requests"] == successes
+    counted = failures if CLASSES[overload_class].counted_by_triton else 0
+    assert after["failures"] - before["failures"] == counted
+    assert rejected_metric(triton.metrics_address, model) - rejected_before == counted
