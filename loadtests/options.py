@@ -17,8 +17,6 @@ import difflib
 import sys
 from collections.abc import Mapping
 
-from locust import User
-
 from loadtests.errors import SpecError
 from loadtests.settings import (
     BALANCE_POLICIES,
@@ -69,6 +67,8 @@ def bind_loopback_by_default(parser: argparse.ArgumentParser) -> None:
 def user_class_names() -> list[str]:
     """Every concrete User class imported so far (the locustfile's among them: Locust imports
     it before it parses the command line)."""
+    from locust import User  # here: importing locust patches the standard library (gevent)
+
     found, pending = set(), list(User.__subclasses__())
     while pending:
         cls = pending.pop()

@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
+# Imported when collected, before any test file imports ssl (selenium's urllib3): importing
+# locust patches the standard library for gevent, and ssl patched after its import recurses.
+from loadtests.__main__ import build_parser, main
+from loadtests.clients.control import TritonControl
+from loadtests.clients.control_grpc import open_control
+from loadtests.commands.option_list import suite_parser
+from loadtests.errors import ServerError
+from loadtests.recording.statistics_address import statistics_address
 from loadtests.server import TritonPorts
+from loadtests.settings import Settings
 from tests.helpers import REPO_ROOT, locust_request_counts, model_stats, read_summary, run_cli, run_locust
 from tests.test_bad_input import assert_one_error
 
@@ -53,8 +62,6 @@ def test_grpc_only_target_reads_triton_statistics_over_grpc(triton, tmp_path, ht
 
 # -- 2. an options listing a person can read --------------------------------------------------------
 def test_options_command_lists_every_option_by_task():
-    from loadtests.commands.option_list import suite_parser
-
     result = run_cli(["-m", "loadtests", "options"], timeout=60)
     assert result.returncode == 0, result.stderr
     text = result.stdout
@@ -161,8 +168,6 @@ def test_unknown_model_gets_did_you_mean(triton, user_class):
     ],
 )
 def test_sweep_takes_perf_analyzer_spellings(argv, expected):
-    from loadtests.__main__ import build_parser
-
     base = ["sweep", "--model", MODEL, "--concurrency", "1:2"] if argv[0] in ("--latency-threshold",) else ["sweep"]
     if argv[0] == "-m":
         base = ["sweep", "--concurrency", "1:2"]
@@ -174,8 +179,6 @@ def test_sweep_takes_perf_analyzer_spellings(argv, expected):
 
 
 def test_sweep_percentile_other_than_the_judged_one_is_one_error(capsys):
-    from loadtests.__main__ import main
-
     with pytest.raises(SystemExit) as exited:
         main(["sweep", "--model", MODEL, "--concurrency-range", "1:2", "--percentile", "99"])
     assert_one_error(exited.value.code, capsys.readouterr().err, "--percentile")
@@ -234,9 +237,6 @@ def test_time_s_has_one_meaning_per_file_in_the_docs():
 
 
 def test_grpc_statistics_read_as_http_reads_them(triton):
-    from loadtests.clients.control import TritonControl
-    from loadtests.clients.control_grpc import open_control
-
     run_locust(["TritonGrpcUser"], [*triton.options, "--model", MODEL], users=1, run_time="1s")
     over_http = TritonControl(triton.http_address).statistics([MODEL])[MODEL]
     over_grpc = open_control(f"grpc://{triton.grpc_address}").statistics([MODEL])[MODEL]
@@ -249,10 +249,6 @@ def test_grpc_statistics_read_as_http_reads_them(triton):
 
 
 def test_no_statistics_address_answers_is_one_error_naming_both_options():
-    from loadtests.errors import ServerError
-    from loadtests.recording.statistics_address import statistics_address
-    from loadtests.settings import Settings
-
     settings = Settings(triton_http=closed_port(), triton_grpc=closed_port())
     with pytest.raises(ServerError) as refused:
         statistics_address(settings, [MODEL], timeout_s=2.0)

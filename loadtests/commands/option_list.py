@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 
-from locust.argument_parser import LocustArgumentParser
-
 from loadtests import option_groups, options
 
 
@@ -24,8 +22,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run_options)
 
 
-def suite_parser() -> LocustArgumentParser:
+def suite_parser() -> argparse.ArgumentParser:
     """A parser holding the suite's options only, with the defaults a run has."""
+    # Imported here, not by `python -m loadtests`: importing locust patches the standard
+    # library for gevent, which the other commands (serve, sweep, ...) must not get.
+    from locust.argument_parser import LocustArgumentParser
+
     parser = LocustArgumentParser(add_help=False)
     options.add_arguments(parser)
     return parser
