@@ -266,16 +266,20 @@ SERVER_HEADERS = [
 ]
 
 
+def step_label(name: str, ensembles: list[str]) -> str:
+    """How every table names a composing model: "identity (step of identity_ensemble)"."""
+    return f"{name} (step of {', '.join(ensembles)})" if ensembles else name
+
+
 def model_label(name: str, models: dict) -> str:
-    """A model's name, and the ensembles it is a step of: "identity (step of identity_ensemble)"."""
-    part_of = (models.get(name) or {}).get("part_of") or []
-    return f"{name} (step of {', '.join(part_of)})" if part_of else name
+    """A model's name, and the ensembles it is a step of (config.json's `part_of`)."""
+    return step_label(name, (models.get(name) or {}).get("part_of") or [])
 
 
 def server_model_name(model: str, ensemble_of: dict[str, str]) -> str:
     """A model's row name: a composing model says which ensemble calls it, an ensemble says it is one."""
     if model in ensemble_of:
-        return f"{model} (in {ensemble_of[model]})"
+        return step_label(model, [ensemble_of[model]])
     return f"{model} (ensemble)" if model in ensemble_of.values() else model
 
 

@@ -2,25 +2,29 @@
 
 Triton keeps one state per correlation ID, so two generators that send the same ID at once
 corrupt each other's sequences (triton-inference-server/server#3103). Every ID is built
-from three numbers, each in its own bits of an unsigned 64-bit integer:
+from three numbers, each in its own bits: the worker's index (Locust's runner.worker_index,
+0 in a single process), the user's slot in its worker (the lowest free one, released when
+the user stops) and that user's sequence number (1, 2, ..., then 1 again; never 0, so no
+ID is 0). Where the bits go depends on what the model keeps of the ID (`IdLayout.of`):
 
-    bit 63    bits 62..32          bits 31..16             bits 15..0
-    0         worker index         user slot in worker     sequence number of that user
-              (Locust's runner.    (lowest free slot,      (1..65535, then 1 again; 0 is
-              worker_index: 0 in   released when the       never used, so no ID is 0)
-              a single process)    user stops)
+- a 64-bit CORRID control (TYPE_UINT64, TYPE_INT64) or none: a fixed layout, 31 bits of
+  worker index (bits 62..32), 16 of user slot, 16 of sequence number; bit 63 stays 0, so
+  the ID fits the signed `int64_param` tritonclient sends over gRPC too;
+- a 32-bit CORRID (TYPE_UINT32; TYPE_INT32 keeps its sign bit 0): Triton copies only the
+  ID's low 32 bits into the control, so the worker index and the slot get the bits the
+  run needs (`RunSize`: the worker indexes in use and the users one worker can hold) and
+  the sequence number the rest, at least MIN_SEQUENCE_BITS, else the run is refused.
 
 Two IDs from different workers differ in the worker bits, two from users alive at the same
-time in one worker in the slot bits, and two of one user only after 65,535 of its sequences
-(by then the first has long ended). Locust's master numbers workers 0, 1, 2, ... in the
-order they connect and never reuses a number while it runs, whatever the worker count, so
-IDs stay disjoint for up to 2**31 workers and 65,536 users per worker. Bit 63 stays 0: the
-ID fits the signed 64-bit `int64_param` that tritonclient sends over gRPC too.
+time in one worker in the slot bits, and two of one user only after 2**sequence_bits - 1 of
+its sequences (by then the first has long ended). Locust's master numbers workers 0, 1, 2,
+... in the order they connect and never reuses a number while it runs.
 
 Example:
-    slots = UserSlots()
-    ids = SequenceIds(worker=2, slot=slots.acquire())
-    ids.next(), ids.next()  # (0x2_0000_0001, 0x2_0000_0002)
+    layout = IdLayout.of("TYPE_UINT32", RunSize(workers=3, users_per_worker=4))
+    # 2 worker bits, 2 slot bits, 28 sequence bits
+    ids = SequenceIds(layout, worker=2, slot=1)
+    ids.next(), ids.next()  # (0x9000_0001, 0x9000_0002)
 """
 
 from __future__ import annotations
@@ -29,23 +33,70 @@ from dataclasses import dataclass, field
 
 from loadtests.errors import StartupError
 
-WORKER_BITS = 31
-SLOT_BITS = 16
-SEQUENCE_BITS = 16
-MAX_WORKERS = 1 << WORKER_BITS
-MAX_USERS_PER_WORKER = 1 << SLOT_BITS
-SEQUENCES_PER_CYCLE = (1 << SEQUENCE_BITS) - 1  # numbers 1..65535
+# The bits of the ID each CORRID data_type keeps (a model without a CORRID control: 64).
+ID_BITS = {"TYPE_UINT32": 32, "TYPE_INT32": 31}
+WIDE_LAYOUT_BITS = (31, 16, 16)  # worker, slot, sequence: the 64-bit layout
+# Fewer bits than this for the sequence number would reuse a user's IDs too soon (255 sequences).
+MIN_SEQUENCE_BITS = 8
 
 
-def correlation_id(worker: int, slot: int, sequence: int) -> int:
-    """The ID of one user's sequence; raises ValueError outside the ranges above."""
-    if not 0 <= worker < MAX_WORKERS:
-        raise ValueError(f"worker index {worker} is outside 0..{MAX_WORKERS - 1}")
-    if not 0 <= slot < MAX_USERS_PER_WORKER:
-        raise ValueError(f"user slot {slot} is outside 0..{MAX_USERS_PER_WORKER - 1}")
-    if not 1 <= sequence <= SEQUENCES_PER_CYCLE:
-        raise ValueError(f"sequence number {sequence} is outside 1..{SEQUENCES_PER_CYCLE}")
-    return worker << (SLOT_BITS + SEQUENCE_BITS) | slot << SEQUENCE_BITS | sequence
+@dataclass(frozen=True)
+class RunSize:
+    """What a run's IDs must tell apart: worker indexes 0..workers-1, users 0..users_per_worker-1."""
+
+    workers: int = 1
+    users_per_worker: int = 1
+
+    @classmethod
+    def planned(cls, workers: int, users: int) -> RunSize:
+        """Locust's dispatcher shares users out evenly: no worker holds more than users/workers, rounded up."""
+        workers = max(workers, 1)
+        return cls(workers, max(-(-users // workers), 1))
+
+
+@dataclass(frozen=True)
+class IdLayout:
+    """How many bits the worker index, the user slot and the sequence number each get."""
+
+    worker_bits: int = WIDE_LAYOUT_BITS[0]
+    slot_bits: int = WIDE_LAYOUT_BITS[1]
+    sequence_bits: int = WIDE_LAYOUT_BITS[2]
+
+    @classmethod
+    def of(cls, corrid_type: str | None, run: RunSize | None) -> IdLayout:
+        """The layout for a model's CORRID data_type in a run of that size (None: not known yet);
+        raises StartupError when the run cannot fit."""
+        bits = ID_BITS.get(corrid_type or "")
+        if bits is None:
+            return cls()
+        if run is None:
+            raise StartupError(
+                f"a {corrid_type} CORRID needs the run's worker and user count, which this worker has not "
+                "received from the master: sequence IDs cannot be assigned"
+            )
+        worker_bits, slot_bits = (run.workers - 1).bit_length(), (run.users_per_worker - 1).bit_length()
+        sequence_bits = bits - worker_bits - slot_bits
+        if sequence_bits < MIN_SEQUENCE_BITS:
+            raise StartupError(
+                f"{run.workers} workers x {run.users_per_worker} sequence users per worker do not fit the "
+                f"{bits}-bit correlation IDs of a {corrid_type} CORRID (at most {bits - MIN_SEQUENCE_BITS} bits "
+                f"for worker index and user, {worker_bits + slot_bits} needed): use fewer workers or users, "
+                "or give the model a TYPE_UINT64 CORRID"
+            )
+        return cls(worker_bits, slot_bits, sequence_bits)
+
+    @property
+    def sequences_per_cycle(self) -> int:
+        return (1 << self.sequence_bits) - 1  # numbers 1..2**bits-1
+
+    def correlation_id(self, worker: int, slot: int, sequence: int) -> int:
+        """The ID of one user's sequence; raises ValueError outside the layout's ranges."""
+        for what, value, bits in (("worker index", worker, self.worker_bits), ("user slot", slot, self.slot_bits)):
+            if not 0 <= value < 1 << bits:
+                raise ValueError(f"{what} {value} is outside 0..{(1 << bits) - 1}")
+        if not 1 <= sequence <= self.sequences_per_cycle:
+            raise ValueError(f"sequence number {sequence} is outside 1..{self.sequences_per_cycle}")
+        return (worker << self.slot_bits | slot) << self.sequence_bits | sequence
 
 
 @dataclass
@@ -55,13 +106,7 @@ class UserSlots:
     taken: set[int] = field(default_factory=set)
 
     def acquire(self) -> int:
-        """A slot no running user of this process holds; raises StartupError past 65,536 users."""
-        slot = next((s for s in range(len(self.taken) + 1) if s not in self.taken), None)
-        if slot is None or slot >= MAX_USERS_PER_WORKER:
-            raise StartupError(
-                f"more than {MAX_USERS_PER_WORKER} sequence users in one worker process would share "
-                "correlation IDs: run more workers"
-            )
+        slot = next(s for s in range(len(self.taken) + 1) if s not in self.taken)
         self.taken.add(slot)
         return slot
 
@@ -71,12 +116,24 @@ class UserSlots:
 
 @dataclass
 class SequenceIds:
-    """One user's correlation IDs, a new one per sequence."""
+    """One user's correlation IDs, a new one per sequence; raises StartupError when the
+    worker index or the slot is outside the layout (a worker that joined, or users added,
+    after the run's size was fixed)."""
 
+    layout: IdLayout
     worker: int
     slot: int
     _last: int = 0
 
+    def __post_init__(self) -> None:
+        try:
+            self.layout.correlation_id(self.worker, self.slot, 1)
+        except ValueError as error:
+            raise StartupError(
+                f"sequence user {self.slot} of worker {self.worker} has no correlation IDs of its own "
+                f"({error}; the IDs were laid out for the workers and users at the test's start)"
+            ) from None
+
     def next(self) -> int:
-        self._last = self._last % SEQUENCES_PER_CYCLE + 1
-        return correlation_id(self.worker, self.slot, self._last)
+        self._last = self._last % self.layout.sequences_per_cycle + 1
+        return self.layout.correlation_id(self.worker, self.slot, self._last)

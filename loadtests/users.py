@@ -38,7 +38,7 @@ from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.endpoint_mix import MixedEndpoint
 from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
-from loadtests.sequence_ids import SequenceIds, UserSlots
+from loadtests.sequence_ids import IdLayout, RunSize, SequenceIds, UserSlots
 from loadtests.sequences import SequenceSender
 from loadtests.settings import Settings
 from loadtests.traffic.open_loop import OpenLoop
@@ -56,6 +56,7 @@ class ProcessServices(Protocol):
     settings: Settings
     sender: OpenLoop | None  # the open-loop sender while a test runs (None in closed loop)
     sequence_slots: UserSlots  # sequence users' slots in this process (their correlation IDs)
+    sequence_run: RunSize | None  # the workers and users the IDs tell apart (None: not known yet)
     connections: Connections  # the process's gRPC pools and replica sets
 
     def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint: ...
@@ -189,6 +190,8 @@ class TritonSequenceUser(TritonUser):
             if worker < 0:
                 raise StartupError("this worker has no index from the master yet: sequence IDs cannot be assigned")
             self._slot = process.sequence_slots.acquire()
+            layout = IdLayout.of(self.endpoint.model.correlation_id_type, process.sequence_run)
+            ids = SequenceIds(layout, worker, self._slot)
         except StartupError as error:
             process.fail_startup(error)
             self.stop(force=True)
@@ -196,7 +199,7 @@ class TritonSequenceUser(TritonUser):
         self.sequences = SequenceSender(
             self.client,
             self.endpoint,
-            SequenceIds(worker, self._slot),
+            ids,
             process.settings.sequence_length,
             self.rng,
             self._stopping,

@@ -9,7 +9,8 @@
   option or an unknown model answers `success: false` with the `error:` line, which
   Locust's form shows in red under its fields, and no test starts.
 - A literal --header value is never in the page (loadtests/webui_secrets.py); a Start
-  with the form as shown sends the real headers.
+  with the form as shown sends the real headers, and a header typed there keeps the commas
+  of its value (`Accept: a,b` is one header, as on the command line).
 - Locust's "Host" field sets HTTP users' base URL, which the suite's users do not read
   (they use --triton-http/--triton-grpc): the field is hidden, and the header's "Host"
   shows the Triton address(es) the classes load instead (the run wiring's environment.host).
@@ -93,8 +94,9 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         # the same checks as a headless run, here, put the error in the form instead.
         if request.method != "POST" or not request.path.endswith("/swarm"):
             return None
-        # Locust and the pre-flight below both read request.form: both get the real headers.
-        request.form = redaction.restore(request.form)
+        # Locust and the pre-flight below both read request.form: --header is taken out of it
+        # and set on the options (the real values, or the typed text split as the command line would).
+        request.form = redaction.take_headers(request.form)
         runner = environment.runner
         if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
             return None  # "Edit" of a running test: only users and spawn rate change

@@ -1,11 +1,17 @@
 """The sequence models of tests/test_sequence_matrix.py, written into a temporary repository.
 
-Eight running-sum models cover every pair of the axes a sequence model varies on in Triton's
-model configuration (docs/user_guide/model_configuration.md, "Sequence Batcher"): the input
-datatype (the suite's SEQUENCE_DATATYPES), max_batch_size 0 or > 0, the `direct` or `oldest`
-strategy, the CORRID control as TYPE_UINT64 or TYPE_STRING; the START/END/READY controls
-rotate through the int32, fp32 and bool kinds. Eight, not the 32 of the full product: every
-model instance is a Python stub process, and each pair of axis values still meets once.
+Fourteen running-sum models cover the axes a sequence model varies on in Triton's model
+configuration (docs/user_guide/model_configuration.md, "Sequence Batcher"): the input datatype
+(the suite's SEQUENCE_DATATYPES), max_batch_size 0 or > 0, the `direct` or `oldest` strategy,
+and every CORRID data_type Triton allows (TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32,
+TYPE_STRING), each CORRID type batching and not; the START/END/READY controls rotate through
+the int32, fp32 and bool kinds. The first eight cover every pair of datatype x max_batch_size
+x strategy x {UINT64, STRING}; the six after them give the other CORRID types both batching
+modes (not the full product: every model instance is a Python stub process).
+
+A 32-bit CORRID (UINT32, INT32) gets only the low 32 bits of the 64-bit correlation ID the
+client sends, so the models keep their sums per CORRID value as Triton hands it to them: two
+sequences whose IDs differ only above bit 31 share a sum there.
 
 Each model returns the sum of the INPUT values of its sequence so far, in INPUT's datatype,
 kept per correlation ID (the CORRID control, an integer or a string). A START resets the sum,
@@ -41,7 +47,16 @@ MODELS = (
     SequenceModel("UINT32", 4, "oldest", "UINT64", "fp32"),
     SequenceModel("UINT64", 0, "oldest", "STRING", "int32"),
     SequenceModel("UINT64", 4, "direct", "UINT64", "bool"),
+    # The other CORRID types, batching and not.
+    SequenceModel("INT32", 4, "oldest", "UINT32", "int32"),
+    SequenceModel("INT64", 0, "direct", "UINT32", "bool"),
+    SequenceModel("UINT32", 4, "direct", "INT32", "fp32"),
+    SequenceModel("UINT64", 0, "oldest", "INT32", "int32"),
+    SequenceModel("INT64", 4, "oldest", "INT64", "fp32"),
+    SequenceModel("UINT32", 0, "direct", "INT64", "bool"),
 )
+# The accumulator of the multi-worker test: a 32-bit CORRID, batching, `oldest` (sequences interleave).
+UINT32_ACCUMULATOR = MODELS[8]
 
 _FALSE_TRUE = {
     "int32": "int32_false_true: [ 0, 1 ]",

@@ -14,6 +14,7 @@ import json
 import pytest
 
 from tests.helpers import model_stats, run_cli, triton_options
+from tests.test_sweep import PROTOCOLS, check_mix_endpoints
 
 MODEL = "sleep_10ms_single"
 SLO = "p99<50ms"
@@ -162,6 +163,22 @@ def test_the_capacity_of_a_mix_is_bounded_by_its_slowest_share(triton, tmp_path)
     for model in (MODEL, "identity"):
         (endpoint,) = [e for e in summary["endpoints"] if e["model"] == model]
         assert endpoint["requests"] == summary["server"][model]["requests"]
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "both"])
+def test_a_capacity_search_over_a_mix_over_grpc_or_both_protocols(triton, tmp_path, protocol):
+    """--protocol grpc or both with --mix: the search's requests go over the protocols asked
+    for, every model of the mix over each, and Triton counts every one."""
+    run_dir, models = tmp_path / "mix", (MODEL, "identity")
+    args = capacity_args(triton, run_dir, "--protocol", protocol, "--start-rate", "40", "--growth", "4")
+    args[args.index("--model") : args.index("--model") + 2] = ["--mix", ",".join(f"{m}:0.5" for m in models)]
+    # A coarse search: this test is about which protocols carry the mix, the figure is the tests' above.
+    result = run_cli([*args, "--precision", "100", "--measurement-interval", "500", "--max-trials", "4"], timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    content = json.loads((run_dir / "capacity.json").read_text())
+    assert content["levels"], content
+    summary = json.loads((run_dir / "summary.json").read_text())
+    check_mix_endpoints(summary, models, PROTOCOLS[protocol])
 
 
 def test_a_mix_takes_clauses_on_the_whole_mix_only(triton, tmp_path):

@@ -233,8 +233,12 @@ def test_the_probe_hint_is_tried_after_a_passing_start_and_growth_goes_on_past_i
     assert search.next_rate() == 80.0
     search.record(80.0, passed=True)
     assert search.next_rate() == 100.0  # the probe's throughput, not 160
-    search.record(100.0, passed=True)  # the probe underestimated (too few users for a batcher)
-    assert search.next_rate() == 200.0
+    search.record(100.0, passed=True)  # the probe was a little short of saturation
+    assert search.next_rate() == pytest.approx(110.0)
+    search.record(110.0, passed=True)
+    assert search.next_rate() == pytest.approx(121.0)
+    search.record(121.0, passed=True)  # far short (too few users for a batcher): growth as usual
+    assert search.next_rate() == pytest.approx(242.0)
     search = CapacitySearch(start_rate=80.0, ceiling_hint=100.0)
     search.record(80.0, passed=True)
     search.record(100.0, passed=False)

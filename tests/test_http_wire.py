@@ -1,14 +1,17 @@
-"""The HTTP data plane's response reading, against a scripted server for what Triton does not
+"""The HTTP data plane's exchange, against a scripted HTTP/1.1 server for what Triton does not
 send by itself: chunked bodies, `Connection: close`, a kept-alive socket the server closed
-while idle, and a truncated body. (Triton's own responses go through it in every HTTP test.)"""
+while idle (silently or with a 408), a truncated body, interim 1xx responses, a server that
+trickles its answer or stops reading, a slow reader, a large response. (Triton's own
+responses go through it in every HTTP test.)"""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
+import gevent
 import pytest
 
 from loadtests.clients import http_wire
@@ -119,3 +122,160 @@ def test_an_idle_socket_the_server_keeps_open_is_reused_without_waiting(monkeypa
         connection.close()
     assert waited_s < timeout_s / 2, f"the idle check waited {waited_s:.1f} s"
     assert accepted == [1]  # the same connection
+
+
+def read_request(conn: socket.socket, pause_s: float = 0.0) -> bytes:
+    """One request's bytes (head and Content-Length body), read in small pieces with `pause_s`
+    between them (a slow reader), or b"" if the client closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return b""
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(v.split(b":")[1]) for v in head.split(b"\r\n") if v.lower().startswith(b"content-length")), 0)
+    while len(body) < length:
+        body += conn.recv(16384)
+        time.sleep(pause_s)
+    return head + b"\r\n\r\n" + body
+
+
+@contextmanager
+def scripted_connections(*scripts):
+    """Each accepted connection, in order, runs the next script(conn) in a thread. Yields the port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+
+    def serve() -> None:
+        for script in scripts:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn, suppress(OSError):
+                script(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+        thread.join(timeout=5)
+
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+@pytest.mark.parametrize(
+    "interim", [b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"]
+)
+def test_interim_responses_are_skipped(interim):
+    def script(conn):
+        read_request(conn)
+        conn.sendall(interim + OK)
+        time.sleep(0.3)
+
+    with scripted_connections(script) as port:
+        connection = HttpConnection("127.0.0.1", port, 2.0, 2.0)
+        assert connection.exchange(request(port)) == (200, None, b"ok")
+        connection.close()
+
+
+@pytest.mark.parametrize("idle_check_s", [0.0, 60.0])
+def test_a_408_on_an_idle_keep_alive_connection_is_a_reconnect(monkeypatch, idle_check_s):
+    """The server times the idle connection out with a 408 and closes it: the next request goes
+    on a new connection, checked before sending (idle check) or after reading the 408."""
+    monkeypatch.setattr(http_wire, "IDLE_CHECK_S", idle_check_s)
+    timed_out = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
+    def first(conn):
+        read_request(conn)
+        conn.sendall(OK)
+        time.sleep(0.1)
+        conn.sendall(timed_out)
+
+    def second(conn):
+        read_request(conn)
+        conn.sendall(OK)
+        time.sleep(0.3)
+
+    with scripted_connections(first, second) as port:
+        connection = HttpConnection("127.0.0.1", port, 2.0, 2.0)
+        assert connection.exchange(request(port)) == (200, None, b"ok")
+        gevent.sleep(0.3)
+        assert connection.exchange(request(port)) == (200, None, b"ok")
+        connection.close()
+
+
+def test_the_timeout_bounds_the_whole_response_not_each_read():
+    """A server trickling its answer (a byte every 0.3 s) must not hold a 1 s request for 3 s."""
+
+    def trickle(conn):
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n")
+        for _ in range(10):
+            time.sleep(0.3)
+            conn.sendall(b"x")
+
+    with scripted_connections(trickle) as port:
+        connection = HttpConnection("127.0.0.1", port, 2.0, 1.0)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            connection.exchange(request(port))
+        assert time.monotonic() - started < 1.5
+
+
+def test_the_timeout_bounds_a_write_the_server_does_not_read():
+    def frozen(conn):
+        time.sleep(3)
+
+    with scripted_connections(frozen) as port:
+        connection = HttpConnection("127.0.0.1", port, 2.0, 1.0)
+        large = build_request(f"127.0.0.1:{port}", "/v2/models/m/infer", b"\x01" * 16_000_000, {})
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            connection.exchange(large)
+        assert time.monotonic() - started < 1.5
+
+
+def test_a_slow_reader_and_a_large_response():
+    """The server reads a 2 MB request in 16 KB pieces with pauses, then answers 4.8 MB in pieces."""
+    answer = bytes(range(256)) * 18_750
+
+    def slow(conn):
+        read_request(conn, pause_s=0.002)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(answer))
+        for offset in range(0, len(answer), 100_000):
+            conn.sendall(answer[offset : offset + 100_000])
+        time.sleep(0.3)
+
+    with scripted_connections(slow) as port:
+        connection = HttpConnection("127.0.0.1", port, 2.0, 10.0)
+        big = build_request(f"127.0.0.1:{port}", "/v2/models/m/infer", b"\x02" * 2_000_000, {})
+        assert connection.exchange(big) == (200, None, answer)
+        connection.close()
+
+
+def test_a_slow_answer_leaves_the_next_request_its_whole_timeout():
+    """A read that waited shortens the socket's timeout to what was left of that request; the
+    next request on the kept-alive connection has its own whole timeout again."""
+
+    def script(conn):
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\na")
+        time.sleep(0.6)
+        conn.sendall(b"b")
+        time.sleep(0.05)
+        conn.sendall(b"c")  # read with 0.4 s left
+        read_request(conn)
+        time.sleep(0.7)  # more than the first request left, less than a whole timeout
+        conn.sendall(OK)
+        time.sleep(0.3)
+
+    with scripted_connections(script) as port:
+        connection = HttpConnection("127.0.0.1", port, 2.0, 1.0)
+        assert connection.exchange(request(port)) == (200, None, b"abc")
+        assert connection.exchange(request(port)) == (200, None, b"ok")
+        connection.close()

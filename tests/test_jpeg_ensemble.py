@@ -98,7 +98,7 @@ def test_report_and_compare_show_payload_bytes_and_composing_models(jpeg_runs, t
     report = (jpeg_dir / "report.md").read_text()
     assert "request bytes/req" in report
     for model in COMPOSING:
-        assert f"{model} (in {ENSEMBLE}" in report
+        assert f"{model} (step of {ENSEMBLE}" in report
 
     out = tmp_path / "compare"
     assert analysis_main(["compare", str(tensor_dir), str(jpeg_dir), "--labels", "tensor,jpeg", "--out", str(out)]) == 0
@@ -109,7 +109,7 @@ def test_report_and_compare_show_payload_bytes_and_composing_models(jpeg_runs, t
     tensor_bytes = round(tensor_endpoint["bytes_sent_per_request"])
     assert f"{tensor_bytes:,}" in rows["request bytes/req"]
     # The server breakdown per model of both runs: the jpeg run's composing models are there.
-    assert "resnet50_preprocess (in resnet50_jpeg" in markdown
+    assert "resnet50_preprocess (step of resnet50_jpeg" in markdown
 
 
 def test_ensemble_classifies_each_file_as_resnet50_does_the_client_tensor(triton):

@@ -277,7 +277,7 @@ def test_an_ensembles_composing_model_has_its_server_side_breakdown(triton, tmp_
     assert triton_models["identity"]["part_of"] == ["identity_ensemble"]
     assert run_cli(["-m", "analysis", "report", str(run_dir)]).returncode == 0
     report = (run_dir / "report.md").read_text()
-    assert f"| identity (in identity_ensemble) | {sent} |" in report
+    assert f"| identity (step of identity_ensemble) | {sent} |" in report
     # Its findings are the ensemble's: in identity_ensemble's group, under their own name.
     findings_section = report.split("## Findings", 1)[1].split("\n## ", 1)[0]
     ensemble_group = findings_section.split("### identity_ensemble:", 1)[1].split("\n### ", 1)[0]

@@ -1,12 +1,14 @@
 """Sequence users across the space of sequence models Triton allows (tests/sequence_matrix.py):
 INT32/INT64/UINT32/UINT64 inputs, max_batch_size 0 and > 0, the `direct` and `oldest`
-strategies, CORRID as TYPE_UINT64 and TYPE_STRING, int32/fp32/bool controls; HTTP and gRPC.
+strategies, every CORRID type (UINT64, INT64, UINT32, INT32, STRING), int32/fp32/bool
+controls; HTTP and gRPC.
 
-One Triton for the module serves the eight models alone (a temporary repository, so the
-session's Triton does not start their stubs). Each cell drives one model over one protocol
-through the suite's own path (pre-flight, the clients, SequenceSender and its running-sum
-check): every response must hold the sum its sequence sent so far, and the requests counted
-must equal Triton's statistics, none refused.
+One Triton for the module serves the models alone (a temporary repository, so the session's
+Triton does not start their stubs). Each cell drives one model over one protocol through the
+suite's own path (pre-flight, the clients, SequenceSender and its running-sum check), its
+senders numbered as the users of different workers would be: every response must hold the
+sum its sequence sent so far, and the requests counted must equal Triton's statistics, none
+refused. A master and three worker processes then run on a 32-bit CORRID accumulator.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ from loadtests.batch_size import BatchSizeSpec
 from loadtests.clients import Connections, open_client
 from loadtests.endpoints import prepare_endpoint
 from loadtests.errors import ModelMismatchError
-from loadtests.sequence_ids import SequenceIds
+from loadtests.sequence_ids import MIN_SEQUENCE_BITS, IdLayout, RunSize, SequenceIds
 from loadtests.sequences import SequenceSender
-from loadtests.server import LocalTriton
+from loadtests.server import LocalTriton, TritonPorts
 from loadtests.settings import Settings
-from tests.helpers import model_stats, run_locust
-from tests.sequence_matrix import MODELS, write_repository
+from tests.helpers import model_stats, read_summary, run_cli, run_locust
+from tests.sequence_matrix import MODELS, UINT32_ACCUMULATOR, write_repository
 
 USERS = 3
 SEQUENCES_PER_USER = 5
@@ -65,17 +67,21 @@ class Tally:
 
 
 def drive(triton: LocalTriton, model: str, protocol: str) -> Tally:
-    """USERS senders, each with its own connection and user slot, SEQUENCES_PER_USER sequences each."""
+    """USERS senders, each with its own connection, as the first user of worker 0, 1, 2, ...:
+    SEQUENCES_PER_USER sequences each, all at once."""
     settings = Settings(triton_http=triton.http_address, triton_grpc=triton.grpc_address, model=model)
     tally, connections = Tally(), Connections()
     clients = [open_client(protocol, settings, tally.event, connections) for _ in range(USERS)]
     try:
         endpoint = prepare_endpoint("sequence", clients[0], model, settings)
         lengths = BatchSizeSpec.parse(LENGTHS)
+        layout = IdLayout.of(endpoint.model.correlation_id_type, RunSize(workers=USERS, users_per_worker=1))
         senders = [
             # Never stopping (lambda: False): every sequence runs to its END.
-            SequenceSender(client, endpoint, SequenceIds(0, slot), lengths, random.Random(slot), lambda: False)
-            for slot, client in enumerate(clients)
+            SequenceSender(
+                client, endpoint, SequenceIds(layout, worker, 0), lengths, random.Random(worker), lambda: False
+            )
+            for worker, client in enumerate(clients)
         ]
         jobs = [gevent.spawn(lambda s=s: [s.run_one() for _ in range(SEQUENCES_PER_USER)]) for s in senders]
         gevent.joinall(jobs, raise_error=True)
@@ -115,3 +121,45 @@ def test_a_string_corrid_model_is_refused_before_any_load(matrix_triton):
     assert result.returncode == 2, result.stderr[-2000:]
     assert len(errors) == 1 and "TYPE_STRING" in errors[0], errors
     assert model_stats(matrix_triton.http_address, model.name) == before
+
+
+def test_a_master_and_three_workers_on_a_32_bit_corrid_accumulator(matrix_triton, tmp_path):
+    """Triton hands a UINT32 CORRID the low 32 bits of each ID: the IDs of three workers'
+    users must differ there too. Triton refuses none, every sum is right, the counts agree."""
+    model, workers, run_dir, port = UINT32_ACCUMULATOR.name, 3, tmp_path / "run", str(TritonPorts.free().http)
+    before = model_stats(matrix_triton.http_address, model)
+    # A fixed, short length: every worker's users start their sequences in step, so IDs that
+    # collided in the low 32 bits would meet in the model within the first sequences.
+    result = run_cli(
+        [
+            "-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary",
+            "-u", "6", "-r", "60", "-t", "4s", "TritonSequenceHttpUser", "TritonSequenceGrpcUser",
+            *matrix_triton.options, "--model", model, "--sequence-length", "3", "--run-dir", str(run_dir),
+            "--processes", str(workers), "--master-bind-port", port, "--master-port", port,
+        ],
+        timeout=180,
+    )  # fmt: skip
+    after = model_stats(matrix_triton.http_address, model)
+    summary = read_summary(run_dir)
+    endpoints = summary["endpoints"]
+    assert {e["protocol"] for e in endpoints} == {"http", "grpc"}
+    for endpoint in endpoints:
+        assert endpoint["failures_by_class"] == {}, endpoint["failures_by_class"]
+        assert endpoint["sequences_failed"] == 0
+        assert endpoint["sequences_completed"] > 5 * workers, endpoint
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert after["failures"] - before["failures"] == 0
+    assert after["requests"] - before["requests"] == sum(e["requests"] for e in endpoints)
+
+
+def test_a_run_too_big_for_32_bit_ids_is_refused_before_any_load(matrix_triton):
+    """More users than a 32-bit CORRID leaves bits for (next to MIN_SEQUENCE_BITS of sequence
+    number): one `error:` line, exit code 2, Triton's counters untouched."""
+    model = UINT32_ACCUMULATOR.name
+    users = 2 ** (32 - MIN_SEQUENCE_BITS) + 1  # one process: every user's slot needs its own bits
+    before = model_stats(matrix_triton.http_address, model)
+    result = run_locust(["TritonSequenceHttpUser"], [*matrix_triton.options, "--model", model], users=users)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and "TYPE_UINT32 CORRID" in errors[0], errors
+    assert model_stats(matrix_triton.http_address, model) == before

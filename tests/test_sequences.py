@@ -21,7 +21,7 @@ from loadtests.batch_size import BatchSizeSpec
 from loadtests.clients import Connections, open_client
 from loadtests.clients.base import SequenceStep
 from loadtests.endpoints import prepare_endpoint
-from loadtests.sequence_ids import SequenceIds
+from loadtests.sequence_ids import IdLayout, SequenceIds
 from loadtests.sequences import SEQUENCE_STATE, SequenceSender, sequence_request
 from loadtests.server import TritonPorts
 from loadtests.settings import Settings
@@ -122,7 +122,9 @@ def test_two_generators_sharing_ids_fail_the_state_check(triton):
     try:
         endpoint = prepare_endpoint("sequence", clients[0], MODEL, settings)
         # Both use worker 0, slot 0: what two single-process generators would do without coordination.
-        senders = [_sender(client, endpoint, SequenceIds(0, 0), seed) for seed, client in enumerate(clients)]
+        senders = [
+            _sender(client, endpoint, SequenceIds(IdLayout(), 0, 0), seed) for seed, client in enumerate(clients)
+        ]
         gevent.joinall([gevent.spawn(lambda s=s: [s.run_one() for _ in range(5)]) for s in senders], raise_error=True)
     finally:
         for client in clients:
@@ -134,8 +136,8 @@ def test_a_sequence_that_fails_midway_is_ended_and_counted(triton):
     """Another generator restarts this sequence's ID after its 2nd request: the 3rd response's sum
     is wrong, the sequence counts as failed, and one END request closes it on Triton at once."""
     settings = Settings(triton_http=triton.http_address, triton_grpc=triton.grpc_address, model=MODEL)
-    ids = SequenceIds(worker=2**31 - 1, slot=7)  # IDs no other test uses
-    target = SequenceIds(ids.worker, ids.slot).next()  # the ID of the sender's first sequence
+    ids = SequenceIds(IdLayout(), worker=2**31 - 1, slot=7)  # IDs no other test uses
+    target = SequenceIds(ids.layout, ids.worker, ids.slot).next()  # the ID of the sender's first sequence
     seen: list[dict] = []
     event, quiet = EventHook(), EventHook()
     connections = Connections()

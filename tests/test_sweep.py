@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loadtests.__main__ import main
-from loadtests.commands.sweep import choose_user_class, parse_range
+from loadtests.commands.sweep import choose_user_classes, parse_range
 from loadtests.errors import SpecError
 from loadtests.recording import sweep_files
 from loadtests.recording.histograms import EndpointStats
@@ -260,12 +260,15 @@ def test_write_csv_header(tmp_path):
 
 # -- the command line -----------------------------------------------------------------------------
 def test_user_class_choice():
-    assert choose_user_class("bert_qa_dynbatch", None, "") == "BertQAHttpUser"
-    assert choose_user_class("resnet50", "grpc", "") == "ResNetGrpcUser"
-    assert choose_user_class("sleep", "grpc", "") == "TritonGrpcUser"
-    assert choose_user_class("my_bert", "http", "BertQAHttpUser") == "BertQAHttpUser"
-    with pytest.raises(SpecError, match="contradicts"):
-        choose_user_class("m", "grpc", "BertQAHttpUser")
+    assert choose_user_classes("bert_qa_dynbatch", None, "") == ["BertQAHttpUser"]
+    assert choose_user_classes("resnet50", "grpc", "") == ["ResNetGrpcUser"]
+    assert choose_user_classes("sleep", "grpc", "") == ["TritonGrpcUser"]
+    assert choose_user_classes("sleep", "both", "") == ["TritonHttpUser", "TritonGrpcUser"]
+    assert choose_user_classes("", "both", "") == ["TritonHttpUser", "TritonGrpcUser"]  # a mix
+    assert choose_user_classes("my_bert", "http", "BertQAHttpUser") == ["BertQAHttpUser"]
+    for protocol in ("grpc", "both"):
+        with pytest.raises(SpecError, match="contradicts"):
+            choose_user_classes("m", protocol, "BertQAHttpUser")
 
 
 @pytest.mark.parametrize(
@@ -281,6 +284,7 @@ def test_user_class_choice():
         (["--model", "m", "--concurrency", "1:2", "--max-trials", "2"], "--max-trials must be at least 3"),
         (["--model", "m", "--concurrency", "1:2", "--user-class", "X"], "--user-class 'X' is not one of"),
         (["--model", "m", "--concurrency", "1:2", "--traffic", "poisson"], "--traffic applies to --request-rate"),
+        (["--model", "m", "--concurrency", "1:4", "--protocol", "both"], "at least one user per protocol"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, problem):
@@ -405,6 +409,52 @@ def test_a_sweep_over_a_mix_judges_the_mix_as_one_load(triton, tmp_path):
     for model in ("sleep", "identity"):
         (endpoint,) = [e for e in summary["endpoints"] if e["model"] == model]
         assert endpoint["requests"] == summary["server"][model]["requests"]  # every request, Triton's count
+
+
+# The protocols each --protocol sends over (the model's endpoints are named "<model> [<protocol>]").
+PROTOCOLS = {"grpc": ("grpc",), "both": ("http", "grpc")}
+
+
+def check_mix_endpoints(summary: dict, models: tuple[str, ...], protocols: tuple[str, ...]) -> None:
+    """Every model of the mix over every protocol asked for, and none other; per model, the
+    client's requests over all protocols are Triton's count."""
+    endpoints = summary["endpoints"]
+    assert sorted((e["model"], e["protocol"]) for e in endpoints) == sorted(
+        (model, protocol) for model in models for protocol in protocols
+    )
+    for endpoint in endpoints:
+        assert endpoint["requests"] > 0 and endpoint["failures"] == 0, endpoint
+    for model in models:
+        sent = sum(e["requests"] for e in endpoints if e["model"] == model)
+        assert sent == summary["server"][model]["requests"], (model, sent, summary["server"][model])
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "both"])
+@pytest.mark.parametrize("mode", ["--concurrency", "--request-rate"])
+def test_a_sweep_over_a_mix_over_grpc_or_both_protocols(triton, tmp_path, protocol, mode):
+    """--protocol grpc or both with --mix: each level's requests go over the protocols asked for
+    (both: half the users, or half the rate, each), and the level's numbers are the whole mix."""
+    run_dir, models = tmp_path / "mix", ("identity", "sleep_batch")
+    level = "4" if mode == "--concurrency" else "60"
+    result = run_cli(
+        ["-m", "loadtests", "sweep", "--mix", ",".join(f"{m}:0.5" for m in models), "--shape", "INPUT0:16"]
+        + [mode, level, "--protocol", protocol, "--measurement-interval", "500", "--run-dir", str(run_dir)]
+        + triton_options(triton),
+        timeout=150,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (swept,) = json.loads((run_dir / "sweep.json").read_text())["levels"]
+    assert swept["level"] == float(level)
+    # As the --mix sweep above: the level's windows and the server snapshots bounding it may differ by a few.
+    served = sum(swept["server"][m]["requests"] for m in models)
+    assert served == pytest.approx(swept["requests"], abs=max(4, 0.05 * swept["requests"]))
+    summary = read_summary(run_dir)
+    check_mix_endpoints(summary, models, PROTOCOLS[protocol])
+    if protocol == "both":  # half the users (closed loop) or half the sends (open loop) each
+        by_protocol = {
+            p: sum(e["requests"] for e in summary["endpoints"] if e["protocol"] == p) for p in PROTOCOLS[protocol]
+        }
+        assert by_protocol["http"] == pytest.approx(by_protocol["grpc"], rel=0.5), by_protocol
 
 
 def test_request_rate_sweep_against_triton(triton, tmp_path):

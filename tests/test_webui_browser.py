@@ -335,6 +335,14 @@ def stop_and_read(driver: WebDriver, ui: WebUI) -> tuple[dict, list[dict[str, st
     return json.loads(summary_path.read_text()), rows
 
 
+def check_every_request_carried_the_header(triton, proxy: TlsProxy, before: dict, summary: dict, row: dict) -> None:
+    """One endpoint, no failure; its count is the tab's and Triton's; the proxy saw the header on each."""
+    (endpoint,) = summary["endpoints"]
+    requests = model_stats(triton.http_address, "identity")["requests"] - before["requests"]
+    assert endpoint["failures"] == 0 and int(row["Requests"]) == endpoint["requests"] == requests > 0
+    assert proxy.counts.without_header == 0 and proxy.counts.with_header > requests
+
+
 def test_a_literal_header_is_redacted_in_the_form_and_sent_by_the_run_it_starts(triton, browser, tmp_path):
     """The form shows `X-Api-Key: <redacted>` (in a password field); Start with it as shown sends
     the real value on every request (a TLS proxy that refuses requests without it sees them all)."""
@@ -361,12 +369,43 @@ def test_a_literal_header_is_redacted_in_the_form_and_sent_by_the_run_it_starts(
         log = ui.log.read_text()
     finally:
         proxy.close()
-    (endpoint,) = summary["endpoints"]
-    requests = model_stats(triton.http_address, "identity")["requests"] - before["requests"]
-    assert endpoint["failures"] == 0 and int(row["Requests"]) == endpoint["requests"] == requests > 0
-    assert proxy.counts.without_header == 0 and proxy.counts.with_header > requests
+    check_every_request_carried_the_header(triton, proxy, before, summary, row)
     assert SECRET not in pages and SECRET not in log
     assert "X-Api-Key: <redacted>" in (ui.run_dir / "config.json").read_text()
+
+
+def test_a_header_typed_in_the_form_keeps_its_commas_as_on_the_command_line(triton, browser, tmp_path):
+    """`X-Api-Key: tok,en` typed in the form is one header whose value holds a comma, as
+    `--header "X-Api-Key: tok,en"` is; a comma before the next `Name:` starts another header.
+    A TLS proxy that refuses requests without the exact value sees every request with it."""
+    value = "tok,en"
+    pki = make_pki(tmp_path / "pki")
+    proxy = TlsProxy(triton.http_address, pki, ("X-Api-Key", value), mode="http")
+    options = ["TritonHttpUser", "--model", "identity", "--triton-http", f"https://{proxy.address}"]
+    options += ["--triton-grpc", triton.grpc_address, "--triton-metrics", triton.metrics_address]
+    # A header on the command line: the form's field holds a list, the value Locust splits at commas.
+    options += ["--server-stats-interval", "1", "--ssl-ca", str(pki.ca), "--header", "X-Other: 1"]
+    before = model_stats(triton.http_address, "identity")
+    try:
+        with launch(tmp_path, options) as ui:
+            browser.get(ui.url)
+            open_custom_parameters(browser)
+            fill(browser, "header", f"X-Api-Key: {value}, X-Other: 2")
+            start(browser, users=2)
+
+            def form_errors() -> list[str]:
+                return [a.text for a in browser.find_elements(By.CSS_SELECTOR, "[role=alert]") if "error:" in a.text]
+
+            tab = "//*[@role='tab' and contains(., 'Triton (exact)')]"
+            wait_for(lambda: form_errors() or browser.find_elements(By.XPATH, tab), "the test neither ran nor failed")
+            assert not form_errors(), form_errors()
+            wait_running(browser, 1)
+            summary, (row,) = stop_and_read(browser, ui)
+    finally:
+        proxy.close()
+    check_every_request_carried_the_header(triton, proxy, before, summary, row)
+    headers = json.loads((ui.run_dir / "config.json").read_text())["options"]["header"]
+    assert headers == ["X-Api-Key: <redacted>", "X-Other: <redacted>"]
 
 
 def test_balance_chosen_in_the_form_spreads_the_run_over_two_replicas(triton, browser, tmp_path):
@@ -423,3 +462,28 @@ def test_mix_run_shows_one_row_per_model_each_equal_to_tritons_count(triton, bro
         assert int(row["Requests"]) == summary["mix"]["requests"][model] == summary["server"][model]["requests"]
         assert float(row["Server avg batch"]) == pytest.approx(summary["server"][model]["avg_batch"], abs=0.01)
     assert locust_rows["Aggregated"] == sum(int(row["Requests"]) for row in rows)
+
+
+def test_a_mix_over_both_protocols_has_a_total_row_per_model(triton, browser, tmp_path):
+    """A --mix over HTTP and gRPC: beside each model's two endpoint rows, a `MODEL [http+grpc]`
+    row with both merged (summary.json's model_totals), its requests Triton's count for the model."""
+    models = ("identity", "sleep")
+    options = ["TritonHttpUser", "TritonGrpcUser", *triton_options(triton, 1), "--shape", "INPUT0:16"]
+    options += ["--mix", ",".join(f"{model}:0.5" for model in models)]
+    before = {model: model_stats(triton.http_address, model)["requests"] for model in models}
+    with launch(tmp_path, options) as ui:
+        browser.get(ui.url)
+        start(browser, users=4)
+        wait_running(browser, 2 * len(models))
+        summary, rows = stop_and_read(browser, ui)
+    by_name = {row["Endpoint"]: row for row in rows}
+    for model in models:
+        total = by_name.get(f"{model} [http+grpc]")
+        assert total is not None, sorted(by_name)
+        parts = [int(by_name[f"{model} [{protocol}]"]["Requests"]) for protocol in ("http", "grpc")]
+        served = model_stats(triton.http_address, model)["requests"] - before[model]
+        assert int(total["Requests"]) == sum(parts) == served, (total, parts, served)
+        merged = summary["model_totals"][model]
+        assert int(total["Inferences"]) == merged["inferences"]
+        for key in ("p50", "p99", "max"):
+            assert float(total[f"{key} ms"]) == round(merged["latency_us"][key] / 1000, 3), key

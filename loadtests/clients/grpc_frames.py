@@ -5,21 +5,26 @@ Built once per endpoint before the test (`prepare_call`), so a request costs one
 bytes that never change; the connection that sends them is `grpc_wire.Connection`.
 
 What it handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
-- connection preface, SETTINGS (and its ACK), PING answered, GOAWAY (streams the server
-  did not take fail as "connection reset", the next call opens a new connection);
+- connection preface, SETTINGS (and its ACK; the first call waits for the server's),
+  MAX_CONCURRENT_STREAMS (calls above it wait for a stream), PING answered, GOAWAY (streams
+  above its last stream fail as "connection reset" "not processed (GOAWAY)", those below
+  finish, then the connection closes);
 - flow control both ways: it advertises the largest windows and tops the connection
   window up; a request larger than the server's window waits for WINDOW_UPDATE;
 - HEADERS with CONTINUATION, padding and priority; HPACK decoding by the `hpack` package,
   with a cache of header blocks that leave the dynamic table unchanged (Triton's steady
   state is a few indexed fields);
-- deadlines: `grpc-timeout` is sent, and a call still unanswered at its deadline is
-  cancelled with RST_STREAM (CANCEL) and fails as a timeout; a greenlet killed mid-call
-  (a stopped run) cancels its stream the same way.
+- deadlines over the whole call: `grpc-timeout` is sent, the write is bounded too, and a
+  call still unanswered at its deadline is cancelled with RST_STREAM (CANCEL) and fails as a
+  timeout; a greenlet killed mid-call (a stopped run) cancels its stream the same way;
+- statuses as grpcio and the gRPC spec map them: RST_STREAM codes (`reset_failure`), an HTTP
+  status without grpc-status (`http_status_failure`); gzip/deflate replies decompressed.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 from types import MappingProxyType
 from urllib.parse import unquote
@@ -30,7 +35,8 @@ from hpack import Decoder
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
 END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY = 0x1, 0x1, 0x4, 0x8, 0x20
-SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE = 0x2, 0x4, 0x5
+SETTINGS_ENABLE_PUSH, SETTINGS_MAX_CONCURRENT_STREAMS = 0x2, 0x3
+SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE = 0x4, 0x5
 CANCEL = 0x8
 MAX_WINDOW = 2**31 - 1
 DEFAULT_WINDOW = 65_535
@@ -67,6 +73,28 @@ GRPC_STATUS_NAMES = MappingProxyType(
 )
 
 
+H2_ERROR_NAMES = (
+    "NO_ERROR",
+    "PROTOCOL_ERROR",
+    "INTERNAL_ERROR",
+    "FLOW_CONTROL_ERROR",
+    "SETTINGS_TIMEOUT",
+    "STREAM_CLOSED",
+    "FRAME_SIZE_ERROR",
+    "REFUSED_STREAM",
+    "CANCEL",
+    "COMPRESSION_ERROR",
+    "CONNECT_ERROR",
+    "ENHANCE_YOUR_CALM",
+    "INADEQUATE_SECURITY",
+    "HTTP_1_1_REQUIRED",
+)
+# RST_STREAM error code -> gRPC status, as grpcio maps them; any other code is INTERNAL (13).
+RST_STREAM_STATUS = MappingProxyType({7: 14, 8: 1, 11: 8, 12: 7})
+# The gRPC spec's HTTP-to-gRPC mapping for a response without grpc-status; others UNKNOWN (2).
+HTTP_STATUS_GRPC = MappingProxyType({400: 13, 401: 16, 403: 7, 404: 12, 429: 14, 502: 14, 503: 14, 504: 14})
+
+
 class CallFailure(Exception):
     """A call that returned no message. `kind` is one of: "status" (the server's grpc-status,
     in `status`), "timeout", "connection refused", "connection reset", "protocol"."""
@@ -76,6 +104,24 @@ class CallFailure(Exception):
         self.kind = kind
         self.detail = detail
         self.status = status
+
+
+def h2_error_name(code: int) -> str:
+    return H2_ERROR_NAMES[code] if code < len(H2_ERROR_NAMES) else f"error {code:#x}"
+
+
+def reset_failure(code: int) -> CallFailure:
+    """A call's stream reset by the server (RST_STREAM), as its gRPC status."""
+    name = h2_error_name(code)
+    if code == 7:
+        return CallFailure("status", "stream refused by the server (HTTP/2 REFUSED_STREAM): not processed", 14)
+    return CallFailure("status", f"stream closed by the server with HTTP/2 {name}", RST_STREAM_STATUS.get(code, 13))
+
+
+def http_status_failure(http_status: str) -> CallFailure:
+    """A response whose HTTP :status is not 200 and that carries no grpc-status."""
+    status = HTTP_STATUS_GRPC.get(int(http_status), 2) if http_status.isdigit() else 2
+    return CallFailure("status", f"HTTP {http_status} from the gRPC server (no grpc-status)", status)
 
 
 def frame_header(length: int, frame_type: int, flags: int, stream_id: int) -> bytes:
@@ -162,11 +208,11 @@ def prepare_call(
 class StreamState:
     """What one call has received so far; `waiter` wakes the greenlet that waits for it."""
 
-    __slots__ = ("chunks", "headers_seen", "received", "waiter")
+    __slots__ = ("chunks", "headers", "received", "waiter")
 
     def __init__(self, waiter: object) -> None:
         self.waiter = waiter
-        self.headers_seen = False
+        self.headers: list[tuple[str, str]] | None = None  # the response's first header block
         self.chunks: list[bytes] = []
         self.received = 0
 
@@ -199,19 +245,36 @@ class HeaderDecoder:
         return headers
 
 
-def call_outcome(trailers: list[tuple[str, str]], chunks: list[bytes]) -> bytes | CallFailure:
+def call_outcome(trailers: list[tuple[str, str]], chunks: list[bytes], headers=None) -> bytes | CallFailure:
     """A finished call from its trailers (or a trailers-only response) and its DATA: the
-    reply message, or the failure."""
+    reply message, or the failure. `headers`: the response's first header block (grpc-encoding)."""
     fields = dict(trailers)
     status = fields.get("grpc-status")
     if status != "0":
-        if status is None:
-            return CallFailure("protocol", f"no grpc-status (HTTP {fields.get(':status')})")
-        return CallFailure("status", unquote(fields.get("grpc-message", "")), int(status))
+        if status is not None:
+            return CallFailure("status", unquote(fields.get("grpc-message", "")), int(status))
+        http_status = fields.get(":status", "200")
+        if http_status != "200":
+            return http_status_failure(http_status)
+        return CallFailure("protocol", "the call ended without grpc-status")
     body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if len(body) < 5:
         return CallFailure("protocol", "grpc-status 0 without a message")
-    return body[5 : 5 + U32.unpack_from(body, 1)[0]]
+    message = body[5 : 5 + U32.unpack_from(body, 1)[0]]
+    return decompress(message, headers or ()) if body[0] else message
+
+
+def decompress(message: bytes, headers) -> bytes | CallFailure:
+    """A message sent with the compressed flag (we never ask for compression; a server may
+    still use gzip or deflate, named by grpc-encoding)."""
+    encoding = next((value for name, value in headers if name == "grpc-encoding"), "identity")
+    wbits = {"gzip": 31, "deflate": 15}.get(encoding)
+    if wbits is None:
+        return CallFailure("protocol", f"a compressed message in an unsupported grpc-encoding {encoding!r}")
+    try:
+        return zlib.decompress(message, wbits)
+    except zlib.error as error:
+        return CallFailure("protocol", f"a {encoding} message that does not decompress: {error}")
 
 
 def send_without_waiting(sock, data: bytes) -> bytes:

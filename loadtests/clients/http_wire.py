@@ -4,7 +4,10 @@ The whole request (request line, headers, body) is bytes built before the test a
 written with one `send` (gevent's `sendall` for what a full socket buffer leaves); the
 response is read into a buffer and only what a Triton inference response needs is parsed:
 the status code, Content-Length (or chunked framing), Triton's
-`Inference-Header-Content-Length` and `Connection: close`.
+`Inference-Header-Content-Length` and `Connection: close`. Interim `1xx` responses are
+skipped; a large body is read into one buffer of its length. The timeout bounds the whole
+exchange (write and every read), not each read. A kept-alive connection the server timed
+out while idle (closed, or a `408` written before closing) costs a reconnect, not a failure.
 geventhttpclient did the same exchange with a general header parser, a per-request
 `select()` liveness check of the pooled socket and a Timeout object (docs/performance.md).
 
@@ -46,16 +49,18 @@ def build_request(authority: str, path: str, body: bytes, headers: dict[str, str
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
-def send_all(sock: gevent.socket.socket, data: bytes) -> None:
+def send_all(sock: gevent.socket.socket, data: bytes, deadline: float) -> None:
     """Write `data` whole: one non-blocking send() takes a small request (gevent's sendall() adds
-    a getsockopt() call and a memoryview every time); the rest, if any, goes through sendall().
-    Plaintext sockets only: a TLS socket encrypts in its own sendall() (HttpConnection.exchange)."""
+    a getsockopt() call and a memoryview every time); the rest, if any, goes through sendall()
+    by the deadline. Plaintext sockets only: a TLS socket encrypts in its own sendall()."""
     try:
         sent = sock._sock.send(data)  # gevent keeps the OS socket non-blocking underneath
     except BlockingIOError:
         sent = 0
     if sent < len(data):
+        sock.settimeout(remaining(deadline))
         sock.sendall(memoryview(data)[sent:])
+        sock.settimeout(remaining(deadline))  # for the first read
 
 
 class HttpConnection:
@@ -103,7 +108,8 @@ class HttpConnection:
         sock = self._sock
         sock.settimeout(0.0)
         try:
-            return sock.recv(1, socket.MSG_PEEK) == b""
+            sock.recv(1, socket.MSG_PEEK)
+            return True  # EOF, or bytes nothing asked for (a 408 before the server closes)
         except BlockingIOError:
             return False  # nothing to read: still open
         except OSError:
@@ -112,92 +118,133 @@ class HttpConnection:
             sock.settimeout(self.timeout_s)
 
     def exchange(self, request: bytes) -> tuple[int, int | None, bytes]:
-        """Send one request, read its response: (status, Inference-Header-Content-Length, body).
-        Raises OSError (refused, reset, timeout) or ResponseError; the connection is closed then."""
+        """Send one request, read its response: (status, Inference-Header-Content-Length, body),
+        all within the timeout. Raises OSError (refused, reset, timeout) or ResponseError; the
+        connection is closed then."""
+        deadline = time.monotonic() + self.timeout_s
+        reused = self._sock is not None
+        result = self._exchange(request, deadline)
+        if result[0] == 408 and reused and self._sock is None:
+            # The server timed the kept-alive connection out as the request went: never processed.
+            result = self._exchange(request, deadline)
+        return result
+
+    def _exchange(self, request: bytes, deadline: float) -> tuple[int, int | None, bytes]:
         try:
             sock = self._socket()
             if self.tls is None:
-                send_all(sock, request)
+                send_all(sock, request, deadline)
             else:  # the OS socket under a TLS one must never see plaintext
+                sock.settimeout(remaining(deadline))
                 sock.sendall(request)
-            result, keep_alive = self._read_response(sock)
+                sock.settimeout(remaining(deadline))
+            result, keep_alive = read_response(sock, deadline)
         except BaseException:
             self.close()
             raise
         if keep_alive:
             self._last_used = time.monotonic()
+            if sock.timeout != self.timeout_s:  # a read or write that waited shortened it
+                sock.settimeout(self.timeout_s)
         else:
             self.close()
         return result
 
-    @staticmethod
-    def _read_response(sock) -> tuple[tuple[int, int | None, bytes], bool]:
-        buffer = bytearray()
-        while True:
-            head_end = buffer.find(b"\r\n\r\n")
-            if head_end >= 0:
-                break
-            chunk = sock.recv(READ_CHUNK)
-            if not chunk:
-                raise ConnectionClosed("connection closed before the response headers")
-            buffer += chunk
-        head = bytes(buffer[:head_end]).decode("latin-1")
-        status_line, _, header_text = head.partition("\r\n")
+
+def remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("timed out")
+    return left
+
+
+def recv(sock, deadline: float, where: str) -> bytes:
+    sock.settimeout(remaining(deadline))
+    chunk = sock.recv(READ_CHUNK)
+    if not chunk:
+        raise ConnectionClosed(f"connection closed {where}")
+    return chunk
+
+
+def read_response(sock, deadline: float) -> tuple[tuple[int, int | None, bytes], bool]:
+    """The first read waits the socket's timeout (the request's own when the write did not wait);
+    any later read, what is left of it."""
+    buffer = bytearray(sock.recv(READ_CHUNK))
+    if not buffer:
+        raise ConnectionClosed("connection closed before the response headers")
+    while True:
+        head_end = buffer.find(b"\r\n\r\n")
+        if head_end < 0:
+            buffer += recv(sock, deadline, "before the response headers")
+            continue
+        status_line, _, header_text = bytes(buffer[:head_end]).decode("latin-1").partition("\r\n")
         try:
             status = int(status_line.split(" ", 2)[1])
         except (IndexError, ValueError):
             raise ResponseError(f"not an HTTP status line: {status_line[:80]!r}") from None
-        content_length = infer_header = None
-        chunked = False
-        keep_alive = not status_line.startswith("HTTP/1.0")
-        for line in header_text.split("\r\n"):
-            name, _, value = line.partition(":")
-            name = name.strip().lower()
-            if name == "content-length":
-                content_length = int(value)
-            elif name == "inference-header-content-length":
-                infer_header = int(value)
-            elif name == "transfer-encoding":
-                chunked = "chunked" in value.lower()
-            elif name == "connection":
-                keep_alive = value.strip().lower() != "close"
-        rest = buffer[head_end + 4 :]
-        if chunked:
-            body = HttpConnection._read_chunked(sock, rest)
-        elif content_length is not None:
-            while len(rest) < content_length:
-                chunk = sock.recv(max(READ_CHUNK, content_length - len(rest)))
-                if not chunk:
-                    raise ConnectionClosed("connection closed in the middle of the response body")
-                rest += chunk
-            body = bytes(rest[:content_length])
-        else:  # the body runs to the end of the connection
-            while chunk := sock.recv(READ_CHUNK):
-                rest += chunk
-            body, keep_alive = bytes(rest), False
-        return (status, infer_header, body), keep_alive
+        del buffer[: head_end + 4]
+        if status >= 200 or status == 101:
+            break
+        # An interim response (100 Continue, 103 Early Hints): the final one follows.
+    content_length = infer_header = None
+    chunked = False
+    keep_alive = not status_line.startswith("HTTP/1.0")
+    for line in header_text.split("\r\n"):
+        name, _, value = line.partition(":")
+        name = name.strip().lower()
+        if name == "content-length":
+            content_length = int(value)
+        elif name == "inference-header-content-length":
+            infer_header = int(value)
+        elif name == "transfer-encoding":
+            chunked = "chunked" in value.lower()
+        elif name == "connection":
+            keep_alive = value.strip().lower() != "close"
+    if chunked:
+        body = read_chunked(sock, buffer, deadline)
+    elif content_length is not None:
+        body = read_body(sock, buffer, content_length, deadline)
+    else:  # the body runs to the end of the connection
+        sock.settimeout(remaining(deadline))
+        while chunk := sock.recv(READ_CHUNK):
+            buffer += chunk
+            sock.settimeout(remaining(deadline))
+        body, keep_alive = bytes(buffer), False
+    return (status, infer_header, body), keep_alive
 
-    @staticmethod
-    def _read_chunked(sock, data: bytearray) -> bytes:
-        body = bytearray()
-        while True:
-            while (line_end := data.find(b"\r\n")) < 0:
-                data += HttpConnection._recv(sock)
-            try:
-                size = int(bytes(data[:line_end]).split(b";")[0], 16)
-            except ValueError:
-                raise ResponseError("malformed chunk size") from None
-            del data[: line_end + 2]
-            while len(data) < size + 2:
-                data += HttpConnection._recv(sock)
-            if size == 0:
-                return bytes(body)  # (trailers, if any, are not used)
-            body += data[:size]
-            del data[: size + 2]
 
-    @staticmethod
-    def _recv(sock) -> bytes:
-        chunk = sock.recv(READ_CHUNK)
-        if not chunk:
-            raise ConnectionClosed("connection closed in the middle of a chunked body")
-        return chunk
+def read_body(sock, rest: bytearray, length: int, deadline: float) -> bytes:
+    """`length` bytes, `rest` of them already read: the remainder goes into one buffer of the
+    body's size (a recv() per piece allocated the whole remainder each time)."""
+    if len(rest) >= length:
+        return bytes(rest[:length])
+    body = bytearray(length)
+    body[: len(rest)] = rest
+    view, got = memoryview(body), len(rest)
+    while got < length:
+        sock.settimeout(remaining(deadline))
+        received = sock.recv_into(view[got:])
+        if not received:
+            raise ConnectionClosed("connection closed in the middle of the response body")
+        got += received
+    view.release()
+    return bytes(body)
+
+
+def read_chunked(sock, data: bytearray, deadline: float) -> bytes:
+    body = bytearray()
+    where = "in the middle of a chunked body"
+    while True:
+        while (line_end := data.find(b"\r\n")) < 0:
+            data += recv(sock, deadline, where)
+        try:
+            size = int(bytes(data[:line_end]).split(b";")[0], 16)
+        except ValueError:
+            raise ResponseError("malformed chunk size") from None
+        del data[: line_end + 2]
+        while len(data) < size + 2:
+            data += recv(sock, deadline, where)
+        if size == 0:
+            return bytes(body)  # (trailers, if any, are not used)
+        body += data[:size]
+        del data[: size + 2]

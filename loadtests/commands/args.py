@@ -58,7 +58,12 @@ def add_target_arguments(
         help="instead of --model: a model mix, MODEL:WEIGHT,... or a .yaml/.json file (docs/mixes.md); "
         "each level is judged on the whole mix",
     )
-    target.add_argument("--protocol", choices=("http", "grpc"), default=None, help="default http")
+    target.add_argument(
+        "--protocol",
+        choices=("http", "grpc", "both"),
+        default=None,
+        help="default http; both: HTTP and gRPC users side by side, each level's users (or rate) split between them",
+    )
     target.add_argument("--user-class", default="", metavar="NAME", help=user_class_help)
     target.add_argument("--batch-size", default="1", metavar="SPEC", help="batch size SPEC (default 1)")
     target.add_argument("--triton-http", default=suite_options.DEFAULT_TRITON_HTTP, metavar="HOST:PORT")
@@ -215,7 +220,7 @@ def distributed_options(workers: int, extra: list[str]) -> list[str]:
 
 def shape_command(
     args: argparse.Namespace,
-    user_class: str,
+    user_classes: list[str],
     run_dir: Path,
     shape: str,
     shape_args: str,
@@ -225,7 +230,7 @@ def shape_command(
     """The Locust command line of a sweep or a capacity search: the target options, windows of
     --measurement-interval, the load shape with its arguments, and the user's own options last."""
     return locust_command(
-        user_class,
+        *user_classes,
         *load_target(args).options,
         "--batch-size",
         args.batch_size,

@@ -41,7 +41,7 @@ from loadtests.commands.args import (
     shape_command,
     subcommand,
 )
-from loadtests.commands.sweep import choose_user_class
+from loadtests.commands.sweep import choose_user_classes
 from loadtests.errors import SpecError
 from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
 from loadtests.traffic.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
@@ -149,6 +149,7 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
         raise SpecError("--probe-users must be >= 0 and --probe-time positive")
     if args.stop_below is not None and not (math.isfinite(args.stop_below) and args.stop_below > 0):
         raise SpecError(f"--stop-below must be a positive rate, got {args.stop_below:g}")
+    user_classes = choose_user_classes(target.user_class_model, args.protocol, args.user_class)
     shape_args = ",".join(
         [
             "slo=" + ";".join(clause.text for clause in clauses),
@@ -158,14 +159,14 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
             f"stability={args.stability_percentage!r}",
             f"max_trials={args.max_trials}",
             f"settle={args.settle_windows}",
-            f"users={max(1, args.workers)}",  # open-loop senders share the rate by user count
+            # Open-loop senders share the rate by user count (--protocol both: one per protocol per process).
+            f"users={len(user_classes) * max(1, args.workers)}",
         ]
     )
     parse_capacity_args(shape_args)  # the shape's own check (start, growth, precision), before any load
-    user_class = choose_user_class(target.user_class_model, args.protocol, args.user_class)
     run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(target.label)
     traffic = open_loop_options(args.traffic, args.max_in_flight)
-    command = shape_command(args, user_class, run_dir, "capacity", shape_args, traffic, extra)
+    command = shape_command(args, user_classes, run_dir, "capacity", shape_args, traffic, extra)
     return command, run_dir
 
 
@@ -177,10 +178,10 @@ def wants_probe(args: argparse.Namespace) -> bool:
 def probe_command(args: argparse.Namespace, extra: list[str], run_dir: Path) -> list[str]:
     """The saturation probe's Locust command: --probe-users closed-loop users for --probe-time s."""
     target = load_target(args)
-    user_class = choose_user_class(target.user_class_model, args.protocol, args.user_class)
+    user_classes = choose_user_classes(target.user_class_model, args.protocol, args.user_class)
     users = str(args.probe_users)
     return locust_command(
-        user_class,
+        *user_classes,
         *target.options,
         "--batch-size",
         args.batch_size,

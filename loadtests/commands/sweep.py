@@ -58,6 +58,7 @@ USER_CLASSES = {
 # The demo repository's models, and the user class family whose payloads fit them.
 DEMO_FAMILIES = {"bert_qa": "BertQA", "bert_qa_dynbatch": "BertQA", "resnet50": "ResNet"}
 MAX_LEVELS = 1000
+PROTOCOL_CLASS_NAMES = {"http": "Http", "grpc": "Grpc"}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -130,20 +131,22 @@ def parse_range(text: str, option: str, integer: bool) -> list[float]:
     return [round(start + i * step, 9) for i in range(count)]
 
 
-def choose_user_class(model: str, protocol: str | None, user_class: str) -> str:
-    """--user-class as given, or the class whose payloads fit the model, over --protocol (default http).
+def choose_user_classes(model: str, protocol: str | None, user_class: str) -> list[str]:
+    """--user-class as given, or the class whose payloads fit the model, over --protocol (default
+    http; both: that class over HTTP and over gRPC, side by side).
 
-    >>> choose_user_class("bert_qa", "grpc", ""), choose_user_class("sleep", None, "")
-    ('BertQAGrpcUser', 'TritonHttpUser')
+    >>> choose_user_classes("bert_qa", "grpc", ""), choose_user_classes("sleep", "both", "")
+    (['BertQAGrpcUser'], ['TritonHttpUser', 'TritonGrpcUser'])
     """
     if user_class:
         if user_class not in USER_CLASSES:
             raise SpecError(f"--user-class {user_class!r} is not one of {', '.join(USER_CLASSES)}")
         if protocol is not None and protocol != USER_CLASSES[user_class]:
             raise SpecError(f"--protocol {protocol} contradicts --user-class {user_class}: give one of them")
-        return user_class
+        return [user_class]
     family = DEMO_FAMILIES.get(model, "Triton")
-    return f"{family}{'Grpc' if protocol == 'grpc' else 'Http'}User"
+    protocols = ("http", "grpc") if protocol == "both" else (protocol or "http",)
+    return [f"{family}{PROTOCOL_CLASS_NAMES[p]}User" for p in protocols]
 
 
 def default_run_dir(model: str) -> Path:
@@ -176,7 +179,12 @@ def sweep_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str]
         raise SpecError("--settle-windows and --workers must be >= 0")
     if args.max_in_flight is not None and args.max_in_flight < 1:
         raise SpecError("--max-in-flight must be at least 1")
-    user_class = choose_user_class(target.user_class_model, args.protocol, args.user_class)
+    user_classes = choose_user_classes(target.user_class_model, args.protocol, args.user_class)
+    if not rate_mode and levels[0] < len(user_classes):
+        # Locust shares a level's users out between the classes: level 1 would be HTTP alone.
+        raise SpecError(
+            "--protocol both needs at least one user per protocol: START of --concurrency must be 2 or more"
+        )
     run_dir = Path(args.run_dir).resolve() if args.run_dir else default_run_dir(target.label)
 
     shape_args = [
@@ -189,9 +197,10 @@ def sweep_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[str]
     traffic: list[str] = []
     if rate_mode:
         # Open-loop senders take their share of the rate by user count: one user per process.
-        shape_args += ["kind=rate", f"users={max(1, args.workers)}"]
+        # (--protocol both: one user per protocol per process, each sending its share.)
+        shape_args += ["kind=rate", f"users={len(user_classes) * max(1, args.workers)}"]
         traffic = open_loop_options(args.traffic or "constant", args.max_in_flight)
-    command = shape_command(args, user_class, run_dir, "sweep", ",".join(shape_args), traffic, extra)
+    command = shape_command(args, user_classes, run_dir, "sweep", ",".join(shape_args), traffic, extra)
     return command, run_dir
 
 

@@ -4,15 +4,17 @@ Prometheus endpoint show while the test runs, from the same merged numbers the r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loadtests.recording.console import interval_cell
 from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.merged import by_model, merge_stats
 from loadtests.recording.server_stats import ModelDelta
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 
 # The exact latencies the web UI tab shows per endpoint (keys of latency_summary_us()).
 TABLE_LATENCIES = ("p50", "p90", "p95", "p99", "max", "mean")
+PROTOCOL_ORDER = ("http", "grpc")  # a model total's name: "identity [http+grpc]"
 
 
 @dataclass(frozen=True)
@@ -62,27 +64,53 @@ class LiveSnapshot:
     workers: int = 0
     run_dir: str = ""
     final: bool = False
+    # Each model with several endpoints (HTTP and gRPC), merged: summary.json's model_totals.
+    model_totals: list[LiveEndpoint] = field(default_factory=list)
 
     def table_rows(self) -> list[dict]:
-        """One row per endpoint for the web UI tab; times in ms with microsecond precision."""
+        """One row per endpoint for the web UI tab, each model's endpoints followed by their
+        total when it has several; times in ms with microsecond precision."""
+        totals = {total.model: total for total in self.model_totals}
         rows = []
-        for endpoint in self.endpoints:
-            server = self.server.get(endpoint.model)
-            rows.append(
-                {
-                    "endpoint": endpoint.name,
-                    "requests": endpoint.requests,
-                    "failures": sum(endpoint.failures.values()),
-                    "late": endpoint.late,
-                    "dropped": endpoint.dropped,
-                    "inferences": endpoint.inferences,
-                    "infer_per_s": round(endpoint.window_infer_per_s, 1),
-                    **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in TABLE_LATENCIES},
-                    "p99_interval_ms": endpoint.p99_interval_ms,
-                    "avg_batch": round(server.avg_batch, 2) if server else "",
-                    "queue_ms": round(server.queue_us / 1000, 3) if server else "",
-                    "compute_infer_ms": round(server.compute_infer_us / 1000, 3) if server else "",
-                    "run_dir": self.run_dir + (" (finished)" if self.final else ""),
-                }
-            )
+        for model in dict.fromkeys(endpoint.model for endpoint in self.endpoints):
+            rows += [self._row(endpoint) for endpoint in self.endpoints if endpoint.model == model]
+            if model in totals:
+                rows.append(self._row(totals[model]))
         return rows
+
+    def _row(self, endpoint: LiveEndpoint) -> dict:
+        server = self.server.get(endpoint.model)
+        return {
+            "endpoint": endpoint.name,
+            "requests": endpoint.requests,
+            "failures": sum(endpoint.failures.values()),
+            "late": endpoint.late,
+            "dropped": endpoint.dropped,
+            "inferences": endpoint.inferences,
+            "infer_per_s": round(endpoint.window_infer_per_s, 1),
+            **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in TABLE_LATENCIES},
+            "p99_interval_ms": endpoint.p99_interval_ms,
+            "avg_batch": round(server.avg_batch, 2) if server else "",
+            "queue_ms": round(server.queue_us / 1000, 3) if server else "",
+            "compute_infer_ms": round(server.compute_infer_us / 1000, 3) if server else "",
+            "run_dir": self.run_dir + (" (finished)" if self.final else ""),
+        }
+
+
+def model_totals(
+    totals: dict[str, EndpointStats], window: dict[str, EndpointStats], window_s: float
+) -> list[LiveEndpoint]:
+    """Each model with several endpoints, its endpoints merged (totals and the last window), as
+    one row named by its protocols: "identity [http+grpc]"."""
+    out = []
+    for model, merged in by_model(totals).items():
+        parts = [stats for stats in totals.values() if stats.model == model]
+        in_window = [window[stats.name] for stats in parts if stats.name in window]
+        protocols = "+".join(sorted({stats.protocol for stats in parts}, key=_protocol_rank))
+        live = LiveEndpoint.of(merged, merge_stats(in_window, model) if in_window else None, window_s)
+        out.append(replace(live, name=f"{model} [{protocols}]", protocol=protocols))
+    return out
+
+
+def _protocol_rank(protocol: str) -> int:
+    return PROTOCOL_ORDER.index(protocol) if protocol in PROTOCOL_ORDER else len(PROTOCOL_ORDER)

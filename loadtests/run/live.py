@@ -14,7 +14,7 @@ from dataclasses import replace
 from locust.runners import MasterRunner
 
 from loadtests import exporter, webui
-from loadtests.recording.live import LiveEndpoint, LiveSnapshot
+from loadtests.recording.live import LiveEndpoint, LiveSnapshot, model_totals
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.preflight import Preflight
@@ -76,13 +76,14 @@ def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> Liv
     aggregator = run.aggregator
     if final:
         duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
-        endpoints = [LiveEndpoint.of(total, total, duration_s) for _, total in sorted(aggregator.totals.items())]
+        window, window_s = aggregator.totals, duration_s
         server = run.server.stats.total_delta()  # what summary.json's `server` says
     else:
-        endpoints = [
-            LiveEndpoint.of(total, aggregator.last_window.get(name), aggregator.window_s)
-            for name, total in sorted(aggregator.totals.items())
-        ]
+        window, window_s = aggregator.last_window, aggregator.window_s
         interval = run.server.stats.last_interval
         server = interval[2] if interval is not None else {}
-    return LiveSnapshot(endpoints, server, users, workers, run_dir=str(run.directory.path), final=final)
+    endpoints = [
+        LiveEndpoint.of(total, window.get(name), window_s) for name, total in sorted(aggregator.totals.items())
+    ]
+    totals = model_totals(aggregator.totals, window, window_s)
+    return LiveSnapshot(endpoints, server, users, workers, str(run.directory.path), final, totals)

@@ -21,6 +21,7 @@ from loadtests.outputs import check_outputs
 from loadtests.recording.run_dir import used_run_dir_error
 from loadtests.recording.statistics_address import statistics_address
 from loadtests.run.process import SuiteProcess
+from loadtests.run.sequence_run import check_sequence_endpoints, planned_size
 from loadtests.settings import Settings
 
 
@@ -54,6 +55,8 @@ class Preflight:
                 if used is not None:
                     raise used
                 process.endpoints.prepare_all()
+                # Sequence models with a 32-bit CORRID: do the planned workers and users fit?
+                check_sequence_endpoints(list(process.endpoints.prepared.values()), planned_size(process))
                 self.choose_statistics_address()
         except StartupError as error:
             print(f"error: {error}", file=sys.stderr, flush=True)

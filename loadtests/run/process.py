@@ -31,7 +31,7 @@ from loadtests.recording.throttling import ThrottleMeter
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.endpoint_cache import EndpointCache
 from loadtests.run.role import Role
-from loadtests.sequence_ids import UserSlots
+from loadtests.sequence_ids import RunSize, UserSlots
 from loadtests.settings import Settings
 from loadtests.traffic.open_loop import OpenLoop
 from loadtests.users import PROCESS_ATTRIBUTE, services_of
@@ -68,6 +68,8 @@ class SuiteProcess:
         self.sender: OpenLoop | None = None
         # Sequence users' slots (bits of their correlation IDs, loadtests/sequence_ids.py).
         self.sequence_slots = UserSlots()
+        # The workers and users their IDs tell apart, fixed at test start (run/sequence_run.py).
+        self.sequence_run: RunSize | None = None
         # Slowest successful request of this process in this test (ms): the stop grace follows it.
         self.slowest_ms = 0.0
         # The check of the current test's options failed: no run, no traffic (the process quits).

@@ -10,6 +10,7 @@ RateDistribution   x      x
 RunLifecycle       x      x
 MasterReceiving           x
 LiveViews          x      x
+SequenceRunSize    x      x       x     (test_start: LOCAL, MASTER; the master's message: WORKER)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from loadtests.run.preflight import Preflight
 from loadtests.run.process import SuiteProcess, attach_process
 from loadtests.run.requests import RequestRecording
 from loadtests.run.role import Role
+from loadtests.run.sequence_run import SequenceRunSize
 from loadtests.run.shipping import MasterReceiving, WorkerShipping
 from loadtests.run.stop_grace import StopGrace
 from loadtests.traffic import install_shape
@@ -49,6 +51,7 @@ def wire(environment: Environment, web_ui=None) -> SuiteProcess:
 
 def _wire_worker(process: SuiteProcess) -> None:
     Preflight(process).register()
+    SequenceRunSize(process).register()
     grace = StopGrace(process)
     grace.register()
     RequestRecording(process).register()
@@ -62,6 +65,7 @@ def _wire_recording_process(process: SuiteProcess, web_ui) -> None:
     lifecycle = RunLifecycle(process, grace, rates.current_rate)
     preflight = Preflight(process)
     preflight.register()
+    SequenceRunSize(process).register()
     grace.register()
     if process.role is Role.LOCAL:
         RequestRecording(process).register()

@@ -29,6 +29,10 @@ from loadtests.run_format.slo import LATENCY_METRICS, PERCENTILE_METRICS, Clause
 DEFAULT_GROWTH = 2.0
 DEFAULT_PRECISION = 0.05  # stop when first failing / last passing <= 1.05
 DEFAULT_MIN_RATE = 0.1  # requests/s: below this a failing start is "no capacity"
+# Past a probe's throughput that passed, the rate grows by this factor twice (a probe a little
+# short of saturation), then by `growth` (a probe far short of it).
+PAST_HINT_GROWTH = 1.1
+PAST_HINT_STEPS = 2
 # A level is clearly failing (stopped before it is stable) when one measured window of at
 # least MIN_EARLY_REQUESTS requests (fewer say little about a percentile or a ratio) has:
 MIN_EARLY_REQUESTS = 20
@@ -109,6 +113,9 @@ class CapacitySearch:
             hint = self.ceiling_hint
             if hint is not None and passing < hint and all(t.rate != hint for t in self.tried):  # type: ignore[operator]
                 return hint  # the saturation probe's throughput: the capacity is most likely below it
+            past_hint = 0 if hint is None else sum(1 for t in self.tried if t.passed and t.rate >= hint)
+            if 1 <= past_hint <= PAST_HINT_STEPS:
+                return passing * PAST_HINT_GROWTH  # type: ignore[operator]  # the probe was close: small steps
             return passing * self.growth  # type: ignore[operator]  # tried and none failed: one passed
         if passing is None:
             lower = failing / self.growth
