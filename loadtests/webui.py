@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 
 from flask import Response, jsonify, request
 from locust.runners import STATE_RUNNING, STATE_SPAWNING
+from werkzeug.datastructures import ImmutableMultiDict
 
 from loadtests import webui_form
 from loadtests.errors import StartupError
@@ -97,6 +98,9 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         # Locust and the pre-flight below both read request.form: --header is taken out of it
         # and set on the options (the real values, or the typed text split as the command line would).
         request.form = redaction.take_headers(request.form)
+        # The hidden Host field only echoes the header's label (the run wiring's environment.host):
+        # Locust would copy it into --host, which the suite reads as -H (--triton-http).
+        request.form = ImmutableMultiDict([(k, v) for k, v in request.form.items(multi=True) if k != "host"])
         runner = environment.runner
         if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
             return None  # "Edit" of a running test: only users and spawn rate change
