@@ -1,4 +1,4 @@
-"""`python -m loadtests COMMAND`: the suite's command line (serve, demo, sweep, capacity, tune)."""
+"""`python -m loadtests COMMAND`: the suite's command line (serve, demo, sweep, capacity, tune, options)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from loadtests import demo
-from loadtests.commands import capacity, sweep, tune
+from loadtests.commands import capacity, option_list, sweep, tune
 from loadtests.errors import StartupError
 from loadtests.server import serve
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_parser(subparsers)
     capacity.add_parser(subparsers)
     tune.add_parser(subparsers)
+    option_list.add_parser(subparsers)
     return parser
 
 

@@ -9,6 +9,7 @@ Any failure is a StartupError with one line a user can act on.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 from collections.abc import Iterable
@@ -19,6 +20,8 @@ import numpy as np
 from loadtests.batch_size import UniformSource
 from loadtests.clients import PreparedRequest, TritonClient
 from loadtests.clients.base import Validator
+from loadtests.clients.control import answers_http1
+from loadtests.clients.control_grpc import open_control
 from loadtests.errors import ModelMismatchError, ServerError
 from loadtests.model_spec import TRITON_TO_NUMPY, ModelSpec
 from loadtests.settings import (
@@ -43,6 +46,8 @@ WORKLOAD_KINDS = ("bert_qa", "resnet", "generic", "sequence")
 SEQUENCE_DATATYPES = ("INT32", "INT64", "UINT32", "UINT64")
 logger = logging.getLogger(__name__)
 PROTOCOL_NAMES = {"http": "HTTP", "grpc": "gRPC"}
+# A model not found: at most this many of the models Triton has are named in the error line.
+MODELS_SHOWN = 12
 # Distinct request bodies kept per batch size, within a memory budget per endpoint.
 POOL_PER_BATCH_SIZE = 8
 POOL_BUDGET_BYTES = 128 * 2**20
@@ -190,7 +195,7 @@ def _check_live_and_ready(client: TritonClient, name: str) -> None:
     try:
         live = client.server_live()
     except Exception as error:  # tritonclient raises assorted socket and gRPC errors here
-        raise ServerError(f"cannot reach {where}: {_reason(error)}") from None
+        raise ServerError(f"cannot reach {where}: {_reason(error)}{_http_port_hint(client)}") from None
     if not live:
         raise ServerError(f"{where} is not live")
     try:
@@ -198,7 +203,39 @@ def _check_live_and_ready(client: TritonClient, name: str) -> None:
     except Exception as error:
         raise ServerError(f"cannot ask {where} about model '{name}': {_reason(error)}") from None
     if not ready:
-        raise ServerError(f"model '{name}' is not ready on {where} (unknown, or failed to load)")
+        raise ServerError(f"model '{name}' is not ready on {where}: {_model_hint(client, name)}")
+
+
+def _http_port_hint(client: TritonClient) -> str:
+    """For a gRPC address that is an HTTP port (it answers HTTP/1.1): say so."""
+    if client.protocol != "grpc" or not answers_http1(client.address):
+        return ""
+    return (
+        f"; {client.address} answers HTTP/1.1: it is an HTTP port, probably Triton's (8000 by default); "
+        "give --triton-grpc Triton's gRPC port (8001 by default)"
+    )
+
+
+def _model_hint(client: TritonClient, name: str) -> str:
+    """Why a model is not ready, from Triton's repository index: a did-you-mean and the models it has."""
+    scheme = client.scheme or ("grpc://" if client.protocol == "grpc" else "")
+    try:
+        index = open_control(scheme + client.address, security=getattr(client, "security", None)).repository_index()
+    except ServerError:
+        return "unknown, or failed to load"
+    entries = {entry.get("name", ""): entry for entry in index}
+    if name in entries:
+        entry = entries[name]
+        return (
+            f"Triton has it {entry.get('state') or 'not loaded'}{': ' + entry['reason'] if entry.get('reason') else ''}"
+        )
+    ready = sorted(n for n, entry in entries.items() if entry.get("state") == "READY")
+    close = difflib.get_close_matches(name, sorted(entries), n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    shown = ", ".join(ready[:MODELS_SHOWN]) + (
+        f" and {len(ready) - MODELS_SHOWN} more" if len(ready) > MODELS_SHOWN else ""
+    )
+    return f"Triton has no such model; {hint}its ready models: {shown or 'none'}"
 
 
 def _reason(error: Exception) -> str:

@@ -107,7 +107,7 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
     if mix is not None and _text(options, "model"):
         raise SpecError("--mix and --model both name the generic users' models: give one of them")
     return {
-        "triton_http": check_endpoint("--triton-http", _text(options, "triton_http") or DEFAULT_TRITON_HTTP, "http"),
+        "triton_http": _triton_http(options),
         "triton_grpc": check_endpoint("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC, "grpc"),
         "triton_metrics": check_endpoint(
             "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS, "http"
@@ -138,6 +138,23 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         ),
         "balance": _balance(_text(options, "balance") or ROUND_ROBIN),
     }
+
+
+def _triton_http(options: argparse.Namespace) -> str:
+    """--triton-http, or Locust's -H/--host as a Locust user gives it (http://HOST:PORT): the
+    suite's users send to Triton's addresses, so -H is read as Triton's HTTP one."""
+    given = _text(options, "triton_http") or DEFAULT_TRITON_HTTP
+    http = check_endpoint("--triton-http", given, "http")
+    host = _text(options, "host").rstrip("/")
+    if not host:
+        return http
+    from_host = check_endpoint("-H", host, "http")
+    if given != DEFAULT_TRITON_HTTP and from_host != http:
+        raise SpecError(
+            f"-H {host} and --triton-http {given} name different Triton addresses: give one of them "
+            "(-H is read as --triton-http)"
+        )
+    return from_host
 
 
 def _image_format(options: argparse.Namespace) -> str:
@@ -211,6 +228,7 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "prometheus_host": _text(options, "prometheus_host") or DEFAULT_PROMETHEUS_HOST,
         "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
         "csv_prefix": _text(options, "csv_prefix"),
+        "json_file": _text(options, "json_file"),
     }
 
 
@@ -275,6 +293,7 @@ def _locust_run(options: argparse.Namespace) -> dict[str, Any]:
         "stop_timeout_s": float(getattr(options, "stop_timeout", 0) or 0),
         "headless": bool(getattr(options, "headless", False)),
         "autostart": bool(getattr(options, "autostart", False)),
+        "user_classes": tuple(getattr(options, "user_classes", None) or ()),
     }
 
 

@@ -13,6 +13,8 @@ module and `option_values.py` read Locust's `parsed_options`.
 from __future__ import annotations
 
 import argparse
+import difflib
+import sys
 from collections.abc import Mapping
 
 from loadtests.errors import SpecError
@@ -60,6 +62,40 @@ def bind_loopback_by_default(parser: argparse.ArgumentParser) -> None:
     The command line, LOCUST_WEB_HOST / LOCUST_MASTER_BIND_HOST and locust.conf still override it.
     """
     parser.set_defaults(**dict.fromkeys(LOCUST_BIND_OPTIONS, LOOPBACK))
+
+
+def user_class_names() -> list[str]:
+    """Every concrete User class imported so far (the locustfile's among them: Locust imports
+    it before it parses the command line)."""
+    from locust import User  # here: importing locust patches the standard library (gevent)
+
+    found, pending = set(), list(User.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if not getattr(cls, "abstract", False) and not cls.__module__.startswith("locust."):
+            found.add(cls.__name__)
+    return sorted(found)
+
+
+def known_user_class(name: str) -> str:
+    """A user class named on the command line, checked as it is parsed: a mistyped one is one
+    error line and exit 2 (Locust's own check says `Unknown User(s)` and exits 1, which a CI
+    job reads as "some requests failed")."""
+    names = user_class_names()
+    if name in names or not names:
+        return name
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    print(f"error: unknown user class '{name}': {hint}the classes are {', '.join(names)}", file=sys.stderr)
+    sys.exit(2)
+
+
+def check_user_class_names(parser: argparse.ArgumentParser) -> None:
+    """Check Locust's positional user classes as they are parsed (init_command_line_parser)."""
+    for action in parser._actions:
+        if action.dest == "user_classes":
+            action.type = known_user_class
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -104,6 +104,7 @@ class Settings:
     prometheus_host: str = DEFAULT_PROMETHEUS_HOST
     prometheus_port: int = 0  # 0: no exporter
     csv_prefix: str = ""  # Locust's --csv
+    json_file: str = ""  # Locust's --json-file (its save resets Locust's per-endpoint stats)
     # -- traffic
     traffic: str = CLOSED_LOOP
     rate: float = 0.0
@@ -119,6 +120,7 @@ class Settings:
     stop_timeout_s: float = 0.0  # 0: not given (the suite's stop grace then follows the run)
     headless: bool = False
     autostart: bool = False
+    user_classes: tuple[str, ...] = ()  # the classes named on the command line (none: all of the locustfile's)
     # Every option as given, JSON-friendly (config.json's "options"); not compared.
     as_given: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

@@ -13,7 +13,7 @@
   of its value (`Accept: a,b` is one header, as on the command line).
 - Locust's "Host" field sets HTTP users' base URL, which the suite's users do not read
   (they use --triton-http/--triton-grpc): the field is hidden, and the header's "Host"
-  shows the Triton HTTP address instead (set by the run wiring as environment.host).
+  shows the Triton address(es) the classes load instead (the run wiring's environment.host).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from collections.abc import Callable, Mapping
 
 from flask import Response, jsonify, request
 from locust.runners import STATE_RUNNING, STATE_SPAWNING
+from werkzeug.datastructures import ImmutableMultiDict
 
+from loadtests import webui_form
 from loadtests.errors import StartupError
 from loadtests.recording.live import LiveSnapshot
 from loadtests.webui_secrets import HeaderRedaction
@@ -83,7 +85,8 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         is_page = (request.endpoint or "").endswith("index") and response.mimetype == "text/html"
         if is_page and not response.direct_passthrough:
             page = response.get_data(as_text=True)
-            response.set_data(page.replace("</head>", f"{HIDE_HOST_FIELD}</head>", 1))
+            page = page.replace("</head>", f"{HIDE_HOST_FIELD}{webui_form.HEAD}</head>", 1)
+            response.set_data(page.replace("</body>", f"{webui_form.body_script()}</body>", 1))  # order, labels
         return response
 
     @web_ui.app.before_request
@@ -95,6 +98,9 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         # Locust and the pre-flight below both read request.form: --header is taken out of it
         # and set on the options (the real values, or the typed text split as the command line would).
         request.form = redaction.take_headers(request.form)
+        # The hidden Host field only echoes the header's label (the run wiring's environment.host):
+        # Locust would copy it into --host, which the suite reads as -H (--triton-http).
+        request.form = ImmutableMultiDict([(k, v) for k, v in request.form.items(multi=True) if k != "host"])
         runner = environment.runner
         if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
             return None  # "Edit" of a running test: only users and spawn rate change

@@ -75,9 +75,11 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "loadtests.run",
             "loadtests.webui",
             "loadtests.webui_secrets",  # --header redacted in the web UI's page
+            "loadtests.webui_form",  # the form's order and labels (loadtests/option_groups.py)
             "loadtests.exporter",
             "loadtests.slo_gate",
             "loadtests.options",
+            "loadtests.option_groups",  # the options by task, with written labels (listing, web form)
             "loadtests.option_values",  # the options read into Settings
             "loadtests.mix_options",  # --mix read into its value (list or file)
             "loadtests.outputs",  # the pre-flight of the run's outputs

@@ -56,6 +56,9 @@ DEFAULT_TIMEOUT_S = 5.0
 LOAD_TIMEOUT_S = 300.0
 LIVE_PATH = "/v2/health/live"
 READY_PATH = "/v2/health/ready"
+# The first bytes of an HTTP/2 server's SETTINGS frame (length, then type 4) where http.client
+# expected a status line: what Triton's gRPC port answers an HTTP/1.1 request with.
+HTTP2_FRAME_START = "\x00\x00"
 # Triton's 4xx bodies are short JSON errors; a longer one (an HTML proxy page) is cut here.
 ERROR_BODY_CHARS = 200
 
@@ -241,7 +244,28 @@ def _transport_error(method: str, url: str, error: Exception, timeout_s: float) 
     # Refused and reset connections are OSErrors; a malformed or cut response an HTTPException.
     if isinstance(error, OSError):
         return ServerError(f"cannot reach Triton: {method} {url}: {type(error).__name__}: {error}")
-    return ServerError(f"{method} {url}: {type(error).__name__}: {error}")
+    if isinstance(error, http.client.BadStatusLine) and str(error).startswith(HTTP2_FRAME_START):
+        # An HTTP/2 server's first frame (SETTINGS) where an HTTP/1.1 status line belongs.
+        return ServerError(
+            f"{method} {url}: the answer is HTTP/2 (binary frames), not HTTP/1.1: this is a gRPC port, "
+            "probably Triton's (8001 by default); give --triton-http Triton's HTTP port (8000 by default)"
+        )
+    return ServerError(f"{method} {url}: {type(error).__name__}: {printable(str(error))}")
+
+
+def printable(text: str) -> str:
+    """Text from the network on one readable line: control bytes escaped (\\x00), at most 200 characters."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(text.split()))[:ERROR_BODY_CHARS]
+
+
+def answers_http1(address: str, timeout_s: float = 2.0, security: ConnectionSecurity | None = None) -> bool:
+    """Whether HOST:PORT answers an HTTP/1.1 request at all (any status): a port given as gRPC
+    that answers is an HTTP port."""
+    try:
+        _exchange("GET", f"{base_url(address)}{LIVE_PATH}", None, timeout_s, security)
+    except (OSError, http.client.HTTPException):
+        return False
+    return True
 
 
 def tls_reason(error: ssl.SSLError) -> str:

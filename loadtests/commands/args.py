@@ -139,6 +139,54 @@ def add_stability_arguments(parser: argparse.ArgumentParser, title: str) -> argp
     return rule
 
 
+# The percentile the sweep judges stability and --latency-limit on.
+JUDGED_PERCENTILE = 95
+# A sweep with a level that did not stabilise (perf_analyzer fails there too): docs/ci.md.
+EXIT_UNSTABLE = 5
+
+
+def judged_percentile(text: str) -> int:
+    """perf_analyzer's --percentile: the sweep judges p95 only (every level's p50-p99 are in sweep.csv)."""
+    if text.strip() != str(JUDGED_PERCENTILE):
+        raise argparse.ArgumentTypeError(
+            f"the sweep judges stability and --latency-limit on p{JUDGED_PERCENTILE}, not p{text}: leave "
+            f"--percentile out (or give {JUDGED_PERCENTILE}); every level's p50-p99 are in sweep.csv"
+        )
+    return JUDGED_PERCENTILE
+
+
+def add_perf_analyzer_spellings(parser: argparse.ArgumentParser) -> None:
+    """perf_analyzer's spellings of the sweep's options, as aliases (docs/perf_analyzer.md).
+
+    Not mapped: perf_analyzer's -u, -i, -s and -t, which are Locust's -u (users), -i
+    (iterations), -s (stop timeout) and -t (run time) here.
+    """
+    alias = parser.add_argument_group("perf_analyzer's spellings (aliases of the options above)")
+    same = {"default": argparse.SUPPRESS}
+    alias.add_argument("-m", dest="model", metavar="MODEL", help="--model", **same)
+    alias.add_argument("-b", dest="batch_size", metavar="N", help="--batch-size", **same)
+    alias.add_argument(
+        "--concurrency-range", dest="concurrency", metavar="START:END[:STEP]", help="--concurrency", **same
+    )
+    alias.add_argument(
+        "--request-rate-range", dest="request_rate", metavar="START:END[:STEP]", help="--request-rate", **same
+    )
+    alias.add_argument(
+        "-p", dest="measurement_interval", type=float, metavar="MS", help="--measurement-interval", **same
+    )
+    alias.add_argument(
+        "--latency-threshold", dest="latency_limit", type=float, metavar="MS", help="--latency-limit", **same
+    )
+    alias.add_argument(
+        "--percentile", type=judged_percentile, metavar=str(JUDGED_PERCENTILE), help="accepted as 95 only", **same
+    )
+
+
+def unstable_levels(content: dict) -> list:
+    """The levels of a sweep's results (recording/sweep_files.py) that did not stabilise."""
+    return [level["level"] for level in content.get("levels", []) if not level.get("stable", True)]
+
+
 def add_load_generator_arguments(
     parser: argparse.ArgumentParser, traffic_default: str | None, traffic_help: str
 ) -> argparse._ArgumentGroup:

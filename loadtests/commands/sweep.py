@@ -31,13 +31,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loadtests.commands.args import (
+    EXIT_UNSTABLE,
     add_load_generator_arguments,
+    add_perf_analyzer_spellings,
     add_stability_arguments,
     add_target_arguments,
     load_target,
     open_loop_options,
     shape_command,
     subcommand,
+    unstable_levels,
 )
 from loadtests.errors import SpecError
 from loadtests.recording import sweep_files
@@ -84,6 +87,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_load_generator_arguments(
         parser, None, "with --request-rate: fixed (constant, default) or exponential (poisson) gaps"
     )
+    add_perf_analyzer_spellings(parser)
     parser.set_defaults(run=run_sweep, pass_through=True)
 
 
@@ -224,4 +228,12 @@ def run_sweep(args: argparse.Namespace) -> int:
     elif content["stopped_by"] == "latency_limit":
         print(f"(stopped: the last level's p95 reached --latency-limit {args.latency_limit:g} ms)")
     print(f"sweep.csv, sweep.json: {run_dir}", flush=True)
+    unstable = unstable_levels(content)
+    if unstable and code == 0:  # perf_analyzer fails on a level it cannot stabilise; so does the sweep
+        print(
+            f"sweep: level(s) {', '.join(map(str, unstable))} unstable (no 3 windows within --stability-percentage "
+            f"in --max-trials windows): exit code {EXIT_UNSTABLE}; try a longer --measurement-interval",
+            file=sys.stderr,
+        )
+        return EXIT_UNSTABLE
     return code

@@ -1,4 +1,7 @@
-"""The end-of-run console table: exact percentiles next to Locust's rounded ones."""
+"""The end-of-run console: the exact table (throughput and exact percentiles), the faults,
+and how to make the report; printed after Locust's own rounded table, so it is what a
+terminal shows last.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +14,49 @@ from loadtests.run_format.summary import late_ratio
 BEHIND_LATE_SHARE = 0.05
 
 
-def print_exact_summary(totals: dict[str, EndpointStats], open_loop: bool = False) -> None:
+class HeldConsole:
+    """The end-of-run text: printed at once, or, while Locust is quitting (a headless run's
+    end), held until its `quit` event, after Locust has printed its own table.
+
+    Example: console.hold(); console.write("...") ; console.release()  # prints "..." now
+    """
+
+    def __init__(self) -> None:
+        self.holding = False
+        self._held: list[str] = []
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def write(self, text: str) -> None:
+        if self.holding:
+            self._held.append(text)
+        elif text:
+            print(text, end="", flush=True)
+
+    def release(self, **_kwargs) -> None:
+        self.holding = False
+        text, self._held = "".join(self._held), []
+        self.write(text)
+
+
+def report_hint(run_dir) -> str:
+    """The line that says how to turn this run into a report."""
+    return f"report: python -m analysis report {run_dir}   (report.html, report.md and plots in that directory)"
+
+
+def print_exact_summary(
+    totals: dict[str, EndpointStats],
+    open_loop: bool = False,
+    throughput: dict[str, tuple[float, float]] | None = None,
+) -> None:
+    """The exact table; `throughput` is summary.json's (req/s, infer/s) per endpoint, so that
+    the console and the summary show the same numbers."""
     if not totals:
         return
+    throughput = throughput or {}
     header = (
-        f"{'Endpoint':<30} {'reqs':>8} {'fails':>6} {'infer':>8} "
+        f"{'Endpoint':<30} {'reqs':>8} {'fails':>6} {'infer':>8} {'req/s':>9} {'infer/s':>9} "
         f"{'p50 ms':>9} {'p90 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'p99.9 ms':>9} {'max ms':>9} "
         f"{'p99 interval ms':>19}"
     )
@@ -28,7 +69,9 @@ def print_exact_summary(totals: dict[str, EndpointStats], open_loop: bool = Fals
         stats = totals[name]
         latency = stats.latency_summary_us()
         cells = " ".join(f"{latency[key] / 1000:>9.3f}" for key in ("p50", "p90", "p95", "p99", "p99.9", "max"))
-        line = f"{name:<30} {stats.requests:>8} {stats.failure_count:>6} {stats.inferences:>8} {cells}"
+        rps, ips = throughput.get(name, (0.0, 0.0))
+        line = f"{name:<30} {stats.requests:>8} {stats.failure_count:>6} {stats.inferences:>8} {rps:>9.1f} {ips:>9.1f}"
+        line += f" {cells}"
         line += f" {interval_cell(stats.latency_ci_us(DEFAULT_CONFIDENCE).get('p99')):>19}"
         if open_loop:
             uncorrected = stats.uncorrected_summary_us() or {"p50": 0.0, "p99": 0.0}

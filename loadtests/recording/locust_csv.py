@@ -8,6 +8,11 @@ measured here, 606 of 720 requests in an 8-s run. Locust keeps no reference to t
 on the Environment, so at `quit` (after the runner stopped, before Locust closes the
 files) we find the writer of this environment and write its files once more, through
 Locust's own row writers: the same columns, now final.
+
+With `--json-file`, Locust's JSON save (just before `quit`) reads each endpoint's stats
+through `get_stripped_report`, which resets them: a rewrite at `quit` would write zeros.
+Then the files are rewritten at `quitting` instead (the runner has stopped by then, so the
+numbers are already final).
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from collections.abc import Callable
 
 from locust.env import Environment
 from locust.stats import StatsCSVFileWriter
+
+from loadtests.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -44,3 +52,19 @@ def write_final_csv(environment: Environment, csv_prefix: str) -> None:
             writer.stats_history_csv_filehandle.flush()
         except (OSError, ValueError) as error:  # a closed or unwritable file: Locust's own output
             logger.warning("could not complete Locust's --csv files: %s", error)
+
+
+def register_final_csv(environment: Environment, settings: Callable[[], Settings]) -> None:
+    """Rewrite Locust's --csv files at the end of the run: at `quit`, or at `quitting` when
+    --json-file is given (its save resets the stats in between)."""
+
+    def at(event: str):
+        def listener(**_kwargs) -> None:
+            current = settings()
+            if (event == "quitting") == bool(current.json_file):
+                write_final_csv(environment, current.csv_prefix)
+
+        return listener
+
+    environment.events.quitting.add_listener(at("quitting"))
+    environment.events.quit.add_listener(at("quit"))

@@ -4,6 +4,9 @@ The arithmetic on two snapshots is in server_stats.py, the running sums over a r
 server_stats_series.py, the files in server_stats_file.py; this module only takes the
 snapshots (through loadtests.clients.control) and hands each on.
 
+The address is Triton's HTTP one, or grpc://HOST:PORT for a target reached over gRPC only
+(loadtests/clients/control_grpc.py reads the same statistics there).
+
 Several replicas (`--triton-http A,B` or a name resolving to several, re-resolved every
 30 s by loadtests.clients.replicas): every snapshot asks each replica, and keeps each one's
 entries under "<version>@<address>" keys (server_stats.py sums them per model). A replica
@@ -19,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from loadtests.addresses import endpoint_tls
-from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
+from loadtests.clients.control import DEFAULT_TIMEOUT_S
+from loadtests.clients.control_grpc import open_control
 from loadtests.clients.replicas import ReplicaSet
 from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
@@ -42,7 +46,7 @@ def take_snapshot(
     All models or none (ServerError): a snapshot missing a model would make the next delta
     count that model's whole history.
     """
-    stats = TritonControl(http_address, timeout_s=timeout_s, security=security).statistics(models)
+    stats = open_control(http_address, timeout_s=timeout_s, security=security).statistics(models)
     return StatsSnapshot(clock(), stats)
 
 
@@ -61,7 +65,7 @@ def take_replica_snapshot(
     errors = []
     for address in addresses:
         try:
-            stats = TritonControl(scheme + address, timeout_s=timeout_s, security=security).statistics(models)
+            stats = open_control(scheme + address, timeout_s=timeout_s, security=security).statistics(models)
         except ServerError as error:
             errors.append(str(error))
             stats = _last_entries(previous, address)
@@ -112,8 +116,10 @@ class ServerStatsPoller:
     ) -> None:
         self.http_address = http_address
         # Several addresses (or a name with several): one snapshot asks every replica.
-        authority, tls = endpoint_tls(http_address)  # https://: every replica speaks TLS
-        self._scheme = "https://" if tls else ""
+        # The scheme (https://, grpc://, grpcs://) applies to every replica.
+        authority, _tls = endpoint_tls(http_address)
+        scheme, separator, _rest = http_address.partition("://")
+        self._scheme = f"{scheme}://" if separator else ""
         self._replicas = ReplicaSet(authority)
         self.security = security
         self.models = list(models)

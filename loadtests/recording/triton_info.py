@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
+from loadtests.clients.control import DEFAULT_TIMEOUT_S
+from loadtests.clients.control_grpc import open_control
 from loadtests.connection_security import ConnectionSecurity
 from loadtests.errors import ServerError
 from loadtests.run_format.ensembles import composing_models
@@ -23,7 +24,7 @@ def fetch_triton_info(
 
     Example: fetch_triton_info("127.0.0.1:8000", ["bert_qa"])["models"]["bert_qa"]["config"]["max_batch_size"]
     """
-    control = TritonControl(http_address, timeout_s=timeout_s, security=security)
+    control = open_control(http_address, timeout_s=timeout_s, security=security)  # or grpc://HOST:PORT
     info: dict = {"http": http_address, "models": {}}
     try:
         info["server"] = control.server_metadata()

@@ -32,6 +32,7 @@ def install(events) -> None:
 def _add_options(parser, **_kwargs) -> None:
     options.add_arguments(parser)
     options.bind_loopback_by_default(parser)
+    options.check_user_class_names(parser)
 
 
 def _on_init(environment, web_ui=None, **_kwargs) -> None:

@@ -7,11 +7,13 @@ table printed; the JUnit file and exit code 3 (loadtests/slo_gate.py); --upload'
 
 from __future__ import annotations
 
+import contextlib
+import io
 import time
 
 from loadtests import slo_gate
 from loadtests.clients.failures import counted_by_triton
-from loadtests.recording.console import print_exact_summary, print_faults
+from loadtests.recording.console import print_exact_summary, print_faults, report_hint
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
 from loadtests.run.upload import upload_run
@@ -56,11 +58,22 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
     path = run.directory.write_summary(summary)
     process.events.run_finished.fire(path=path, summary=summary)
     run.directory.close()
-    print(f"Run directory: {path}", flush=True)
-    print_exact_summary(totals, open_loop=settings.open_loop)
-    print_faults(faults)
-    slo_gate.report(process.environment, settings, results)  # the table, --junit, exit code 3
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):  # printed after Locust's own table (HeldConsole)
+        print(f"Run directory: {path}")
+        if not is_sweep(shape):  # a sweep's per-level table follows; a whole-run row would mix its levels
+            throughput = {e["name"]: (e["throughput_rps"], e["throughput_infer_per_s"]) for e in summary["endpoints"]}
+            print_exact_summary(totals, open_loop=settings.open_loop, throughput=throughput)
+        print_faults(faults)
+        slo_gate.report(process.environment, settings, results)  # the table, --junit, exit code 3
+        print(report_hint(path))
+    process.console.write(text.getvalue())
     upload_run(process.environment, settings.upload, path)  # last: the directory is complete
+
+
+def is_sweep(shape) -> bool:
+    """A sweep's load shape (its levels are judged and tabled one by one by the sweep command)."""
+    return getattr(shape, "name", None) == "sweep"
 
 
 def traffic_json(settings: Settings, shape) -> dict:

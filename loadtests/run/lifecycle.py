@@ -20,13 +20,13 @@ from collections.abc import Callable
 import gevent
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED
 
-from loadtests.addresses import address_list
 from loadtests.events import RunStarted
 from loadtests.recording.console import behind_schedule_warnings
 from loadtests.recording.faults import FaultLog
 from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.server_stats import compute_delta
 from loadtests.recording.server_watch import ServerWatch
+from loadtests.recording.statistics_address import candidates, first_replica
 from loadtests.recording.throttling import add as add_throttle
 from loadtests.recording.triton_info import fetch_triton_info, watched_models
 from loadtests.recording.windows import RunAggregator
@@ -67,6 +67,7 @@ class RunLifecycle:
         locust_events.test_start.add_listener(self.on_test_start)
         locust_events.test_stop.add_listener(self.on_test_stop)
         locust_events.quitting.add_listener(self.on_quitting)
+        locust_events.quit.add_listener(self.process.console.release)  # after Locust's own table
         self.events.step_started.add_listener(self.on_step_started)
 
     # -- start ----------------------------------------------------------------------------
@@ -80,9 +81,13 @@ class RunLifecycle:
 
     def start(self) -> None:
         settings = self.process.settings
+        if settings.headless:  # Locust prints its own table as it quits: the exact one comes after it
+            self.process.console.hold()
         models = self.process.endpoints.models()
+        # HTTP, or gRPC for a gRPC-only target (pre-flight asked; recording/statistics_address.py).
+        stats_address = self.process.statistics_address or candidates(settings)[0]
         # Server and model metadata from the first replica (replicas serve the same models).
-        triton = fetch_triton_info(address_list(settings.triton_http)[0], models, security=settings.security)
+        triton = fetch_triton_info(first_replica(stats_address), models, security=settings.security)
         directory = RunDirectory.create(
             settings,
             [cls.__name__ for cls in self.environment.user_classes],
@@ -92,7 +97,7 @@ class RunLifecycle:
         )
         logger.info("run directory: %s", directory.path)
         server = ServerWatch(
-            settings.triton_http,
+            stats_address,
             settings.triton_metrics,
             watched_models(triton),  # ensembles' composing models too: Triton counts each step
             settings.server_poll_s,
@@ -212,6 +217,7 @@ class RunLifecycle:
         gevent.spawn(finish_when_workers_reported)
 
     def on_quitting(self, **_kwargs) -> None:
+        self.process.console.hold()
         runner = self.environment.runner
         if self.active is not None and runner is not None and runner.state not in (STATE_STOPPED, STATE_INIT):
             # Ctrl-C: Locust fires quitting before it stops the runner. Stop it first (users

@@ -2,7 +2,8 @@
 
 - at init, on a master or single process: the options, the load shape, --traffic and --rate,
   --slo, the outputs and (headless or --autostart) every selected class's endpoint against
-  the real server: bad input exits with code 2;
+  the real server, and where Triton's statistics are read (HTTP, or gRPC for a gRPC-only
+  target): bad input exits with code 2;
 - at test_start, on every process: the options again (workers receive them only now, the
   web UI may have changed them); a failure stops the test with exit code 2;
 - a test started from the web UI: the same checks on the form's values, answered in the form.
@@ -18,6 +19,7 @@ from loadtests.errors import SpecError, StartupError
 from loadtests.options import apply_form
 from loadtests.outputs import check_outputs
 from loadtests.recording.run_dir import used_run_dir_error
+from loadtests.recording.statistics_address import statistics_address
 from loadtests.run.process import SuiteProcess
 from loadtests.run.sequence_run import check_sequence_endpoints, planned_size
 from loadtests.settings import Settings
@@ -42,6 +44,7 @@ class Preflight:
         process = self.process
         try:
             settings = self.reload()
+            self.check_user_classes_named()
             install_shape()
             self.check_traffic()
             slo_gate.validate(settings, process.endpoints.names())  # exit 2 before any load
@@ -54,9 +57,21 @@ class Preflight:
                 process.endpoints.prepare_all()
                 # Sequence models with a 32-bit CORRID: do the planned workers and users fit?
                 check_sequence_endpoints(list(process.endpoints.prepared.values()), planned_size(process))
+                self.choose_statistics_address()
         except StartupError as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(error.exit_code)
+
+    def check_user_classes_named(self) -> None:
+        """A headless run names its user class: without one Locust starts every class of the
+        locustfile, and each fails on a model it was not meant for; raises SpecError."""
+        settings = self.process.settings
+        available = sorted(getattr(self.process.environment, "available_user_classes", None) or {})
+        if settings.starts_at_once and not settings.user_classes and len(available) > 1:
+            raise SpecError(
+                "name a user class, e.g. locust -f locustfile.py --headless -u 4 -t 1m TritonHttpUser --model NAME "
+                f"(the classes: {', '.join(available)})"
+            )
 
     def check_traffic(self) -> None:
         """Open-loop traffic needs a rate: --rate, or a load shape with kind=rate; raises SpecError."""
@@ -93,3 +108,10 @@ class Preflight:
         self.check_traffic()
         slo_gate.validate(settings, self.process.endpoints.names())
         self.process.endpoints.prepare_all()
+        self.choose_statistics_address()
+
+    def choose_statistics_address(self) -> None:
+        """Where the run reads Triton's statistics (HTTP, or gRPC for a gRPC-only target),
+        asked now, before any load; raises ServerError when no address answers."""
+        process = self.process
+        process.statistics_address = statistics_address(process.settings, process.endpoints.models())

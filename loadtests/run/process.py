@@ -26,6 +26,7 @@ from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
 from loadtests.option_values import settings_from
+from loadtests.recording.console import HeldConsole
 from loadtests.recording.throttling import ThrottleMeter
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.endpoint_cache import EndpointCache
@@ -73,6 +74,10 @@ class SuiteProcess:
         self.slowest_ms = 0.0
         # The check of the current test's options failed: no run, no traffic (the process quits).
         self.rejected: StartupError | None = None
+        # Where Triton's statistics are read (pre-flight's choice; None: not asked yet).
+        self.statistics_address: str | None = None
+        # The end-of-run text (held while Locust quits, printed after its own table).
+        self.console = HeldConsole()
         self._user_seed = 0
         self._cpu_mark = time.process_time()
         self._throttle = ThrottleMeter()
@@ -89,7 +94,7 @@ class SuiteProcess:
         self.recorder.window_s = settings.window_s
         if self.role.records_run:
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
-            self.environment.host = base_url(address_list(settings.triton_http)[0])
+            self.environment.host = target_label(settings, self.environment.user_classes)
         return settings
 
     # -- what the users need (loadtests.users.ProcessServices) ---------------------------------
@@ -124,6 +129,18 @@ class SuiteProcess:
     def take_throttle(self) -> dict[str, int] | None:
         """This container's CPU-throttling counters since the last call (None without a cgroup)."""
         return self._throttle.take()
+
+
+def target_label(settings: Settings, user_classes: list[type]) -> str:
+    """The Triton addresses the selected classes load, as the web UI's header shows them:
+    'http://10.0.0.5:8000', 'grpc://10.0.0.5:8001', or both when classes of both protocols run."""
+    protocols = {getattr(cls, "protocol", "") for cls in user_classes}
+    grpc = address_list(settings.triton_grpc)[0]
+    labels = {
+        "http": base_url(address_list(settings.triton_http)[0]),
+        "grpc": grpc if grpc.startswith("grpcs://") else f"grpc://{grpc}",
+    }
+    return ", ".join(label for protocol, label in labels.items() if protocol in protocols) or labels["http"]
 
 
 def process_of(environment: Environment) -> SuiteProcess:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from locust.env import Environment
 
 from loadtests.interrupts import route_sigint_to_main_greenlet
-from loadtests.recording.locust_csv import write_final_csv
+from loadtests.recording.locust_csv import register_final_csv
 from loadtests.recording.memory import return_freed_histograms_to_os
 from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.live import LiveViews
@@ -41,7 +41,7 @@ def wire(environment: Environment, web_ui=None) -> SuiteProcess:
         # Only the master: it sends no requests, while a process that does would mmap and
         # fault in every large request or response buffer (recording/memory.py).
         return_freed_histograms_to_os()
-    environment.events.quit.add_listener(lambda **_kw: write_final_csv(environment, process.settings.csv_prefix))
+    register_final_csv(environment, lambda: process.settings)
     if process.role is Role.WORKER:
         _wire_worker(process)
     else:

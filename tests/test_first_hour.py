@@ -1,0 +1,256 @@
+"""Issue 25's findings, tried as a new user would: each typed command, its exit code, its one
+`error:` line, and the numbers it promises (checked against Triton's own statistics).
+
+Runs against the session's real Triton (tests/conftest.py); every number asserted is derived
+from Triton's counters or from summary.json, never typed in.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Imported when collected, before any test file imports ssl (selenium's urllib3): importing
+# locust patches the standard library for gevent, and ssl patched after its import recurses.
+from loadtests.__main__ import build_parser, main
+from loadtests.clients.control import TritonControl
+from loadtests.clients.control_grpc import open_control
+from loadtests.commands.option_list import suite_parser
+from loadtests.errors import ServerError
+from loadtests.recording.statistics_address import statistics_address
+from loadtests.server import TritonPorts
+from loadtests.settings import Settings
+from tests.helpers import REPO_ROOT, locust_request_counts, model_stats, read_summary, run_cli, run_locust
+from tests.test_bad_input import assert_one_error
+
+MODEL = "identity"
+
+
+def closed_port() -> str:
+    """127.0.0.1:PORT where nothing listens (bound, then closed)."""
+    return f"127.0.0.1:{TritonPorts.free().http}"
+
+
+def counted(triton, command) -> tuple[object, int]:
+    """The command's outcome and how many requests Triton counted for MODEL meanwhile."""
+    before = model_stats(triton.http_address, MODEL)
+    result = command()
+    after = model_stats(triton.http_address, MODEL)
+    return result, (after["requests"] + after["failures"]) - (before["requests"] + before["failures"])
+
+
+# -- 1. a gRPC-only target keeps its server-side numbers --------------------------------------------
+@pytest.mark.parametrize("http_option", ["none", "closed"], ids=["only-grpc-given", "http-does-not-answer"])
+def test_grpc_only_target_reads_triton_statistics_over_grpc(triton, tmp_path, http_option):
+    run_dir = tmp_path / "run"
+    http = [] if http_option == "none" else ["--triton-http", closed_port()]
+    options = ["--triton-grpc", triton.grpc_address, "--triton-metrics", triton.metrics_address, *http]
+    result, requests = counted(
+        triton,
+        lambda: run_locust(["TritonGrpcUser"], [*options, "--model", MODEL, "--run-dir", str(run_dir)], users=1),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = read_summary(run_dir)
+    assert requests > 0
+    assert summary["server"][MODEL]["requests"] == requests, summary["server"]
+    assert sum(e["requests"] for e in summary["endpoints"]) == requests
+
+
+# -- 2. an options listing a person can read --------------------------------------------------------
+def test_options_command_lists_every_option_by_task():
+    result = run_cli(["-m", "loadtests", "options"], timeout=60)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    headings = ["Target", "Workload", "Traffic", "Measurement and outputs", "Gates", "Distributed"]
+    positions = [re.search(rf"^{h}: ", text, re.M) for h in headings]
+    assert all(positions), [h for h, p in zip(headings, positions, strict=True) if not p]
+    assert [p.start() for p in positions] == sorted(p.start() for p in positions)
+    for action in suite_parser()._actions:
+        if not action.option_strings:
+            continue
+        lines = [line for line in text.splitlines() if line.startswith(f"  {action.option_strings[-1]} ")]
+        assert len(lines) == 1, (action.option_strings, lines)
+        assert action.env_var in lines[0] and "default" in lines[0], lines[0]
+    assert "python -m loadtests options" in Path("README.md").read_text()
+
+
+# -- 3. a Locust user's habits -------------------------------------------------------------------
+def test_locust_host_option_is_the_triton_http_address(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    options = ["-H", f"http://{triton.http_address}", "--triton-metrics", triton.metrics_address]
+    result, requests = counted(
+        triton,
+        lambda: run_locust(["TritonHttpUser"], [*options, "--model", MODEL, "--run-dir", str(run_dir)], users=1),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert requests > 0
+    assert sum(e["requests"] for e in read_summary(run_dir)["endpoints"]) == requests
+
+
+def test_host_and_triton_http_that_disagree_are_refused(triton):
+    result, requests = counted(
+        triton,
+        lambda: run_locust(
+            ["TritonHttpUser"], ["-H", "http://10.9.9.9:8000", *triton.options, "--model", MODEL], users=1
+        ),
+    )
+    assert_one_error(result.returncode, result.stderr, "-H")
+    assert requests == 0
+
+
+@pytest.mark.parametrize(
+    ("classes", "fragment"),
+    [([], "user class"), (["TritonHtpUser"], "TritonHtpUser")],
+    ids=["no-class", "mistyped-class"],
+)
+def test_user_class_missing_or_mistyped_is_one_error(triton, classes, fragment):
+    result, requests = counted(
+        triton, lambda: run_locust(classes, [*triton.options, "--model", MODEL], users=1, run_time="2s")
+    )
+    assert_one_error(result.returncode, result.stderr, fragment)
+    error = next(line for line in result.stderr.splitlines() if "error:" in line)
+    assert "TritonHttpUser" in error  # says what to type instead
+    assert requests == 0
+
+
+# -- 4. --csv with --json-file -----------------------------------------------------------------------
+def test_csv_with_json_file_keeps_the_counts(triton, tmp_path):
+    run_dir, prefix = tmp_path / "run", tmp_path / "locust"
+    extra = ["--csv", str(prefix), "--json-file", str(tmp_path / "stats"), "--run-dir", str(run_dir)]
+    result = run_locust(["TritonHttpUser"], [*triton.options, "--model", MODEL, *extra], users=1)
+    assert result.returncode == 0, result.stderr[-3000:]
+    exact = {e["model"]: e["requests"] for e in read_summary(run_dir)["endpoints"]}
+    locust = {name: count for (_type, name), count in locust_request_counts(prefix).items()}
+    assert exact and all(count > 0 for count in exact.values())
+    assert locust == exact
+
+
+# -- 5. mixed-up addresses and an unknown model -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("user_class", "swap", "fragment"),
+    [
+        ("TritonHttpUser", lambda t: ["--triton-http", t.grpc_address], "gRPC port"),
+        ("TritonGrpcUser", lambda t: ["--triton-grpc", t.http_address], "HTTP port"),
+    ],
+    ids=["http-at-grpc-port", "grpc-at-http-port"],
+)
+def test_mixed_up_addresses_say_so(triton, user_class, swap, fragment):
+    result, requests = counted(
+        triton, lambda: run_locust([user_class], [*triton.options, *swap(triton), "--model", MODEL], users=1)
+    )
+    assert_one_error(result.returncode, result.stderr, fragment)
+    error = next(line for line in result.stderr.splitlines() if "error:" in line)
+    assert not re.search(r"[\x00-\x08\x0e-\x1f\x7f]", error), repr(error)
+    assert requests == 0
+
+
+@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
+def test_unknown_model_gets_did_you_mean(triton, user_class):
+    result, requests = counted(
+        triton, lambda: run_locust([user_class], [*triton.options, "--model", "identiy"], users=1)
+    )
+    assert_one_error(result.returncode, result.stderr, "did you mean 'identity'")
+    assert requests == 0
+
+
+# -- 6. perf_analyzer's spellings in sweep ------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--concurrency-range", "1:4"], ("concurrency", "1:4")),
+        (["--request-rate-range", "10:20:10"], ("request_rate", "10:20:10")),
+        (["--latency-threshold", "50"], ("latency_limit", 50.0)),
+        (["-m", MODEL], ("model", MODEL)),
+    ],
+)
+def test_sweep_takes_perf_analyzer_spellings(argv, expected):
+    base = ["sweep", "--model", MODEL, "--concurrency", "1:2"] if argv[0] in ("--latency-threshold",) else ["sweep"]
+    if argv[0] == "-m":
+        base = ["sweep", "--concurrency", "1:2"]
+    if argv[0].endswith("-range"):
+        base = ["sweep", "--model", MODEL]
+    args, extra = build_parser().parse_known_args([*base, *argv])
+    assert extra == []
+    assert getattr(args, expected[0]) == expected[1]
+
+
+def test_sweep_percentile_other_than_the_judged_one_is_one_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", "--model", MODEL, "--concurrency-range", "1:2", "--percentile", "99"])
+    assert_one_error(exited.value.code, capsys.readouterr().err, "--percentile")
+
+
+def test_unstable_sweep_level_fails_the_exit_code(triton, tmp_path):
+    run_dir = tmp_path / "sweep"
+    # Stable means three windows whose throughput and p95 agree within --stability-percentage:
+    # at 0 % they must be equal, which three 0.2-s windows never are, so the level ends unstable.
+    argv = ["-m", "loadtests", "sweep", "-m", MODEL, "--concurrency-range", "1:1", "--max-trials", "3"]
+    argv += ["--stability-percentage", "0"]
+    argv += ["--measurement-interval", "200", "--triton-http", triton.http_address]
+    argv += ["--triton-grpc", triton.grpc_address, "--triton-metrics", triton.metrics_address]
+    result = run_cli([*argv, "--run-dir", str(run_dir)], timeout=240)
+    import json
+
+    levels = json.loads((run_dir / "sweep.json").read_text())["levels"]
+    assert levels and not all(level["stable"] for level in levels), levels
+    assert result.returncode not in (0, 2), (result.returncode, result.stderr[-2000:])
+    assert "unstable" in result.stderr
+    # The per-level table is the sweep's; a whole-run row would mix its levels.
+    assert "Exact latencies" not in result.stdout
+    assert "Inferences/Second vs. Client p95 Batch Latency" in result.stdout
+
+
+# -- 7. the console ----------------------------------------------------------------------------
+def test_console_shows_throughput_exact_table_last_and_the_report_command(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary", "-u", "1"]
+    command += ["-t", "3s", "TritonHttpUser", *triton.options, "--model", MODEL, "--run-dir", str(run_dir)]
+    # One stream, as a terminal shows it: Locust's table goes to stderr, the suite's to stdout.
+    result = subprocess.run(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:]
+    [endpoint] = read_summary(run_dir)["endpoints"]
+    exact_at = out.rfind("Exact latencies")
+    locust_at = out.rfind("Aggregated")
+    assert 0 <= locust_at < exact_at, "Locust's rounded table comes after the exact one"
+    header = next(line for line in out[exact_at:].splitlines() if line.startswith("Endpoint"))
+    row = next(line for line in out[exact_at:].splitlines() if line.startswith(endpoint["name"]))
+    cells = dict(zip(header.split()[1:], row[len(endpoint["name"]) :].split(), strict=False))
+    assert float(cells["req/s"]) == pytest.approx(endpoint["throughput_rps"], abs=0.05)
+    assert float(cells["infer/s"]) == pytest.approx(endpoint["throughput_infer_per_s"], abs=0.05)
+    assert f"python -m analysis report {run_dir}" in out
+
+
+# -- 9. docs: the stale lines -----------------------------------------------------------------
+def test_docs_no_longer_say_open_loop_shapes_do_not_exist():
+    assert "does not exist yet" not in Path("docs/users.md").read_text()
+
+
+def test_time_s_has_one_meaning_per_file_in_the_docs():
+    text = Path("docs/run-directory.md").read_text()
+    assert re.search(r"server_metrics\.csv.*Unix", text, re.S)
+    assert re.search(r"timeseries\.csv.*since the start", text, re.S)
+
+
+def test_grpc_statistics_read_as_http_reads_them(triton):
+    run_locust(["TritonGrpcUser"], [*triton.options, "--model", MODEL], users=1, run_time="1s")
+    over_http = TritonControl(triton.http_address).statistics([MODEL])[MODEL]
+    over_grpc = open_control(f"grpc://{triton.grpc_address}").statistics([MODEL])[MODEL]
+    for version, entry in over_http.items():
+        grpc_entry = over_grpc[version]
+        assert grpc_entry["inference_count"] == entry["inference_count"] > 0
+        assert grpc_entry["execution_count"] == entry["execution_count"]
+        for stage in ("success", "queue", "compute_input", "compute_infer", "compute_output"):
+            assert grpc_entry["inference_stats"][stage] == entry["inference_stats"][stage], stage
+
+
+def test_no_statistics_address_answers_is_one_error_naming_both_options():
+    settings = Settings(triton_http=closed_port(), triton_grpc=closed_port())
+    with pytest.raises(ServerError) as refused:
+        statistics_address(settings, [MODEL], timeout_s=2.0)
+    message = str(refused.value)
+    assert "\n" not in message and "--triton-http HOST:PORT" in message and "--triton-grpc HOST:PORT" in message
