@@ -159,7 +159,11 @@ class PeerConnection:
         pad: int | None = None,
         text: str = "",
     ) -> None:
-        """A whole answer: headers, the message (an echo of the request if None), trailers."""
+        """A whole answer: headers, the message (an echo of the request if None), trailers. A
+        stream the client has given up on meanwhile (RST_STREAM, h2 forgot it) gets none, as a
+        server drops the answer to a cancelled call."""
+        if not self._still_open(stream_id):
+            return
         headers = [(":status", "200"), ("content-type", "application/grpc")]
         if encoding:
             headers.append(("grpc-encoding", encoding))
@@ -170,6 +174,10 @@ class PeerConnection:
         self.h2.send_headers(stream_id, trailers, end_stream=True)
         self.open_streams.discard(stream_id)
         self.flush()
+
+    def _still_open(self, stream_id: int) -> bool:
+        self.pump(0.001)  # an RST_STREAM already on its way is read first
+        return stream_id not in self.resets and stream_id in self.h2.streams and not self.h2.streams[stream_id].closed
 
     def send_data(self, stream_id: int, body: bytes, pad: int | None = None) -> None:
         """DATA within the client's windows and frame size, waiting for WINDOW_UPDATE."""

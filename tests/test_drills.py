@@ -239,7 +239,9 @@ def test_triton_killed_and_restarted_mid_run(drill_triton, tmp_path, user_class)
     (restart_fault,) = summary["faults"]["server_restarts"]
     assert restart_fault["after_s"] <= seen["killed_at"] - start + 1.5
     server = summary["server"]["identity"]
-    assert after["requests"] < server["requests"] <= triton_total
+    # The server watch's last snapshot of the old server may fall between the read above and the
+    # kill (a full run found 2 more than triton_total): the same race as the lower bound.
+    assert after["requests"] < server["requests"] <= triton_total + race
     # The outage is in the time series: windows with failures and no success between kill and return.
     rows = read_rows(run_dir / "timeseries.csv")
     # Whole windows between the kill and the start of the restart: the new Triton answers as soon as
@@ -268,6 +270,8 @@ STOPPING_NAMES = {
     "server stopping: gRPC NOT_FOUND",
     "server stopping: HTTP 400",
     "server stopping: HTTP 404",
+    # grpc-core refuses new streams while Triton shuts its gRPC server down (a full run: 32 of 118).
+    "unavailable: gRPC UNAVAILABLE",
     "connection refused",
     "connection reset",
 }

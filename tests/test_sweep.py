@@ -442,8 +442,10 @@ def test_a_sweep_over_a_mix_over_grpc_or_both_protocols(triton, tmp_path, protoc
         + triton_options(triton),
         timeout=150,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    # This test is about which protocols carry the mix: a level that did not stabilise in its
+    # 0.5-s windows on a busy machine exits 5 (perf_analyzer's rule), and still holds the numbers.
     (swept,) = json.loads((run_dir / "sweep.json").read_text())["levels"]
+    assert result.returncode == (0 if swept["stable"] else 5), result.stderr[-3000:]
     assert swept["level"] == float(level)
     # As the --mix sweep above: the level's windows and the server snapshots bounding it may differ by a few.
     served = sum(swept["server"][m]["requests"] for m in models)
