@@ -10,14 +10,12 @@ from __future__ import annotations
 import argparse
 
 from loadtests import option_groups, options
+from loadtests.commands.args import subcommand
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "options",
-        help="list the suite's options for locust -f locustfile.py, grouped by task",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = subcommand(
+        subparsers, "options", "list the suite's options for locust -f locustfile.py, grouped by task", __doc__
     )
     parser.set_defaults(run=run_options)
 
