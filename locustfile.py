@@ -14,7 +14,7 @@ enable_gevent()
 from locust import events  # noqa: E402
 
 from loadtests import run  # noqa: E402
-from loadtests.users import (  # noqa: E402, F401
+from loadtests.workloads.users import (  # noqa: E402, F401
     BertQAGrpcUser,
     BertQAHttpUser,
     ResNetGrpcUser,

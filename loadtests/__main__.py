@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from loadtests import demo
-from loadtests.commands import capacity, option_list, sweep, tune
+from loadtests.commands import capacity, demo, option_list, sweep, tune
 from loadtests.errors import StartupError
 from loadtests.server import serve
 

@@ -9,7 +9,7 @@ LoadTestError
 └── (request failures are not exceptions of ours: clients report them to Locust
      with a stable, low-cardinality name; see loadtests/clients/)
 
-Exit codes: 2 a StartupError (nothing was sent); 3 an --slo clause failed (loadtests/slo_gate.py);
+Exit codes: 2 a StartupError (nothing was sent); 3 an --slo clause failed (loadtests/run/slo_gate.py);
 4 the run happened but an output could not be written (loadtests/run_format/output_paths.py, docs/ci.md).
 """
 

@@ -29,10 +29,10 @@ from locust.event import EventHook  # imports locust: gevent's monkey-patching, 
 from loadtests.clients import Connections
 from loadtests.clients.grpc import GrpcClient
 from loadtests.clients.http import HttpClient
-from loadtests.endpoints import prepare_endpoint
+from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
-from loadtests.settings import Settings
 from loadtests.workloads import parse_batch_size, parse_shape_overrides
+from loadtests.workloads.endpoints import prepare_endpoint
 
 IDENTITY_SUFFIX = "_OUT"
 

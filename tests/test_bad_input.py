@@ -60,9 +60,9 @@ def locust_init(argv: list[str], user_classes: tuple[str, ...] = ("ResNetHttpUse
     from locust.env import Environment
     from locust.event import Events
 
-    from loadtests import options as suite_options
-    from loadtests import users
+    from loadtests.options import table as suite_options
     from loadtests.run import install
+    from loadtests.workloads import users
 
     parser = get_empty_argument_parser(add_help=False, default_config_files=[])
     parser.prog = "locust"
@@ -153,7 +153,7 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("doc-stride-word", ["--doc-stride", "wide"], "--doc-stride"),
     ("data-mode-unknown", ["--data-mode", "ones"], "--data-mode"),
     ("prometheus-port-word", ["--prometheus-port", "http"], "--prometheus-port"),
-    # --mix (loadtests/mix_options.py): refused as options, before any server is asked
+    # --mix (loadtests/workloads/mix.py): refused as options, before any server is asked
     ("mix-zero-weight", ["--mix", "identity:0,sleep:1"], "weight of 'identity'"),
     ("mix-negative-weight", ["--mix", "identity:-0.5"], "weight of 'identity'"),
     ("mix-word-weight", ["--mix", "identity:lots"], "weight of 'identity'"),

@@ -8,9 +8,7 @@ import pytest
 from analysis import plots
 from analysis.report import write_report
 from loadtests.recording.histograms import EndpointStats
-from loadtests.recording.server_stats import compute_delta
-from loadtests.recording.server_stats_file import server_stats_document
-from loadtests.recording.server_stats_series import fold
+from loadtests.triton_stats.statistics import compute_delta, fold, server_stats_document
 from tests.helpers import model_stats, read_summary, run_locust, triton_options
 from tests.test_server_stats import entry, snapshot
 

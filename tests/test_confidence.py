@@ -249,7 +249,7 @@ def test_console_table_shows_the_p99_interval(capsys, five_thousand):
 
 
 def test_web_ui_row_has_the_p99_interval(five_thousand):
-    from loadtests.recording.live import LiveEndpoint, LiveSnapshot
+    from loadtests.run.live_snapshot import LiveEndpoint, LiveSnapshot
 
     stats = EndpointStats("m [http]", "m", "http")
     for value in five_thousand:

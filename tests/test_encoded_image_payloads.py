@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from loadtests.config.model_spec import ModelSpec, TensorSpec
 from loadtests.errors import ModelMismatchError, PayloadError
-from loadtests.model_spec import ModelSpec, TensorSpec
 from loadtests.workloads import EncodedImageWorkload
 from loadtests.workloads.images import DEFAULT_IMAGE_DIR
 

@@ -125,7 +125,7 @@ def test_decoded_sizes_are_the_files_and_a_wrong_payload_fails(decoders):
     import tritonclient.http as httpclient
     from tritonclient.utils import InferenceServerException
 
-    from loadtests.model_spec import ModelSpec
+    from loadtests.config.model_spec import ModelSpec
     from loadtests.workloads import EncodedImageWorkload
 
     client = httpclient.InferenceServerClient(decoders.http_address)

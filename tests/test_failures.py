@@ -14,11 +14,11 @@ from locust.event import EventHook
 
 from loadtests.clients import RequestFailure
 from loadtests.clients.http import HttpClient
-from loadtests.endpoints import prepare_endpoint
+from loadtests.config.settings import Settings
 from loadtests.server import TritonPorts
-from loadtests.settings import Settings
-from loadtests.validation import make_validator
 from loadtests.workloads import parse_batch_size
+from loadtests.workloads.endpoints import prepare_endpoint
+from loadtests.workloads.validation import make_validator
 from tests.helpers import model_stats, read_summary, run_cli, run_locust, triton_options
 
 

@@ -20,10 +20,10 @@ from loadtests.__main__ import build_parser, main
 from loadtests.clients.control import TritonControl
 from loadtests.clients.control_grpc import open_control
 from loadtests.commands.option_list import suite_parser
+from loadtests.config.settings import Settings
 from loadtests.errors import ServerError
-from loadtests.recording.statistics_address import statistics_address
 from loadtests.server import TritonPorts
-from loadtests.settings import Settings
+from loadtests.triton_stats.poller import statistics_address
 from tests.helpers import REPO_ROOT, locust_request_counts, model_stats, read_summary, run_cli, run_locust
 from tests.test_bad_input import assert_one_error
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from loadtests.errors import SpecError
-from loadtests.option_values import parse_grpc_connections
+from loadtests.options.reading import parse_grpc_connections
 from loadtests.server import LocalTriton
 from loadtests.server.serve import model_control_args
 from models.conformance import CONFORMANCE_REPOSITORY
@@ -29,7 +29,7 @@ from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
-from loadtests.model_spec import ModelSpec
+from loadtests.config.model_spec import ModelSpec
 
 address, users, policies = sys.argv[1], int(sys.argv[2]), [int(p) for p in sys.argv[3:]]
 port = int(address.rpartition(":")[2])
@@ -85,7 +85,7 @@ from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
-from loadtests.model_spec import ModelSpec
+from loadtests.config.model_spec import ModelSpec
 
 client = GrpcClient(sys.argv[1], 10.0, EventHook(), Connections(), users_per_connection=0)
 model = ModelSpec.from_triton(*client.model_metadata_and_config("echo_fp32_nobatch"))
@@ -128,7 +128,7 @@ from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
-from loadtests.model_spec import ModelSpec
+from loadtests.config.model_spec import ModelSpec
 
 names = []
 event = EventHook()

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from loadtests.config.model_spec import ModelSpec
+from loadtests.config.settings import Settings
 from loadtests.errors import PayloadError, SpecError
-from loadtests.model_spec import ModelSpec
-from loadtests.option_values import settings_from
-from loadtests.settings import Settings
+from loadtests.options.reading import settings_from
 from loadtests.workloads import GenericWorkload
 from tests.helpers import model_stats, read_summary, run_locust, triton_options
 from tests.test_preflight import assert_startup_error
@@ -309,8 +309,8 @@ def test_every_entry_of_a_long_input_file_is_sent(triton, tmp_path, batch):
     from locust.event import EventHook
 
     from loadtests.clients.http import HttpClient
-    from loadtests.endpoints import prepare_endpoint
     from loadtests.workloads import parse_batch_size
+    from loadtests.workloads.endpoints import prepare_endpoint
 
     path = tmp_path / "long.json"
     path.write_text(json.dumps({"data": [{"INPUT0": [float(i)] * 16} for i in range(30)]}))

@@ -430,8 +430,8 @@ def test_monitoring_uses_metric_names_triton_and_the_suite_serve(triton):
     every triton_loadtest_* name one the suite's exporter (--prometheus-port) serves."""
     import urllib.request
 
-    from loadtests.exporter import render
-    from loadtests.recording.live import LiveSnapshot
+    from loadtests.run.exporter import render
+    from loadtests.run.live_snapshot import LiveSnapshot
 
     with urllib.request.urlopen(triton.metrics_url, timeout=10) as response:
         served = set(re.findall(r"^(nv_[a-z_]+)", response.read().decode(), re.MULTILINE))

@@ -19,7 +19,7 @@ from tests.helpers import REPO_ROOT
 ALLOWED_FROM_LOADTESTS = ("loadtests.run_format", "loadtests.errors")
 BELOW = ("analysis", "loadtests/run_format")
 HEAVY = ("locust", "gevent", "grpc")
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 60
 
 
@@ -70,7 +70,7 @@ def test_format_and_analysis_import_nothing_above_the_format():
 
 def test_loadtests_modules_other_than_commands_do_not_import_analysis():
     # Only the top-level commands may write reports; the measuring side imports the format.
-    commands = {"loadtests/demo.py", "loadtests/__main__.py"}
+    commands = {"loadtests/commands/demo.py", "loadtests/__main__.py"}
     wrong = []
     for path in sorted((REPO_ROOT / "loadtests").rglob("*.py")):
         relative = path.relative_to(REPO_ROOT).as_posix()

@@ -16,9 +16,9 @@ import pytest
 
 from analysis import load_run
 from loadtests.errors import SpecError
-from loadtests.options import apply_form
-from loadtests.recording.metrics import parse
+from loadtests.options.table import apply_form
 from loadtests.server import TritonPorts
+from loadtests.triton_stats.metrics import parse
 from tests.helpers import REPO_ROOT
 
 # A busy 2-core machine can take many seconds to start a Locust process (imports, pre-flight):

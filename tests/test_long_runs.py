@@ -11,9 +11,8 @@ import gc
 import json
 import tracemalloc
 
-from loadtests.recording.server_stats import StatsSnapshot, compute_delta, replica_key
-from loadtests.recording.server_stats_series import fold
-from loadtests.recording.stats_poller import ServerStatsPoller
+from loadtests.triton_stats.poller import ServerStatsPoller
+from loadtests.triton_stats.statistics import StatsSnapshot, compute_delta, fold, replica_key
 from tests.test_server_stats import entry, send
 
 MODELS = ["identity", "sleep", "sleep_batch"]

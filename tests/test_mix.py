@@ -20,10 +20,9 @@ import pytest
 from analysis.dataset import load
 from analysis.finding_groups import FindingGroup, grouped_findings
 from analysis.findings import findings
-from loadtests.endpoint_mix import _validator_by_model
 from loadtests.errors import SpecError
-from loadtests.mix_options import parse_mix
-from loadtests.option_values import settings_from
+from loadtests.options.reading import settings_from
+from loadtests.workloads.mix import _validator_by_model, parse_mix
 from tests.helpers import (
     REPO_ROOT,
     locust_request_counts,

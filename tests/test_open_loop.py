@@ -18,7 +18,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from loadtests.errors import SpecError
-from loadtests.option_values import settings_from
+from loadtests.options.reading import settings_from
 from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.hdr import PERCENTILES, UNCORRECTED, read_logs, summarise_us
 from loadtests.server import TritonPorts

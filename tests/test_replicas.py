@@ -23,7 +23,7 @@ from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.http import HttpClient
 from loadtests.clients.replicas import ReplicaChooser, ReplicaSet
-from loadtests.model_spec import ModelSpec
+from loadtests.config.model_spec import ModelSpec
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.serve import model_control_args
 from tests.helpers import REPO_ROOT, model_stats, read_summary, run_cli, run_locust

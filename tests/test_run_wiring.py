@@ -19,8 +19,8 @@ def local_environment(argv: list[str], user_classes: tuple[str, ...]):
     from locust.env import Environment
     from locust.event import Events
 
-    from loadtests import options as suite_options
-    from loadtests import users
+    from loadtests.options import table as suite_options
+    from loadtests.workloads import users
 
     parser = get_empty_argument_parser(add_help=False, default_config_files=[])
     parser.prog = "locust"

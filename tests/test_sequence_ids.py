@@ -1,4 +1,4 @@
-"""Correlation IDs (loadtests/sequence_ids.py): disjoint across workers and users, never 0, within
+"""Correlation IDs (loadtests/workloads/sequences.py): disjoint across workers and users, never 0, within
 the bits the model's CORRID keeps (63 for a 64-bit one, 32 for UINT32, 31 for INT32)."""
 
 from __future__ import annotations
@@ -6,14 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loadtests.errors import StartupError
-from loadtests.sequence_ids import (
-    ID_BITS,
-    MIN_SEQUENCE_BITS,
-    IdLayout,
-    RunSize,
-    SequenceIds,
-    UserSlots,
-)
+from loadtests.workloads.sequences import ID_BITS, MIN_SEQUENCE_BITS, IdLayout, RunSize, SequenceIds, UserSlots
 
 WIDE = IdLayout()
 MAX_WORKERS = 1 << WIDE.worker_bits

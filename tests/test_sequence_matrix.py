@@ -19,14 +19,13 @@ import gevent
 import pytest
 from locust.event import EventHook
 
-from loadtests.batch_size import BatchSizeSpec
 from loadtests.clients import Connections, open_client
-from loadtests.endpoints import prepare_endpoint
+from loadtests.config.batch_size import BatchSizeSpec
+from loadtests.config.settings import Settings
 from loadtests.errors import ModelMismatchError
-from loadtests.sequence_ids import MIN_SEQUENCE_BITS, IdLayout, RunSize, SequenceIds
-from loadtests.sequences import SequenceSender
 from loadtests.server import LocalTriton, TritonPorts
-from loadtests.settings import Settings
+from loadtests.workloads.endpoints import prepare_endpoint
+from loadtests.workloads.sequences import MIN_SEQUENCE_BITS, IdLayout, RunSize, SequenceIds, SequenceSender
 from tests.helpers import model_stats, read_summary, run_cli, run_locust
 from tests.sequence_matrix import MODELS, UINT32_ACCUMULATOR, write_repository
 

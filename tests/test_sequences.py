@@ -17,14 +17,13 @@ from locust.event import EventHook
 
 from analysis.compare import write_comparison
 from analysis.report import write_report
-from loadtests.batch_size import BatchSizeSpec
 from loadtests.clients import Connections, open_client
 from loadtests.clients.base import SequenceStep
-from loadtests.endpoints import prepare_endpoint
-from loadtests.sequence_ids import IdLayout, SequenceIds
-from loadtests.sequences import SEQUENCE_STATE, SequenceSender, sequence_request
+from loadtests.config.batch_size import BatchSizeSpec
+from loadtests.config.settings import Settings
 from loadtests.server import TritonPorts
-from loadtests.settings import Settings
+from loadtests.workloads.endpoints import prepare_endpoint
+from loadtests.workloads.sequences import SEQUENCE_STATE, IdLayout, SequenceIds, SequenceSender, sequence_request
 from tests.helpers import locust_request_counts, read_summary, run_cli, triton_options
 
 MODEL = "accumulator"

@@ -20,11 +20,9 @@ import tritonclient.http as httpclient
 
 from loadtests.clients.control import TritonControl
 from loadtests.errors import ServerError
-from loadtests.recording.metrics import CSV_HEADER, KEPT_PREFIXES, MetricsPoller, Sample, kept, parse, scrape
-from loadtests.recording.server_stats import ModelDelta, StatsSnapshot, compute_delta
-from loadtests.recording.server_stats_file import server_stats_document
-from loadtests.recording.server_stats_series import fold
-from loadtests.recording.stats_poller import ServerStatsPoller, take_snapshot
+from loadtests.triton_stats.metrics import CSV_HEADER, KEPT_PREFIXES, MetricsPoller, Sample, kept, parse, scrape
+from loadtests.triton_stats.poller import ServerStatsPoller, take_snapshot
+from loadtests.triton_stats.statistics import ModelDelta, StatsSnapshot, compute_delta, fold, server_stats_document
 
 # Batch sizes cycle over the threads, so inferences differ from requests even without batching.
 BATCH_SIZES = (1, 2, 3)

@@ -15,7 +15,7 @@ import pytest
 
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
-from loadtests.option_values import settings_from as settings_from_options
+from loadtests.options.reading import settings_from as settings_from_options
 from loadtests.traffic import arguments, install
 from loadtests.traffic.constants import RATE, USERS
 from loadtests.traffic.profiles import Ramp, Sine, read_trace, spike, staircase

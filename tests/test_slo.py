@@ -9,10 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from analysis.check import check_run, check_summary
-from loadtests import slo_gate
+from loadtests.config.settings import Settings
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.merged import merge_stats
 from loadtests.recording.run_dir import endpoint_json
+from loadtests.run import slo_gate
 from loadtests.run_format.slo import (
     EXIT_SLO_FAILED,
     Clause,
@@ -22,7 +23,6 @@ from loadtests.run_format.slo import (
     parse_slo,
     resolver_for_summary,
 )
-from loadtests.settings import Settings
 from tests.helpers import model_stats, read_summary, run_cli, run_locust
 
 DURATION_S = 10.0

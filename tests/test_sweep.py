@@ -15,11 +15,11 @@ from loadtests.commands.sweep import choose_user_classes, parse_range
 from loadtests.errors import SpecError
 from loadtests.recording import sweep_files
 from loadtests.recording.histograms import EndpointStats
-from loadtests.recording.server_stats import ModelDelta
 from loadtests.traffic.stability import is_stable, over_latency_limit
 from loadtests.traffic.sweep_args import parse_sweep_args
 from loadtests.traffic.sweep_levels import SweepController
 from loadtests.traffic.table import parse_shape_args
+from loadtests.triton_stats.statistics import ModelDelta
 from tests.helpers import read_summary, run_cli, triton_options
 
 PA_HEADER = (

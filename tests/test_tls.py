@@ -258,8 +258,8 @@ def test_web_ui_shows_a_header_reference_as_written(triton, tmp_path):
 
 
 def test_schemes_header_values_and_redaction(tmp_path):
-    from loadtests.addresses import check_endpoint, endpoint_tls
-    from loadtests.connection_security import parse_header, redact_header
+    from loadtests.config.addresses import check_endpoint, endpoint_tls
+    from loadtests.config.security import parse_header, redact_header
     from loadtests.errors import SpecError
 
     assert check_endpoint("--triton-grpc", "grpcs://triton.example:443/", "grpc") == "grpcs://triton.example:443"

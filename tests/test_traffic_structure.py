@@ -41,7 +41,7 @@ def _subclasses(cls: type) -> set[type]:
 
 
 # Imports the given modules, then re-imports every loaded loadtests.traffic module (in the
-# given order) and loadtests.options, and prints the --load-shape choices on Locust's parser.
+# given order) and loadtests.options.table, and prints the --load-shape choices on Locust's parser.
 CHOICES_SCRIPT = """
 import importlib, json, sys
 from locust.argument_parser import get_parser
@@ -49,22 +49,26 @@ first, order = json.loads(sys.argv[1])
 for name in first:
     importlib.import_module(name)
 def choices():
-    import loadtests.options
+    import loadtests.options.table
     parser = get_parser()
-    loadtests.options.add_arguments(parser)
+    loadtests.options.table.add_arguments(parser)
     return list(parser._option_string_actions["--load-shape"].choices)
 before = choices()
 loaded = sorted(name for name in sys.modules if name.startswith("loadtests.traffic."))
 for name in (loaded if order == "sorted" else loaded[::-1]):
     importlib.reload(sys.modules[name])
-importlib.reload(sys.modules["loadtests.options"])
+importlib.reload(sys.modules["loadtests.options.table"])
 print(json.dumps([before, choices()]))
 """
 
 
 def test_load_shape_choices_do_not_depend_on_import_order_or_reimport():
     runs = {}
-    for first in (["loadtests.options"], ["loadtests.traffic"], ["loadtests.traffic.open_loop", "loadtests.run"]):
+    for first in (
+        ["loadtests.options.table"],
+        ["loadtests.traffic"],
+        ["loadtests.traffic.open_loop", "loadtests.run"],
+    ):
         for order in ("sorted", "reversed"):
             result = subprocess.run(
                 [sys.executable, "-c", CHOICES_SCRIPT, json.dumps([first, order])],

@@ -149,7 +149,7 @@ def click_button(driver: WebDriver, label: str) -> None:
 def open_custom_parameters(driver: WebDriver) -> None:
     click_button(driver, "Custom parameters")
     # The accordion opens with an animation: wait until its last field (the options listing's
-    # last, loadtests/option_groups.py) is shown too.
+    # last, loadtests/options/groups.py) is shown too.
     last = "junit"
     wait_for(lambda: driver.find_element(By.NAME, last).is_displayed(), "the suite's options never showed")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from selenium.webdriver.common.by import By
 
-from loadtests.option_groups import form_order, labels
+from loadtests.options.groups import form_order, labels
 from tests.helpers import model_stats, triton_options
 from tests.test_webui_browser import (  # noqa: F401  (fixtures)
     browser,

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from loadtests.config.model_spec import ModelSpec
 from loadtests.errors import ModelMismatchError, PayloadError, SpecError
-from loadtests.model_spec import ModelSpec
 from loadtests.workloads import (
     BatchSizeSpec,
     BertQAWorkload,
@@ -598,7 +598,7 @@ def test_workloads_import_neither_tritonclient_nor_locust():
 
 
 def test_tensor_spec_accepts_shapes_with_wildcards():
-    from loadtests.model_spec import TensorSpec
+    from loadtests.config.model_spec import TensorSpec
 
     spec = TensorSpec("x", "FP32", (-1, 3))
     assert spec.accepts((7, 3)) and spec.accepts((1, 3))

@@ -11,7 +11,7 @@ from loadtests.clients.base import PreparedRequest, RequestFailure, TritonClient
 from loadtests.clients.connections import Connections
 
 if TYPE_CHECKING:
-    from loadtests.settings import Settings
+    from loadtests.config.settings import Settings
 
 PROTOCOLS = ("http", "grpc")
 

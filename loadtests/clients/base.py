@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from loadtests.clients.failures import INTERRUPTED, TIMEOUT, RequestFailure
-from loadtests.model_spec import ModelSpec
+from loadtests.config.model_spec import ModelSpec
 
 logger = logging.getLogger(__name__)
 

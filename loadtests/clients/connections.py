@@ -14,7 +14,7 @@ from __future__ import annotations
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.grpc_tls import ALPN_H2
 from loadtests.clients.replicas import PIN_USER, RESOLVE_EVERY_S, ROUND_ROBIN, ReplicaChooser, ReplicaSet
-from loadtests.connection_security import ConnectionSecurity
+from loadtests.config.security import ConnectionSecurity
 
 CONNECT_TIMEOUT_S = 5.0
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from loadtests.connection_security import ConnectionSecurity
+from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -136,7 +136,7 @@ class TritonControl:
         return out
 
     def metrics_text(self) -> str:
-        """Triton's Prometheus text exposition (parsed by loadtests.recording.metrics)."""
+        """Triton's Prometheus text exposition (parsed by loadtests.triton_stats.metrics)."""
         if not self.metrics_address:
             raise ServerError("no Triton metrics address given (e.g. --triton-metrics 127.0.0.1:8002)")
         url = metrics_url(self.metrics_address)

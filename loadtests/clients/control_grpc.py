@@ -25,9 +25,9 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from loadtests.addresses import endpoint_tls
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
-from loadtests.connection_security import ConnectionSecurity
+from loadtests.config.addresses import endpoint_tls
+from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
 
 GRPC_SCHEMES = ("grpc://", "grpcs://")

@@ -22,16 +22,16 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
-from loadtests.addresses import endpoint_tls
 from loadtests.clients.base import CONTROL_TIMEOUT_S, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
 from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, grpc_failure
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.replicas import ROUND_ROBIN
-from loadtests.connection_security import ConnectionSecurity
+from loadtests.config.addresses import endpoint_tls
+from loadtests.config.model_spec import ModelSpec
+from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
-from loadtests.model_spec import ModelSpec
 
 MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
 # perf_analyzer's gRPC client shares one channel (one TCP connection) between up to 6 of its
@@ -179,7 +179,7 @@ class GrpcClient(TritonClient):
         request = service_pb2.ModelInferRequest(model_name=model.name)
         if sequence is not None:
             # ModelInferRequest.parameters, as tritonclient sets them: the ID as int64_param
-            # (sequence_ids.py keeps IDs below 2**63), the flags as bool_param.
+            # (workloads/sequences.py keeps IDs below 2**63), the flags as bool_param.
             request.parameters["sequence_id"].int64_param = sequence.correlation_id
             request.parameters["sequence_start"].bool_param = sequence.start
             request.parameters["sequence_end"].bool_param = sequence.end

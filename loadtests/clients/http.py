@@ -22,7 +22,6 @@ import numpy as np
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
-from loadtests.addresses import endpoint_tls
 from loadtests.clients.base import CONTROL_TIMEOUT_S, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
 from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
@@ -36,9 +35,10 @@ from loadtests.clients.failures import (
 )
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
-from loadtests.connection_security import ConnectionSecurity
+from loadtests.config.addresses import endpoint_tls
+from loadtests.config.model_spec import ModelSpec
+from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
-from loadtests.model_spec import ModelSpec
 
 INFER_HEADER = "Inference-Header-Content-Length"
 CONNECTION_TIMEOUT_S = 5.0

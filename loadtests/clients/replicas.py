@@ -31,8 +31,8 @@ import socket
 import time
 from collections.abc import Callable
 
-from loadtests.addresses import address_list
-from loadtests.settings import BALANCE_POLICIES, PIN_USER, ROUND_ROBIN
+from loadtests.config.addresses import address_list
+from loadtests.config.settings import BALANCE_POLICIES, PIN_USER, ROUND_ROBIN
 
 # How often DNS names are resolved again (seconds): new pods join within about this long.
 RESOLVE_EVERY_S = 30.0

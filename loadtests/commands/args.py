@@ -15,14 +15,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadtests import settings as suite_options
+from loadtests.config import settings as suite_options
 from loadtests.errors import SpecError
-from loadtests.mix_options import FILE_SUFFIXES as MIX_FILE_SUFFIXES
-from loadtests.mix_options import parse_mix
 from loadtests.run_format import slo
 from loadtests.server.launcher import TritonPorts, locust_command, triton_options
 from loadtests.traffic.constants import OPEN_LOOP_MODES
 from loadtests.traffic.stability import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
+from loadtests.workloads.mix import FILE_SUFFIXES as MIX_FILE_SUFFIXES
+from loadtests.workloads.mix import parse_mix
 
 DEFAULT_MEASUREMENT_INTERVAL_MS = 5000
 

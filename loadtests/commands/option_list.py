@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from loadtests import option_groups, options
 from loadtests.commands.args import subcommand
+from loadtests.options import groups as option_groups
+from loadtests.options import table as options
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

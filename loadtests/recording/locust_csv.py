@@ -25,7 +25,7 @@ from collections.abc import Callable
 from locust.env import Environment
 from locust.stats import StatsCSVFileWriter
 
-from loadtests.settings import Settings
+from loadtests.config.settings import Settings
 
 logger = logging.getLogger(__name__)
 

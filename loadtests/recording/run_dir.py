@@ -6,7 +6,7 @@
         hdr/<endpoint>.hlog  HdrHistogram interval logs (standard log format, readable by HDR tools)
         summary.json         per endpoint totals and exact percentiles; server-side breakdown per model
         server_stats.json    Triton's /stats over the run: total delta, restarts, errors
-        server_*.jsonl       every /stats snapshot and interval, streamed (server_stats_file.py)
+        server_*.jsonl       every /stats snapshot and interval, streamed (triton_stats/statistics.py)
         server_metrics.csv   Triton's Prometheus samples
 
 Written by the master (or the single process) only. timeseries.csv and the HDR logs grow
@@ -31,13 +31,13 @@ from typing import IO
 from hdrh.histogram import HdrHistogram
 
 from loadtests import __version__
+from loadtests.config.settings import Settings
 from loadtests.errors import SpecError
 from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.files import RUN_MARKERS
 from loadtests.run_format.hdr import zero_summary
 from loadtests.run_format.summary import SEQUENCE_COUNTS
-from loadtests.settings import Settings
 
 RUNS_ROOT = Path("runs")
 VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio", "hdrhistogram")

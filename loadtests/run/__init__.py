@@ -16,7 +16,7 @@ process's role (`wiring.py` has the table):
 
 from __future__ import annotations
 
-from loadtests import options
+from loadtests.options import table as options
 from loadtests.run.process import SuiteProcess, process_of
 from loadtests.run.wiring import wire
 

@@ -9,8 +9,8 @@ import gevent
 
 from loadtests.recording.faults import FaultLog
 from loadtests.recording.run_dir import RunDirectory
-from loadtests.recording.server_watch import ServerWatch
 from loadtests.recording.windows import RunAggregator
+from loadtests.triton_stats.poller import ServerWatch
 
 
 @dataclass

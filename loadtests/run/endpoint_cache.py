@@ -1,7 +1,7 @@
 """The prepared endpoints of one process: built once per (workload, protocol), first user waits.
 
 With --mix, the generic classes' endpoint is a `MixedEndpoint` (one endpoint per model of
-the mix, picked by weight per request): loadtests/endpoint_mix.py.
+the mix, picked by weight per request): loadtests/workloads/mix.py.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Callable
 from gevent.lock import Semaphore
 
 from loadtests.clients import Connections, open_client
-from loadtests.endpoint_mix import MIX_KIND, MixedEndpoint, check_mix_applies, prepare_mix
-from loadtests.endpoints import Endpoint, model_name_for, prepare_endpoint
+from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
-from loadtests.settings import Settings
+from loadtests.workloads.endpoints import Endpoint, model_name_for, prepare_endpoint
+from loadtests.workloads.mix import MIX_KIND, MixedEndpoint, check_mix_applies, prepare_mix
 
 logger = logging.getLogger(__name__)
 

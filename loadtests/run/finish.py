@@ -2,7 +2,7 @@
 
 Every window closed, Triton's last snapshot taken, the faults found, the merged totals and
 the --slo verdicts computed, then summary.json written; run_finished fired; the console
-table printed; the JUnit file and exit code 3 (loadtests/slo_gate.py); --upload's copy last.
+table printed; the JUnit file and exit code 3 (loadtests/run/slo_gate.py); --upload's copy last.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import contextlib
 import io
 import time
 
-from loadtests import slo_gate
 from loadtests.clients.failures import counted_by_triton
+from loadtests.config.settings import Settings
 from loadtests.recording.console import print_exact_summary, print_faults, report_hint
+from loadtests.run import slo_gate
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
 from loadtests.run.upload import upload_run
 from loadtests.run_format.summary import mix_block
-from loadtests.settings import Settings
 
 
 def finish_run(process: SuiteProcess, run: ActiveRun) -> None:

@@ -24,11 +24,7 @@ from loadtests.events import RunStarted
 from loadtests.recording.console import behind_schedule_warnings
 from loadtests.recording.faults import FaultLog
 from loadtests.recording.run_dir import RunDirectory
-from loadtests.recording.server_stats import compute_delta
-from loadtests.recording.server_watch import ServerWatch
-from loadtests.recording.statistics_address import candidates, first_replica
 from loadtests.recording.throttling import add as add_throttle
-from loadtests.recording.triton_info import fetch_triton_info, watched_models
 from loadtests.recording.windows import RunAggregator
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.finish import finish_run
@@ -36,6 +32,8 @@ from loadtests.run.process import SuiteProcess
 from loadtests.run.role import Role
 from loadtests.run.shipping import STOP_MESSAGE
 from loadtests.run.stop_grace import STOP_GRACE_S, StopGrace
+from loadtests.triton_stats.poller import ServerWatch, candidates, fetch_triton_info, first_replica, watched_models
+from loadtests.triton_stats.statistics import compute_delta
 
 logger = logging.getLogger(__name__)
 # The master waits for every worker's final report (sent when its users have stopped) at

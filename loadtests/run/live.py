@@ -13,10 +13,10 @@ from dataclasses import replace
 
 from locust.runners import MasterRunner
 
-from loadtests import exporter, webui
-from loadtests.recording.live import LiveEndpoint, LiveSnapshot, model_totals
+from loadtests.run import exporter, webui
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.lifecycle import RunLifecycle
+from loadtests.run.live_snapshot import LiveEndpoint, LiveSnapshot, model_totals
 from loadtests.run.preflight import Preflight
 from loadtests.run.process import SuiteProcess
 

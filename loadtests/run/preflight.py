@@ -14,15 +14,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
-from loadtests import slo_gate
+from loadtests.config.settings import Settings
 from loadtests.errors import SpecError, StartupError
-from loadtests.options import apply_form
-from loadtests.outputs import check_outputs
+from loadtests.options.table import apply_form
 from loadtests.recording.run_dir import used_run_dir_error
-from loadtests.recording.statistics_address import statistics_address
+from loadtests.run import slo_gate
+from loadtests.run.outputs import check_outputs
 from loadtests.run.process import SuiteProcess
 from loadtests.run.sequence_run import check_sequence_endpoints, planned_size
-from loadtests.settings import Settings
+from loadtests.triton_stats.poller import statistics_address
 
 
 class Preflight:

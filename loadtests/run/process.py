@@ -18,23 +18,23 @@ import time
 import gevent
 from locust.env import Environment
 
-from loadtests.addresses import address_list
 from loadtests.clients import Connections
 from loadtests.clients.control import base_url
-from loadtests.endpoint_mix import MixedEndpoint
-from loadtests.endpoints import Endpoint
+from loadtests.config.addresses import address_list
+from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
-from loadtests.option_values import settings_from
+from loadtests.options.reading import settings_from
 from loadtests.recording.console import HeldConsole
 from loadtests.recording.throttling import ThrottleMeter
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.endpoint_cache import EndpointCache
 from loadtests.run.role import Role
-from loadtests.sequence_ids import RunSize, UserSlots
-from loadtests.settings import Settings
 from loadtests.traffic.open_loop import OpenLoop
-from loadtests.users import PROCESS_ATTRIBUTE, services_of
+from loadtests.workloads.endpoints import Endpoint
+from loadtests.workloads.mix import MixedEndpoint
+from loadtests.workloads.sequences import RunSize, UserSlots
+from loadtests.workloads.users import PROCESS_ATTRIBUTE, services_of
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class SuiteProcess:
         )
         # The open-loop sender while a test runs on a process with users (None in closed loop).
         self.sender: OpenLoop | None = None
-        # Sequence users' slots (bits of their correlation IDs, loadtests/sequence_ids.py).
+        # Sequence users' slots (bits of their correlation IDs, loadtests/workloads/sequences.py).
         self.sequence_slots = UserSlots()
         # The workers and users their IDs tell apart, fixed at test start (run/sequence_run.py).
         self.sequence_run: RunSize | None = None
@@ -97,7 +97,7 @@ class SuiteProcess:
             self.environment.host = target_label(settings, self.environment.user_classes)
         return settings
 
-    # -- what the users need (loadtests.users.ProcessServices) ---------------------------------
+    # -- what the users need (loadtests.workloads.users.ProcessServices) ---------------------------------
     def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint:
         """The prepared endpoint of a user class (built once per process; raises StartupError)."""
         return self.endpoints.endpoint(kind, protocol)

@@ -1,4 +1,4 @@
-"""The run's size for sequence users' correlation IDs (loadtests/sequence_ids.py), one for all processes.
+"""The run's size for sequence users' correlation IDs (loadtests/workloads/sequences.py), one for all processes.
 
 A 32-bit CORRID gives the worker index and the user slot only the bits the run needs, so
 every process lays its IDs out from the same `RunSize`, fixed when the test starts:
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from locust.runners import WorkerRunner
 
-from loadtests.endpoints import Endpoint
 from loadtests.errors import StartupError
 from loadtests.run.process import SuiteProcess
 from loadtests.run.role import Role
-from loadtests.sequence_ids import IdLayout, RunSize
+from loadtests.workloads.endpoints import Endpoint
+from loadtests.workloads.sequences import IdLayout, RunSize
 
 SIZE_MESSAGE = "triton_loadtest_sequence_run"
 

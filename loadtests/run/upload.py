@@ -24,8 +24,8 @@ from pathlib import Path
 
 import loadtests
 from loadtests.errors import LoadTestError
+from loadtests.run.slo_gate import note_output_failed
 from loadtests.run_format.storage import upload_directory
-from loadtests.slo_gate import note_output_failed
 
 IN_PROCESS_SCHEMES = ("memory://",)
 

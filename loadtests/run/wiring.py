@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from locust.env import Environment
 
-from loadtests.interrupts import route_sigint_to_main_greenlet
 from loadtests.recording.locust_csv import register_final_csv
 from loadtests.recording.memory import return_freed_histograms_to_os
+from loadtests.run.interrupts import route_sigint_to_main_greenlet
 from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.live import LiveViews
 from loadtests.run.open_loop import LocalSender, RateDistribution

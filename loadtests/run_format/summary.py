@@ -1,7 +1,7 @@
 """summary.json's schema, the late ratio, and the merge of endpoint entries (overall, per model).
 
 Written by the load test (loadtests/recording/run_dir.py writes the endpoints,
-loadtests/slo_gate.py the merged `overall` and `model_totals`), read by analysis/ and by
+loadtests/run/slo_gate.py the merged `overall` and `model_totals`), read by analysis/ and by
 `python -m analysis check`. The TypedDicts below are the keys each side may rely on; keys
 marked NotRequired are absent in closed-loop runs or in run directories from older versions.
 
@@ -90,7 +90,7 @@ class Summary(TypedDict):
 
     traffic: dict  # {"mode": "closed"} or the open-loop pattern (mode, rate, ...)
     endpoints: list[EndpointEntry]
-    server: dict  # Triton's breakdown per model (loadtests/recording/server_stats.py)
+    server: dict  # Triton's breakdown per model (loadtests/triton_stats/statistics.py)
     # Several replicas: the same breakdown per replica, {HTTP address: {model: {...}}}; `server`
     # is their sum per model.
     server_replicas: NotRequired[dict[str, dict]]

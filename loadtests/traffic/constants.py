@@ -6,7 +6,7 @@ Defined once here (the option values with the settings); the shapes import them.
 from __future__ import annotations
 
 # The traffic modes and "no shape" are option values: defined with the settings (base layer).
-from loadtests.settings import CLOSED_LOOP, NO_SHAPE, OPEN_LOOP_HINT, OPEN_LOOP_MODES
+from loadtests.config.settings import CLOSED_LOOP, NO_SHAPE, OPEN_LOOP_HINT, OPEN_LOOP_MODES
 
 __all__ = (
     "CLOSED_LOOP",

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from loadtests.config.settings import Settings
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
-from loadtests.settings import Settings
 from loadtests.traffic.constants import NO_SHAPE
 from loadtests.traffic.shape import TrafficShape
 from loadtests.traffic.table import SHAPES, parse_shape_args, shape_name

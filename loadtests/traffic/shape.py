@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 import gevent
 from locust import LoadTestShape
 
+from loadtests.config.settings import Settings
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
-from loadtests.settings import Settings
 from loadtests.traffic.constants import LOOKAHEAD_S, OPEN_LOOP_HINT, RATE, TICK_S
 from loadtests.traffic.profiles import Profile
 from loadtests.traffic.shape_args import PROFILE_KEYS, profile_args

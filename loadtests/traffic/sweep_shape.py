@@ -33,10 +33,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from loadtests.config.settings import Settings
 from loadtests.events import RunStarted, SuiteEvents
 from loadtests.recording import sweep_files
 from loadtests.recording.histograms import EndpointStats
-from loadtests.settings import Settings
 from loadtests.traffic.boundary_snapshots import BoundarySnapshots
 from loadtests.traffic.constants import RATE, USERS
 from loadtests.traffic.profiles import Profile

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from loadtests.batch_size import BatchSizeSpec, parse_batch_size
+from loadtests.config.batch_size import BatchSizeSpec, parse_batch_size
 from loadtests.workloads.batch_spec import check_batch_size
 from loadtests.workloads.bert_qa import (
     BertQAWorkload,

@@ -1,5 +1,5 @@
 """How a batch meets a model's tensors; the `--batch-size SPEC` value itself is
-`loadtests/batch_size.py` (a base-layer value type that `Settings` holds).
+`loadtests/config/batch_size.py` (a base-layer value type that `Settings` holds).
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from loadtests.config.model_spec import ModelSpec, TensorSpec
 from loadtests.errors import ModelMismatchError
-from loadtests.model_spec import ModelSpec, TensorSpec
 
 # --- how a batch maps onto a model's tensors ------------------------------------
 

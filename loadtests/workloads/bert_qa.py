@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from loadtests.config.model_spec import ModelSpec
 from loadtests.errors import ModelMismatchError, PayloadError, SpecError
-from loadtests.model_spec import ModelSpec
 from loadtests.workloads.batch_spec import SampleLayout, check_batch_size
 
 if TYPE_CHECKING:

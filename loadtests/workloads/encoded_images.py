@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from loadtests.config.model_spec import ModelSpec, TensorSpec
+from loadtests.config.settings import IMAGE_JPEG
 from loadtests.errors import ModelMismatchError, PayloadError
-from loadtests.model_spec import ModelSpec, TensorSpec
-from loadtests.settings import IMAGE_JPEG
 from loadtests.workloads.batch_spec import SampleLayout, check_batch_size
 from loadtests.workloads.images import DEFAULT_IMAGE_DIR
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from loadtests.config.model_spec import ModelSpec, TensorSpec
 from loadtests.errors import ModelMismatchError, PayloadError, SpecError
-from loadtests.model_spec import ModelSpec, TensorSpec
 from loadtests.workloads.batch_spec import SampleLayout, check_batch_size
 from loadtests.workloads.input_data import Shapes, load_input_file
 

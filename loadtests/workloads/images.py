@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from loadtests.config.model_spec import ModelSpec, TensorSpec
+from loadtests.config.settings import IMAGE_TENSOR
 from loadtests.errors import ModelMismatchError, PayloadError
-from loadtests.model_spec import ModelSpec, TensorSpec
-from loadtests.settings import IMAGE_TENSOR
 from loadtests.workloads.batch_spec import SampleLayout, check_batch_size
 
 DEFAULT_IMAGE_DIR = Path(__file__).resolve().parents[2] / "payloads" / "images"

@@ -14,7 +14,7 @@ src/infer_data_manager_base.cc in triton-inference-server/perf_analyzer):
 - several files: the entries of each, one file after another (perf_analyzer appends them
   to its single stream);
 - `"validation_data"`, aligned with `"data"`: expected outputs per entry, in the same
-  forms, which `--validate-responses` compares exactly (loadtests/validation.py).
+  forms, which `--validate-responses` compares exactly (loadtests/workloads/validation.py).
 Refused with a one-line PayloadError: multi-stream files (`"data"` as a list of lists,
 perf_analyzer's per-sequence streams), directories of raw files, anything that does not
 decode to the model's datatypes and shapes.
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from loadtests.config.model_spec import ModelSpec, TensorSpec
 from loadtests.errors import PayloadError
-from loadtests.model_spec import ModelSpec, TensorSpec
 
 Shapes = dict[str, tuple[int, ...]]
 

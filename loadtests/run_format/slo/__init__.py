@@ -1,7 +1,7 @@
 """SLO gates: parse `--slo` clauses, evaluate them on summary.json numbers, report pass/fail.
 
 Pure Python (no Locust, no gevent): the load test evaluates at the end of a run
-(loadtests/slo_gate.py) and `python -m analysis check RUN_DIR` evaluates a finished run
+(loadtests/run/slo_gate.py) and `python -m analysis check RUN_DIR` evaluates a finished run
 directory, with the same code and the same numbers.
 
     clauses = parse_slo("p99<50ms, bert_qa [grpc]:p95<=20ms, fail_ratio<1%, infer_per_s>100")

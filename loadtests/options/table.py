@@ -1,10 +1,10 @@
 """The suite's Locust options: a declarative table (`option_values.settings_from` reads
-them into the one frozen `Settings` of loadtests/settings.py).
+them into the one frozen `Settings` of loadtests/config/settings.py).
 
 Every option has help text and a LOCUST_-prefixed environment variable, so it works
 from the command line, `locust.conf`, the environment and the web UI, and reaches
 distributed workers in the master's spawn message (at test_start, not at init). Only this
-module and `option_values.py` read Locust's `parsed_options`.
+module and `reading.py` read Locust's `parsed_options`.
 
     locust -f locustfile.py --headless -u 4 -t 30s BertQAGrpcUser \\
         --triton-grpc 127.0.0.1:8001 --batch-size 1:0.7,8:0.3 --validate-responses
@@ -17,8 +17,7 @@ import difflib
 import sys
 from collections.abc import Mapping
 
-from loadtests.errors import SpecError
-from loadtests.settings import (
+from loadtests.config.settings import (
     BALANCE_POLICIES,
     CLOSED_LOOP,
     DATA_MODES,
@@ -42,6 +41,7 @@ from loadtests.settings import (
     ROUND_ROBIN,
     TRAFFIC_MODES,
 )
+from loadtests.errors import SpecError
 from loadtests.traffic.arguments import add_arguments as add_shape_arguments
 
 # Locust binds its web UI (no authentication) and the master's ZeroMQ port on every
@@ -126,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="several replicas: round-robin (each request to the next replica, over a connection to each) "
         "or pin-user (each user stays on one replica, users assigned round robin)",
     )
-    # TLS and headers for every connection to Triton (loadtests/connection_security.py, docs/users.md):
+    # TLS and headers for every connection to Triton (loadtests/config/security.py, docs/users.md):
     # https://HOST:PORT and grpcs://HOST:PORT in the three options above turn TLS on.
     option("--ssl-ca", default="", metavar="FILE", help="CA bundle (PEM) that verifies Triton's TLS certificate")
     option("--ssl-cert", default="", metavar="FILE", help="client certificate (PEM) for mutual TLS")
@@ -151,7 +151,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="",
         help="model for the selected user classes; with several classes, the generic Triton*User model",
     )
-    # --mix: loadtests/mix_options.py reads it, loadtests/endpoint_mix.py prepares it (docs/mixes.md).
+    # --mix: loadtests/workloads/mix.py reads it, loadtests/workloads/mix.py prepares it (docs/mixes.md).
     option(
         "--mix",
         default="",
@@ -239,7 +239,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="copy the finished run directory to URL/<run name>/ (gs://bucket/prefix, s3://bucket/prefix, "
         "file:///dir; gs:// needs gcsfs, s3:// s3fs); checked writable before any load",
     )
-    # Parsed and evaluated by loadtests/slo_gate.py (grammar: loadtests/run_format/slo/, docs/ci.md).
+    # Parsed and evaluated by loadtests/run/slo_gate.py (grammar: loadtests/run_format/slo/, docs/ci.md).
     option(
         "--slo",
         default="",

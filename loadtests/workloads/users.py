@@ -3,7 +3,7 @@
 All eight share `TritonUser`; they differ only in two class attributes, `workload`
 (what the payload is) and `protocol` (which client sends it). The two sequence users
 (`TritonSequenceUser`) send sequences of requests instead of a pool's bodies
-(loadtests/sequences.py):
+(loadtests/workloads/sequences.py):
 
     locust -f locustfile.py --headless -u 8 -t 1m BertQAHttpUser ResNetGrpcUser
     locust -f locustfile.py --headless -u 4 -t 30s TritonGrpcUser --model identity --shape INPUT0:16
@@ -20,7 +20,7 @@ count, sets the load, and in-flight requests are capped by --max-in-flight.
 
 Either way each request's batch size comes from --batch-size and its body from a pool
 built before the first request (sequence users: batch size 1, closed loop only). With --mix,
-the generic users' requests each choose their model by weight first (loadtests/endpoint_mix.py),
+the generic users' requests each choose their model by weight first (loadtests/workloads/mix.py),
 in closed and open loop alike.
 """
 
@@ -35,14 +35,13 @@ from locust.user.task import LOCUST_STATE_STOPPING
 
 from loadtests.clients import Connections, TritonClient, open_client
 from loadtests.clients.backoff import ConnectionBackoff
-from loadtests.endpoint_mix import MixedEndpoint
-from loadtests.endpoints import Endpoint
+from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
-from loadtests.sequence_ids import IdLayout, RunSize, SequenceIds, UserSlots
-from loadtests.sequences import SequenceSender
-from loadtests.settings import Settings
 from loadtests.traffic.open_loop import OpenLoop
 from loadtests.traffic.senders import SenderPool
+from loadtests.workloads.endpoints import Endpoint
+from loadtests.workloads.mix import MixedEndpoint
+from loadtests.workloads.sequences import IdLayout, RunSize, SequenceIds, SequenceSender, UserSlots
 
 # The attribute of Locust's Environment through which the run wiring (loadtests/run/process.py)
 # hands the users what they need from their process: the users name what they need
@@ -172,7 +171,7 @@ class TritonUser(User):
 class TritonSequenceUser(TritonUser):
     """Base class: sequences of --sequence-length requests to a sequence model (--model), each
     with its correlation ID and start/end flags, every response checked against the running
-    sum (loadtests/sequences.py); closed loop, batch size 1."""
+    sum (loadtests/workloads/sequences.py); closed loop, batch size 1."""
 
     abstract = True
     workload = "sequence"

@@ -20,7 +20,7 @@ from loadtests.errors import ModelMismatchError, SpecError
 
 
 class BatchingModel(Protocol):
-    """What `check_against` reads of a model (`loadtests.model_spec.ModelSpec` has it)."""
+    """What `check_against` reads of a model (`loadtests.config.model_spec.ModelSpec` has it)."""
 
     name: str
     max_batch_size: int

@@ -1,5 +1,5 @@
 """The suite's options grouped by task, with written labels: what `python -m loadtests options`
-prints and the order and labels of the web UI's form (loadtests/webui_form.py).
+prints and the order and labels of the web UI's form (loadtests/run/webui.py).
 
 Locust prints `--help` before it loads a locustfile, so `locust -f locustfile.py --help`
 never shows these; this listing is where a person reads them.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-# (group, what it is for, ((dest, written label), ...)); every option of loadtests/options.py once.
+# (group, what it is for, ((dest, written label), ...)); every option of loadtests/options/table.py once.
 GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     (
         "Target",

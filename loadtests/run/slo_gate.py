@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from loadtests.config.settings import CLOSED_LOOP, Settings
 from loadtests.errors import SpecError
 from loadtests.recording.merged import by_model, merge_stats
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
@@ -43,7 +44,6 @@ from loadtests.run_format.slo import (
     write_junit,
 )
 from loadtests.run_format.summary import OVERALL, combine
-from loadtests.settings import CLOSED_LOOP, Settings
 
 if TYPE_CHECKING:
     from hdrh.histogram import HdrHistogram

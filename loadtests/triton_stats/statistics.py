@@ -1,6 +1,6 @@
 """Triton's server-side breakdown: statistics snapshots and their deltas (pure arithmetic).
 
-The snapshots are taken by loadtests.recording.stats_poller through loadtests.clients.control;
+The snapshots are taken by loadtests.triton_stats.poller through loadtests.clients.control;
 this module only does the sums, so it imports no network and no gevent.
 
 Triton's statistics are cumulative counters since the model loaded. A load test reads
@@ -49,11 +49,52 @@ Facts checked against the local Triton 2.51 (CPU): a Python-backend error respon
 counts as a success; a request Triton rejects before the model (wrong shape) counts in
 neither success nor fail; model warm-up requests count as successes; in 200 sequential
 requests the counters always included a request by the time its response arrived.
+
+A run's statistics snapshots, folded one at a time: what a run keeps of them in memory.
+
+A snapshot is 5-14 KB of Python objects per model (3 KB of JSON), and a soak polls for
+hours, so a run does not hold its snapshots: each is folded into the running sums below the
+moment it arrives, streamed to the run directory (`ServerStatsLog` below), and dropped. What is
+kept is the same size after ten snapshots as after a hundred thousand: the last snapshot (the
+next delta's start, and a replica's carried-forward entries), the counters summed interval by
+interval per model and per replica, the last interval's deltas (the live views), and the
+restarts (one record per counter reset, not per snapshot).
+
+The sums are the ones described above: a version or replica that first appears
+counts from zero, a counter that went down counts from zero (a restart), and the run's total
+is the intervals' sum, so a Triton restart mid-run adds both lifetimes.
+
+Example:
+    series = SnapshotSeries()
+    for snapshot in snapshots:
+        interval = series.add(snapshot)  # (start_s, end_s, {model: ModelDelta}), None for the first
+    series.total_delta()["resnet50"].requests  # 1200
+
+Triton's statistics in the run directory: streamed as they arrive, summed at the end.
+
+    server_snapshots.jsonl   one line per snapshot, appended as it is taken:
+                             {"time_s", "models": {model: {version: Triton's model_stats entry}}}
+    server_intervals.jsonl   one line per interval between two consecutive snapshots:
+                             {"start_s", "end_s", "models": {model: ModelDelta}}
+    server_stats.json        at the end: {"http_address", "models", "interval_s", "snapshot_count",
+                             "snapshots_file", "intervals_file", "deltas": {"total": {model: ModelDelta}},
+                             "restarts": [...], "errors": [{"time_s", "error"}], "errors_dropped": n}
+
+Streamed, not held: a soak polls for hours and a snapshot is 5-14 KB of Python objects
+per model (`SnapshotSeries` above keeps only running sums). Each line is flushed as written,
+so a master that is killed mid-run leaves every snapshot taken so far. Runs written before
+the streaming kept both lists inside server_stats.json ("snapshots", "deltas"."intervals");
+analysis/dataset.py reads either form.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from loadtests.run_format.files import SERVER_INTERVALS_JSONL, SERVER_SNAPSHOTS_JSONL
 
 # The cumulative counters of one version's stats entry, by our name.
 _DURATIONS = ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")
@@ -227,3 +268,140 @@ def replica_view(snapshot: StatsSnapshot, address: str) -> StatsSnapshot:
 
 def deltas_json(deltas: dict[str, ModelDelta]) -> dict[str, dict]:
     return {model: delta.to_json() for model, delta in deltas.items()}
+
+
+Counters = dict[str, int]
+Interval = tuple[float, float, dict[str, ModelDelta]]
+
+
+def _add_into(totals: dict[str, Counters], model: str, counters: Counters) -> None:
+    model_totals = totals.setdefault(model, {})
+    for key, value in counters.items():
+        model_totals[key] = model_totals.get(key, 0) + value
+
+
+class SnapshotSeries:
+    """The running sums of one run's snapshots (oldest first), in memory that does not grow
+    with the number of snapshots (only with models, replicas and restarts)."""
+
+    def __init__(self) -> None:
+        self.first: StatsSnapshot | None = None
+        self.last: StatsSnapshot | None = None
+        self.count = 0
+        self.last_interval: Interval | None = None
+        # [{"after_s", "before_s", "models"}]: where counters went down (Triton or a model restarted).
+        self.restarts: list[dict[str, Any]] = []
+        self._totals: dict[str, Counters] = {}
+        # Per replica address (in the order first seen), its own counters per model.
+        self._replica_totals: dict[str, dict[str, Counters]] = {}
+
+    def add(self, snapshot: StatsSnapshot) -> Interval | None:
+        """Folds the next snapshot in; returns the interval it closes (None for the first)."""
+        before, self.last = self.last, snapshot
+        self.count += 1
+        self._note_replicas(snapshot)
+        if before is None:
+            self.first = snapshot
+            self._totals = {model: {} for model in snapshot.models}
+            return None
+        deltas = {}
+        for model, raw in snapshot.models.items():
+            counters = counter_delta(before.models.get(model), raw)
+            _add_into(self._totals, model, counters)
+            deltas[model] = delta_of_counters(counters)
+        for address, totals in self._replica_totals.items():
+            earlier, later = replica_view(before, address), replica_view(snapshot, address)
+            for model, raw in later.models.items():
+                _add_into(totals, model, counter_delta(earlier.models.get(model), raw))
+        restarted = sorted(m for m, raw in snapshot.models.items() if model_restarted(before.models.get(m), raw))
+        if restarted:
+            self.restarts.append({"after_s": before.time_s, "before_s": snapshot.time_s, "models": restarted})
+        self.last_interval = (before.time_s, snapshot.time_s, deltas)
+        return self.last_interval
+
+    def _note_replicas(self, snapshot: StatsSnapshot) -> None:
+        for raw in snapshot.models.values():
+            for key in raw:
+                if REPLICA_SEPARATOR in key:
+                    address = key.partition(REPLICA_SEPARATOR)[2]
+                    if address not in self._replica_totals:
+                        # Every model of the run's first snapshot, as the run's own total has.
+                        first = self.first or snapshot
+                        self._replica_totals[address] = {model: {} for model in first.models}
+
+    def total_delta(self) -> dict[str, ModelDelta]:
+        """First snapshot to last, summed interval by interval (restart-safe). {} without snapshots.
+
+        What the old server did between its last snapshot and a restart is not known (see restarts).
+        """
+        return {model: delta_of_counters(counters) for model, counters in self._totals.items()}
+
+    def replica_deltas(self) -> dict[str, dict[str, ModelDelta]]:
+        """{address: {model: ModelDelta}} over the whole run, per replica ({} for one server)."""
+        return {
+            address: {model: delta_of_counters(counters) for model, counters in totals.items()}
+            for address, totals in self._replica_totals.items()
+        }
+
+
+def fold(snapshots: list[StatsSnapshot]) -> SnapshotSeries:
+    """A list of snapshots (oldest first) folded: for tests and one-off sums over a saved run."""
+    series = SnapshotSeries()
+    for snapshot in snapshots:
+        series.add(snapshot)
+    return series
+
+
+_COMPACT = (",", ":")
+
+
+class ServerStatsLog:
+    """Appends each snapshot and the interval it closes to the run directory's two JSON-lines files.
+
+    Example:
+        log = ServerStatsLog(run_dir)
+        log.write(snapshot, series.add(snapshot))
+        log.close()
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self._snapshots: IO[str] = open(self.directory / SERVER_SNAPSHOTS_JSONL, "w", encoding="utf-8")  # noqa: SIM115
+        self._intervals: IO[str] = open(self.directory / SERVER_INTERVALS_JSONL, "w", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, snapshot: StatsSnapshot, interval: Interval | None) -> None:
+        self._snapshots.write(json.dumps(snapshot.to_json(), separators=_COMPACT) + "\n")
+        self._snapshots.flush()
+        if interval is not None:
+            start_s, end_s, deltas = interval
+            line = {"start_s": start_s, "end_s": end_s, "models": deltas_json(deltas)}
+            self._intervals.write(json.dumps(line, separators=_COMPACT) + "\n")
+            self._intervals.flush()
+
+    def close(self) -> None:
+        self._snapshots.close()
+        self._intervals.close()
+
+
+def server_stats_document(
+    http_address: str,
+    models: list[str],
+    interval_s: float,
+    series: SnapshotSeries,
+    errors: list[dict[str, Any]],
+    errors_dropped: int,
+    streamed: bool,
+) -> dict[str, Any]:
+    """The content of server_stats.json; `streamed` when the two JSON-lines files were written."""
+    files = {"snapshots_file": SERVER_SNAPSHOTS_JSONL, "intervals_file": SERVER_INTERVALS_JSONL} if streamed else {}
+    return {
+        "http_address": http_address,
+        "models": models,
+        "interval_s": interval_s,
+        "snapshot_count": series.count,
+        **files,
+        "deltas": {"total": deltas_json(series.total_delta())},
+        "restarts": series.restarts,
+        "errors": errors,
+        "errors_dropped": errors_dropped,
+    }

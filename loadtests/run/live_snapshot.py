@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from loadtests.recording.console import interval_cell
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.merged import by_model, merge_stats
-from loadtests.recording.server_stats import ModelDelta
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
+from loadtests.triton_stats.statistics import ModelDelta
 
 # The exact latencies the web UI tab shows per endpoint (keys of latency_summary_us()).
 TABLE_LATENCIES = ("p50", "p90", "p95", "p99", "max", "mean")

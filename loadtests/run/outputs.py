@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loadtests.config.settings import Settings
 from loadtests.errors import SpecError
 from loadtests.recording.run_dir import RUNS_ROOT
 from loadtests.run_format.output_paths import directory_problem, file_problem
 from loadtests.run_format.storage import check_destination
-from loadtests.settings import Settings
 
 
 def check_outputs(settings: Settings, junit: str = "") -> None:

@@ -1,8 +1,8 @@
 """The `--mix` value: several models driven by one run, each request choosing its model by weight.
 
-A base-layer value type (like `loadtests.batch_size`), so the one `Settings` object can hold
-it; `loadtests/mix_options.py` reads it from the option (a MODEL:WEIGHT list or a YAML/JSON
-file) and `loadtests/endpoint_mix.py` turns it into prepared endpoints.
+A base-layer value type (like `loadtests.config.batch_size`), so the one `Settings` object can hold
+it; `loadtests/workloads/mix.py` reads it from the option (a MODEL:WEIGHT list or a YAML/JSON
+file) and `loadtests/workloads/mix.py` turns it into prepared endpoints.
 
     >>> mix = ModelMix((MixEntry("identity", 3.0), MixEntry("sleep", 1.0)), "identity:3,sleep:1")
     >>> mix.weights
@@ -17,7 +17,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loadtests.batch_size import BatchSizeSpec, UniformSource
+from loadtests.config.batch_size import BatchSizeSpec, UniformSource
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from gevent.pywsgi import WSGIServer
 
-from loadtests.recording.live import LiveSnapshot
+from loadtests.run.live_snapshot import LiveSnapshot
 
 PREFIX = "triton_loadtest"
 QUANTILES = (("0.5", "p50"), ("0.9", "p90"), ("0.95", "p95"), ("0.99", "p99"), ("0.999", "p99.9"), ("1", "max"))

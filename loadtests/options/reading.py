@@ -1,4 +1,4 @@
-"""Locust's parsed options read into the one frozen `Settings` (loadtests/settings.py):
+"""Locust's parsed options read into the one frozen `Settings` (loadtests/config/settings.py):
 every option checked, a bad one raising SpecError that names it (exit 2 before any load).
 
     settings = settings_from(environment.parsed_options)
@@ -12,13 +12,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from loadtests.addresses import check_endpoint
-from loadtests.batch_size import BatchSizeSpec
-from loadtests.connection_security import ConnectionSecurity, TlsFiles, parse_header, redact_header
-from loadtests.errors import SpecError
-from loadtests.mix_options import parse_mix
-from loadtests.run_format.storage import is_url
-from loadtests.settings import (
+from loadtests.config.addresses import check_endpoint
+from loadtests.config.batch_size import BatchSizeSpec
+from loadtests.config.security import ConnectionSecurity, TlsFiles, parse_header, redact_header
+from loadtests.config.settings import (
     BALANCE_POLICIES,
     CLOSED_LOOP,
     DATA_MODES,
@@ -42,7 +39,10 @@ from loadtests.settings import (
     TRAFFIC_MODES,
     Settings,
 )
+from loadtests.errors import SpecError
+from loadtests.run_format.storage import is_url
 from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_overrides
+from loadtests.workloads.mix import parse_mix
 
 GRPC_CONNECTION_POLICIES = MappingProxyType({"per-user": 1, "per-process": 0})
 
@@ -213,7 +213,7 @@ def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Pa
 
 
 def _recording(options: argparse.Namespace) -> dict[str, Any]:
-    """Windows, polling and the run's outputs (SLO text is parsed by loadtests/slo_gate.py)."""
+    """Windows, polling and the run's outputs (SLO text is parsed by loadtests/run/slo_gate.py)."""
     window_s = float(getattr(options, "window", DEFAULT_WINDOW_S))
     server_poll_s = float(getattr(options, "server_stats_interval", DEFAULT_SERVER_POLL_S))
     if not all(math.isfinite(s) and s > 0 for s in (window_s, server_poll_s)):

@@ -17,21 +17,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loadtests.batch_size import UniformSource
 from loadtests.clients import PreparedRequest, TritonClient
 from loadtests.clients.base import Validator
 from loadtests.clients.control import answers_http1
 from loadtests.clients.control_grpc import open_control
-from loadtests.errors import ModelMismatchError, ServerError
-from loadtests.model_spec import TRITON_TO_NUMPY, ModelSpec
-from loadtests.settings import (
+from loadtests.config.batch_size import UniformSource
+from loadtests.config.model_spec import TRITON_TO_NUMPY, ModelSpec
+from loadtests.config.settings import (
     DEFAULT_BERT_MODEL,
     DEFAULT_RESNET_JPEG_MODEL,
     DEFAULT_RESNET_MODEL,
     ENCODED_IMAGE_FORMATS,
     Settings,
 )
-from loadtests.validation import make_validator
+from loadtests.errors import ModelMismatchError, ServerError
 from loadtests.workloads import (
     BatchSizeSpec,
     BertQAWorkload,
@@ -40,6 +39,7 @@ from loadtests.workloads import (
     ImageWorkload,
     Workload,
 )
+from loadtests.workloads.validation import make_validator
 
 WORKLOAD_KINDS = ("bert_qa", "resnet", "generic", "sequence")
 # Integer datatypes a sequence user's running sum can be sent in (one value per request).
@@ -263,7 +263,7 @@ def _batch_and_expected(workload: Workload, size: int, rng: np.random.Generator)
 
 
 def check_sequence_model(model: ModelSpec, settings: Settings) -> None:
-    """What a sequence user needs (loadtests/sequences.py): a model with sequence batching and
+    """What a sequence user needs (loadtests/workloads/sequences.py): a model with sequence batching and
     one integer input and one output (a running sum), closed-loop traffic, batch size 1."""
     if not model.sequence_batching:
         raise ModelMismatchError(

@@ -1,6 +1,6 @@
 """A sample taken now, every few seconds in a gevent greenlet, and once more at the stop.
 
-Shared by both pollers of Triton's side (stats_poller.py and metrics.py).
+Shared by both pollers of Triton's side (poller.py and metrics.py).
 """
 
 from __future__ import annotations

@@ -26,12 +26,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadtests.addresses import endpoint_tls
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl, metrics_url
 from loadtests.clients.replicas import ReplicaSet
-from loadtests.connection_security import ConnectionSecurity
+from loadtests.config.addresses import endpoint_tls
+from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
-from loadtests.recording.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
+from loadtests.triton_stats.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 
 KEPT_PREFIXES = (
     "nv_inference_",

@@ -13,7 +13,7 @@ import numpy as np
 
 from loadtests.clients import PreparedRequest, RequestFailure
 from loadtests.clients.base import Validator
-from loadtests.model_spec import ModelSpec
+from loadtests.config.model_spec import ModelSpec
 
 PROBABILITY_SUM_TOLERANCE = 1e-3
 QA_LOGIT_OUTPUTS = ("start_logits", "end_logits")

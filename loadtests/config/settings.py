@@ -1,9 +1,9 @@
 """The one frozen `Settings` object: every option a run reads, the suite's and Locust's.
 
-Built once per test by `loadtests.option_values.settings_from(parsed_options)` (which parses and
+Built once per test by `loadtests.options.reading.settings_from(parsed_options)` (which parses and
 checks every value), then handed to whoever needs it: nothing else in the suite reads
 Locust's `parsed_options`. A base-layer module: it imports nothing of the suite but the
-value types its fields hold (`loadtests.batch_size`), so any layer can take a Settings.
+value types its fields hold (`loadtests.config.batch_size`), so any layer can take a Settings.
 
     settings = settings_from(environment.parsed_options)
     settings.batch_size.sizes, settings.open_loop, settings.slo
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loadtests.batch_size import BatchSizeSpec, parse_batch_size
-from loadtests.connection_security import ConnectionSecurity
-from loadtests.mix import ModelMix
+from loadtests.config.batch_size import BatchSizeSpec, parse_batch_size
+from loadtests.config.mix import ModelMix
+from loadtests.config.security import ConnectionSecurity
 
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
 DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
@@ -99,7 +99,7 @@ class Settings:
     upload: str = ""  # --upload URL: where the finished run directory is copied ("" none)
     window_s: float = DEFAULT_WINDOW_S
     server_poll_s: float = DEFAULT_SERVER_POLL_S
-    slo: str = ""  # the --slo clauses as given (parsed by loadtests/slo_gate.py)
+    slo: str = ""  # the --slo clauses as given (parsed by loadtests/run/slo_gate.py)
     junit: str = ""
     prometheus_host: str = DEFAULT_PROMETHEUS_HOST
     prometheus_port: int = 0  # 0: no exporter

@@ -1,0 +1,294 @@
+"""The suite in Locust's web UI: a "Triton (exact)" tab, start-up errors in the form, no Host field.
+
+- The tab uses Locust's documented extension points: `extended_tabs` / `extended_tables`
+  in the web UI's template arguments, and an `extended_stats` entry added to the
+  /stats/requests response the UI polls. The rows come from the same merged numbers that
+  the run directory is written from, so what an interactive user sees is what the report
+  will show; after STOP they keep the finished test's numbers until the next one starts.
+- Start (POST /swarm) first runs the headless pre-flight on the form's options: a bad
+  option or an unknown model answers `success: false` with the `error:` line, which
+  Locust's form shows in red under its fields, and no test starts.
+- A literal --header value is never in the page (loadtests/run/webui.py); a Start
+  with the form as shown sends the real headers, and a header typed there keeps the commas
+  of its value (`Accept: a,b` is one header, as on the command line).
+- Locust's "Host" field sets HTTP users' base URL, which the suite's users do not read
+  (they use --triton-http/--triton-grpc): the field is hidden, and the header's "Host"
+  shows the Triton address(es) the classes load instead (the run wiring's environment.host).
+
+The suite's options in Locust's web form: ordered and labelled as `python -m loadtests options`
+lists them (loadtests/options/groups.py), and a start-up error shown at the field it names.
+
+Locust draws the form from `window.templateArgs.extra_options`, which Flask serialises with
+sorted keys (so the options come alphabetically), and labels each field with its generated
+title plus the whole help text ("Triton Grpc (Triton gRPC endpoint; several ...)", cut off
+by the field's width). Two additions to the page, no change to Locust's bundle:
+
+- before the bundle runs, a script re-orders `extra_options` by group and empties each help
+  text (the field's label is then short);
+- once the fields are drawn, each gets its written label, its help as a one-line hint (the
+  whole text on hover) and, on the first field of a group, the group's name; a start-up
+  error that names an option (`error: --rate ...`, or a model) is also shown under that field, which
+  is scrolled into view. Attributes and CSS only: the nodes React draws are left to React.
+
+    page = page.replace("</head>", HEAD + "</head>").replace("</body>", body_script() + "</body>")
+
+The web UI's --header field: a literal value (a token) never reaches the page, a test started
+there still sends it, and a header typed there is read as the command line reads it.
+
+Locust's page embeds every custom option's current value in its source (`extra_options` in
+`window.templateArgs`); `is_secret=True` only masks the field on screen, so anyone who opens
+the web UI could read a literal `--header "Authorization: Bearer ..."` from the page. The page
+is rendered with the header redacted instead (`Authorization: <redacted>`; `env:`/`file:`
+references as written, they hold no secret), and a Start whose form still holds that
+redacted text means "the headers as given": the real values are put back before Locust
+applies the form, so the run sends them.
+
+The field is one line of text (Locust joins a list with commas), and Locust's /swarm would
+split it at every comma: `Accept: a,b` would become `Accept: a` and a broken `b`, where
+`--header "Accept: a,b"` is one header. So the suite takes the field out of the form and sets
+the option itself: a comma starts a new header only where a header name and a colon follow it
+(`A: 1,B: 2` is two headers, `Accept: a,b` one); a colon followed by `//` is a URL's, not a header's.
+
+    redaction = HeaderRedaction(environment.parsed_options)
+    redaction.install(web_ui.app)                 # the page: redacted
+    form = redaction.take_headers(request.form)   # at POST /swarm, before the form is applied
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flask import Flask, Response, before_render_template, jsonify, request
+from locust.runners import STATE_RUNNING, STATE_SPAWNING
+from werkzeug.datastructures import ImmutableMultiDict, MultiDict
+
+from loadtests.config.security import redact_header
+from loadtests.errors import StartupError
+from loadtests.options.groups import GROUPS
+from loadtests.run.live_snapshot import LiveSnapshot
+
+TAB_KEY = "triton-exact"
+COLUMNS = (
+    ("endpoint", "Endpoint"),
+    ("requests", "Requests"),
+    ("failures", "Failures"),
+    ("late", "Late (open loop)"),
+    ("dropped", "Dropped"),
+    ("inferences", "Inferences"),
+    ("infer_per_s", "Infer/s (now / run)"),
+    ("p50_ms", "p50 ms"),
+    ("p90_ms", "p90 ms"),
+    ("p95_ms", "p95 ms"),
+    ("p99_ms", "p99 ms"),
+    ("p99_interval_ms", "p99 95 % interval ms"),
+    ("max_ms", "max ms"),
+    ("mean_ms", "mean ms"),
+    ("avg_batch", "Server avg batch"),
+    ("queue_ms", "Server queue ms"),
+    ("compute_infer_ms", "Server compute infer ms"),
+    ("run_dir", "Run directory"),
+)
+
+
+# Locust's form draws every field as an MUI TextField; the Host one is hidden by its input's name.
+HIDE_HOST_FIELD = '<style>.MuiFormControl-root:has(input[name="host"]) { display: none; }</style>'
+
+
+def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[[Mapping[str, str]], None]) -> None:
+    """Add the tab, the start-up check and the hidden Host field to Locust's web UI.
+
+    `check_start(form)` takes the form's option values and runs the headless pre-flight on
+    them (raises StartupError; the run wiring's `Preflight.check_web_start`).
+    """
+    environment = web_ui.environment
+    redaction = HeaderRedaction(environment.parsed_options)
+    redaction.install(web_ui.app)
+    web_ui.template_args["extended_tabs"] = [{"title": "Triton (exact)", "key": TAB_KEY}]
+    web_ui.template_args["extended_tables"] = [
+        {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in COLUMNS]}
+    ]
+
+    @web_ui.app.after_request
+    def _add_exact_stats(response):
+        if request.path != "/stats/requests" or not response.is_json:
+            return response
+        payload = response.get_json()
+        payload["extended_stats"] = [{"key": TAB_KEY, "data": snapshot().table_rows()}]
+        response.set_data(json.dumps(payload))
+        return response
+
+    @web_ui.app.after_request
+    def _hide_host_field(response: Response) -> Response:
+        is_page = (request.endpoint or "").endswith("index") and response.mimetype == "text/html"
+        if is_page and not response.direct_passthrough:
+            page = response.get_data(as_text=True)
+            page = page.replace("</head>", f"{HIDE_HOST_FIELD}{HEAD}</head>", 1)
+            response.set_data(page.replace("</body>", f"{body_script()}</body>", 1))  # order, labels
+        return response
+
+    @web_ui.app.before_request
+    def _check_start():
+        # Locust answers "Swarming started" and reports a failing test_start only in its log;
+        # the same checks as a headless run, here, put the error in the form instead.
+        if request.method != "POST" or not request.path.endswith("/swarm"):
+            return None
+        # Locust and the pre-flight below both read request.form: --header is taken out of it
+        # and set on the options (the real values, or the typed text split as the command line would).
+        request.form = redaction.take_headers(request.form)
+        # The hidden Host field only echoes the header's label (the run wiring's environment.host):
+        # Locust would copy it into --host, which the suite reads as -H (--triton-http).
+        request.form = ImmutableMultiDict([(k, v) for k, v in request.form.items(multi=True) if k != "host"])
+        runner = environment.runner
+        if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
+            return None  # "Edit" of a running test: only users and spawn rate change
+        try:
+            check_start(request.form)
+        except StartupError as error:
+            return jsonify({"success": False, "message": f"error: {error}", "host": environment.host})
+        return None
+
+
+HEAD = """<style>
+[data-suite-label] > span { display: none; }
+label[data-suite-label] { font-size: 0; overflow: visible; }
+label[data-suite-label]::after { content: attr(data-suite-label); font-size: 1rem; line-height: 1.4375; }
+.MuiFormControlLabel-label[data-suite-label] { font-size: 0; }
+.MuiFormControlLabel-label[data-suite-label]::after { content: attr(data-suite-label); font-size: 1rem; }
+legend[data-suite-label]::after { content: attr(data-suite-label); font-size: 0.75em; visibility: hidden;
+  padding: 0 5px; display: inline-block; }
+[data-suite-help]::after { content: attr(data-suite-help); font-size: 0.75rem; opacity: 0.7; margin: 3px 14px 0;
+  display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
+[data-suite-group] { position: relative; margin-top: 34px !important; }
+[data-suite-group]::before { content: attr(data-suite-group); position: absolute; top: -30px; left: 0;
+  font-weight: 600; font-size: 1rem; white-space: nowrap; }
+[data-suite-error]::after { content: attr(data-suite-error); color: #d32f2f; opacity: 1; -webkit-line-clamp: 6; }
+</style>"""
+
+_SCRIPT = r"""<script>
+(function () {
+  const FIELDS = %s;
+  const args = window.templateArgs || {};
+  const given = args.extra_options || {};
+  const ordered = {};
+  for (const f of FIELDS) {
+    if (f.key in given) { ordered[f.key] = Object.assign({}, given[f.key], {help_text: ""}); }
+  }
+  for (const key of Object.keys(given)) { if (!(key in ordered)) { ordered[key] = given[key]; } }
+  args.extra_options = ordered;
+  const help = {};
+  for (const f of FIELDS) { help[f.key] = ((given[f.key] || {}).help_text || "").replace(/ \[env [A-Z_]+\]$/, ""); }
+  const camel = (key) => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+  function container(name) {
+    const input = document.querySelector('[name="' + name + '"]');
+    return input && input.closest('.MuiFormControl-root, .MuiFormControlLabel-root');
+  }
+  function decorate() {
+    let seen = null;
+    for (const f of FIELDS) {
+      const box = container(camel(f.key));
+      if (!box) { continue; }
+      for (const el of box.querySelectorAll('label, legend, .MuiFormControlLabel-label')) {
+        el.setAttribute('data-suite-label', f.label);
+      }
+      if (!box.hasAttribute('data-suite-error')) { box.setAttribute('data-suite-help', help[f.key]); }
+      box.setAttribute('title', help[f.key]);
+      if (f.group !== seen) { box.setAttribute('data-suite-group', f.group); seen = f.group; }
+    }
+  }
+  let shown = "";
+  function showError() {
+    const alert = document.querySelector('.MuiAlert-standardError, .MuiAlert-colorError');
+    const text = alert ? alert.textContent : "";
+    if (text === shown) { return; }
+    shown = text;
+    for (const box of document.querySelectorAll('[data-suite-error]')) { box.removeAttribute('data-suite-error'); }
+    // The option the line names (--rate ...), or the model of "model 'x' is not ready ...".
+    const named = /--([a-z][a-z0-9-]*)/.exec(text) || (/model '/.test(text) ? [null, 'model'] : null);
+    const box = named && container(camel(named[1].replace(/-/g, '_')));
+    if (!box) { return; }
+    box.setAttribute('data-suite-error', text);
+    box.setAttribute('data-suite-help', text);
+    box.scrollIntoView({block: 'center'});
+  }
+  new MutationObserver(() => { decorate(); showError(); })
+    .observe(document.documentElement, {childList: true, subtree: true});
+})();
+</script>"""
+
+
+def body_script() -> str:
+    """The script that orders and labels the form (placed after Locust's templateArgs)."""
+    fields = [
+        {"key": dest, "label": label, "group": group} for group, _about, options in GROUPS for dest, label in options
+    ]
+    return _SCRIPT % json.dumps(fields).replace("</", "<\\/")
+
+
+OPTION = "header"
+# A comma that starts the next header: a header name (RFC 9110 token) and a colon follow it.
+NEXT_HEADER = re.compile(r",\s*(?=[!#$%&'*+.^_`|~0-9A-Za-z-]+\s*:(?!//))")
+
+
+class HeaderRedaction:
+    """Redacts --header in the page it renders and restores it from the form the page posts."""
+
+    def __init__(self, options: argparse.Namespace | None) -> None:
+        self.options = options
+        self.shown: list[str] | str | None = None  # the real value behind the page last rendered
+
+    def install(self, app: Flask) -> None:
+        # Flask's own hook between Locust's update of its template arguments and the rendering:
+        # the page is the only place Locust puts option values (its report and JSON hold none).
+        before_render_template.connect(self.on_render, app, weak=False)
+
+    def on_render(self, _app: Flask, template: Any = None, context: dict | None = None, **_extra: Any) -> None:
+        args = (context or {}).get("template_args") or {}
+        extra_options = args.get("extra_options") or {}
+        entry = extra_options.get(OPTION)
+        if entry is None or context is None:
+            return
+        self.shown = entry["default_value"]
+        # Copies: Locust's own template_args keep the real value for nothing else to read.
+        redacted_entry = {**entry, "default_value": redacted(self.shown)}
+        context["template_args"] = {**args, "extra_options": {**extra_options, OPTION: redacted_entry}}
+
+    def take_headers(self, form: MultiDict) -> MultiDict:
+        """The form without --header, which goes to the options: the real values if the field
+        holds the redacted text the page showed, else the text typed, split into headers
+        (`form_headers`)."""
+        posted = form.get(OPTION)
+        if posted is None or self.options is None:
+            return form
+        if self.shown is not None and posted == as_form_text(redacted(self.shown)):
+            setattr(self.options, OPTION, copy.copy(self.shown))
+        else:
+            setattr(self.options, OPTION, form_headers(posted))
+        return ImmutableMultiDict([(key, value) for key, value in form.items(multi=True) if key != OPTION])
+
+
+def form_headers(text: str) -> list[str]:
+    """The headers in the form's one line: split where a comma is followed by the next `Name:`.
+
+    >>> form_headers("Accept: a,b, X-Key: env:KEY,Referer: https://x/?a,b")
+    ['Accept: a,b', 'X-Key: env:KEY', 'Referer: https://x/?a,b']
+    """
+    return [item.strip() for item in NEXT_HEADER.split(text) if item.strip()]
+
+
+def redacted(value: list[str] | str | None) -> list[str] | str | None:
+    """--header's value (a list from the command line, a string from the environment) as shown."""
+    if isinstance(value, list | tuple):
+        return [redact_header(text) for text in value]
+    return redact_header(value) if value else value
+
+
+def as_form_text(value: list[str] | str | None) -> str:
+    """What the browser posts for a field whose default is `value` (React joins a list with commas)."""
+    if isinstance(value, list | tuple):
+        return ",".join(value)
+    return "" if value is None else str(value)
