@@ -1,5 +1,5 @@
-"""The code's shape, checked with `ast` (docs/architecture.md, issue 13): small modules, short
-functions, no import cycles, imports that only point down the layers.
+"""The code's shape, checked with `ast` (docs/architecture.md): packages by purpose whose
+imports only point down the package table, no import cycles, short functions.
 
     .venv/bin/python -m pytest tests/test_code_shape.py -q
 
@@ -234,3 +234,59 @@ def test_the_checks_catch_what_they_check(tmp_path):
     source.write_text(long_function)
     node = ast.parse(source.read_text()).body[0]
     assert node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+
+
+def documented_table(marker: str) -> list[list[str]]:
+    """The rows of the table that follows `<!-- marker: ... -->` in docs/architecture.md."""
+    text = (REPO_ROOT / "docs/architecture.md").read_text()
+    assert f"<!-- {marker}:" in text, f"docs/architecture.md lost its {marker} table"
+    lines = text.split(f"<!-- {marker}:", 1)[1].splitlines()[1:]
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows[2:]  # header and rule aside
+
+
+def documented_package(cell: str) -> str:
+    path = cell.strip("`").removesuffix("/").removesuffix(".py").removesuffix("/__init__")
+    return path.replace("/", ".")
+
+
+def test_the_package_table_in_architecture_md_is_the_code_s():
+    """docs/architecture.md names every package, in PACKAGES' order, and no other."""
+    documented = [documented_package(row[0]) for row in documented_table("packages")]
+    assert documented == list(PACKAGES)
+    real = {package_of(module) for module in modules()} - {None}
+    assert real == set(PACKAGES), f"packages with no module: {set(PACKAGES) - real}"
+
+
+def event_calls() -> dict[tuple[str, str], set[str]]:
+    """(event, "fire" or "add_listener") -> the files (relative to loadtests/) that do it."""
+    import loadtests.events as spine
+
+    names = set(spine.SuiteEvents.__annotations__)
+    calls: dict[tuple[str, str], set[str]] = {}
+    for path in sorted((REPO_ROOT / "loadtests").rglob("*.py")):
+        for node in ast.walk(tree(path)):
+            if not (isinstance(node, ast.Attribute) and node.attr in ("fire", "add_listener")):
+                continue
+            if isinstance(node.value, ast.Attribute) and node.value.attr in names:
+                key = (node.value.attr, node.attr)
+                calls.setdefault(key, set()).add(path.relative_to(REPO_ROOT / "loadtests").as_posix())
+    return calls
+
+
+def test_the_event_table_in_architecture_md_names_who_fires_and_who_listens():
+    import loadtests.events as spine
+
+    rows = {row[0].strip("`").split("(")[0]: row for row in documented_table("events")}
+    assert set(rows) == set(spine.SuiteEvents.__annotations__)
+    missing = [
+        f"{event}: {'fired by' if kind == 'fire' else 'listened to by'} {path} (not in its row)"
+        for (event, kind), paths in event_calls().items()
+        for path in sorted(paths)
+        if path not in rows[event][1 if kind == "fire" else 2]
+    ]
+    assert not missing, "\n".join(missing)
