@@ -23,9 +23,14 @@ from loadtests.errors import SpecError
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.serve import model_control_args
 from loadtests.tuning import ranking
-from loadtests.tuning.pbtxt import config_pbtxt, normalised, parse_pbtxt
-from loadtests.tuning.repository_api import RepositoryApi, RepositoryError
-from loadtests.tuning.restore import restore_original
+from loadtests.tuning.repository_api import (
+    RepositoryApi,
+    RepositoryError,
+    config_pbtxt,
+    normalised,
+    parse_pbtxt,
+    restore_original,
+)
 from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
 from models.conformance import CONFORMANCE_REPOSITORY
 from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli, triton_options

@@ -35,11 +35,9 @@ from loadtests.commands.args import search_slo_clauses
 from loadtests.errors import SpecError, StartupError
 from loadtests.run_format.output_paths import directory_problem
 from loadtests.tuning import ranking
-from loadtests.tuning.comparison import compare_variants
 from loadtests.tuning.measure import REPO_ROOT, Target, capacity_command, rate_command, run_command
-from loadtests.tuning.pbtxt import PbtxtError, config_pbtxt
-from loadtests.tuning.repository_api import RepositoryApi, RepositoryError
-from loadtests.tuning.restore import restore_original
+from loadtests.tuning.ranking import compare_variants
+from loadtests.tuning.repository_api import PbtxtError, RepositoryApi, RepositoryError, config_pbtxt, restore_original
 from loadtests.tuning.variants import AXES, Variant, build_variants, parse_axes
 
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"

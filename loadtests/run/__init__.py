@@ -5,13 +5,15 @@ the suite's options on the parser, and, at init, `wiring.wire(environment, web_u
 creates the process object (`process.py`) and registers the small listener classes of the
 process's role (`wiring.py` has the table):
 
-    preflight.py     bad input exits 2 before any load
-    stop_grace.py    how long stopping users may finish their request
+    preflight.py     bad input (options, outputs, endpoints) exits 2 before any load
+    stopping.py      how long stopping users may finish their request; Ctrl-C routing
     requests.py      every request into the current window's histograms
     shipping.py      worker -> master windows, on Locust's worker reports
     open_loop.py     the open-loop target rate shared out; the local sender
     lifecycle.py     a run's directory, server watch, windows and end (finish.py)
-    live.py          the web UI tab and the Prometheus exporter
+    live.py          the live views (live_snapshot.py): the web UI tab (webui.py) and the
+                     Prometheus exporter (exporter.py)
+    slo_gate.py      --slo and --junit at the end of a run
 """
 
 from __future__ import annotations

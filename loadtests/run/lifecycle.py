@@ -31,7 +31,7 @@ from loadtests.run.finish import finish_run
 from loadtests.run.process import SuiteProcess
 from loadtests.run.role import Role
 from loadtests.run.shipping import STOP_MESSAGE
-from loadtests.run.stop_grace import STOP_GRACE_S, StopGrace
+from loadtests.run.stopping import STOP_GRACE_S, StopGrace
 from loadtests.triton_stats.poller import ServerWatch, candidates, fetch_triton_info, first_replica, watched_models
 from loadtests.triton_stats.statistics import compute_delta
 

@@ -25,7 +25,7 @@ from locust.runners import STATE_STOPPED
 from loadtests.recording.throttling import add as add_throttle
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
-from loadtests.run.stop_grace import StopGrace
+from loadtests.run.stopping import StopGrace
 
 logger = logging.getLogger(__name__)
 

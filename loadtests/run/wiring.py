@@ -19,7 +19,6 @@ from locust.env import Environment
 
 from loadtests.recording.locust_csv import register_final_csv
 from loadtests.recording.memory import return_freed_histograms_to_os
-from loadtests.run.interrupts import route_sigint_to_main_greenlet
 from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.live import LiveViews
 from loadtests.run.open_loop import LocalSender, RateDistribution
@@ -29,7 +28,7 @@ from loadtests.run.requests import RequestRecording
 from loadtests.run.role import Role
 from loadtests.run.sequence_run import SequenceRunSize
 from loadtests.run.shipping import MasterReceiving, WorkerShipping
-from loadtests.run.stop_grace import StopGrace
+from loadtests.run.stopping import StopGrace, route_sigint_to_main_greenlet
 from loadtests.traffic import install_shape
 
 

@@ -16,18 +16,44 @@ The calls go through the suite's one control-plane reader (loadtests/clients/con
 every method raises RepositoryError (one line) when Triton refuses or cannot be reached.
 
 Checked against Triton 2.51 here: a load without a body after a load with an override keeps
-the override (Triton finds the repository unchanged and does nothing), so `restore.py` unloads
+the override (Triton finds the repository unchanged and does nothing), so `restore_original` unloads
 first. Unload returns before the model is gone (the index shows UNLOADING), hence
 `wait_unloaded`.
+
+Put a model's original configuration back after tune, however tune ends.
+
+    how = restore_original(api, "my_model", original_config)   # "reloaded from the repository"
+
+Steps, each only if the one before did not give back the original (compared as Triton reports
+it, GET v2/models/<m>/config):
+1. load without override: Triton rereads the model directory (on Triton 2.51 it does nothing
+   after a load with an override, finding the files unchanged);
+2. unload, wait until it is gone, load without override: the repository's config.pbtxt;
+3. load with the original JSON as override: the model had been loaded with an override before
+   tune began (its config.pbtxt differs from what it ran), so only that JSON gives it back.
+Raises RepositoryError, naming what it ran with, if none of them did.
+
+A model configuration as config.pbtxt, the protobuf text format Triton reads.
+
+    text = config_pbtxt(api.config("my_model"))   # 'name: "my_model"\nmax_batch_size: 8\n...'
+
+Triton's JSON form of a config is protobuf's JSON mapping of model_config.proto, so protobuf
+itself converts it: parsed into tritonclient's generated `ModelConfig` message and printed in
+text format. Fields at their default value are left out, as in a hand-written config.pbtxt; a
+message that is present but empty stays (`dynamic_batching { }` turns the batcher on).
 """
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from google.protobuf import json_format, text_format
+from tritonclient.grpc import model_config_pb2
 
 from loadtests.clients.control import TritonControl, base_url
 from loadtests.errors import ServerError
@@ -131,3 +157,55 @@ def _one_line() -> Iterator[None]:
         raise
     except ServerError as error:
         raise RepositoryError(str(error)) from None
+
+
+def _same(api: RepositoryApi, model: str, original: dict[str, Any]) -> bool:
+    try:
+        return api.config(model) == original
+    except RepositoryError:
+        return False
+
+
+def restore_original(api: RepositoryApi, model: str, original: dict[str, Any]) -> str:
+    """Load `model` back to `original`; returns how it was done. Ctrl-C is held off meanwhile."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave a variant loaded
+    try:
+        api.load(model, None)
+        if _same(api, model, original):
+            return "reloaded from the repository"
+        api.unload(model)
+        api.wait_unloaded(model)
+        api.load(model, None)
+        if _same(api, model, original):
+            return "unloaded and loaded from the repository"
+        api.load(model, original)
+        if _same(api, model, original):
+            return "loaded with the original configuration as override (the repository's config.pbtxt differs)"
+        raise RepositoryError(f"{model} did not come back to its original configuration")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class PbtxtError(ValueError):
+    """The JSON has a field this tritonclient's model_config.proto does not know."""
+
+
+def config_pbtxt(config: dict[str, Any]) -> str:
+    """Triton's JSON of a model config -> config.pbtxt text; raises PbtxtError."""
+    try:
+        message = json_format.ParseDict(config, model_config_pb2.ModelConfig())
+    except json_format.ParseError as error:
+        raise PbtxtError(f"not a ModelConfig this tritonclient knows: {error}") from None
+    return text_format.MessageToString(message)
+
+
+def parse_pbtxt(text: str) -> dict[str, Any]:
+    """config.pbtxt text -> the JSON form (defaults left out), for comparing configs."""
+    message = text_format.Parse(text, model_config_pb2.ModelConfig())
+    return json_format.MessageToDict(message, preserving_proto_field_name=True)
+
+
+def normalised(config: dict[str, Any]) -> dict[str, Any]:
+    """Triton's JSON with fields at their default left out (what parse_pbtxt returns)."""
+    message = json_format.ParseDict(config, model_config_pb2.ModelConfig())
+    return json_format.MessageToDict(message, preserving_proto_field_name=True)
