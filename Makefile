@@ -50,7 +50,7 @@ bench: setup
 	bash bench/install_perf_analyzer.sh
 	$(PY) -m bench
 
-# How many workers one master merges (docs/performance.md): a real master, simulated workers.
+# How many workers one master merges (docs/explanation/performance.md): a real master, simulated workers.
 bench-master: setup
 	$(PY) -m bench.master_scale
 

@@ -269,7 +269,7 @@ def _verdict_section(doc: Document, groups: list[list[Series]]) -> None:
     doc.paragraph(
         "Faster or slower means the two runs' 95 % intervals do not overlap (p99: order statistics of the "
         "latency histogram; throughput: the mean of the full time-series windows); overlapping intervals are "
-        "no difference beyond noise. docs/reports.md says how.",
+        "no difference beyond noise. docs/reference/reports.md says how.",
         note=True,
     )
 

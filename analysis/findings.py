@@ -200,7 +200,7 @@ def _load_generator(data: Dataset) -> list[str]:
             f"The load generator was CPU-throttled by its container's limit in {throttled:,} of "
             f"{generator.get('cpu_periods', 0):,} scheduling periods ({generator.get('cpu_throttled_s', 0):,.3f} s "
             "in all): that wait is inside the measured latencies; raise the workers' CPU limit or add "
-            "workers (docs/gke.md)."
+            "workers (docs/guides/gke.md)."
         )
     per_request = generator.get("cpu_per_request_us")
     if per_request:

@@ -24,7 +24,7 @@ PERCENTILE_KEYS = LATENCY_KEYS
 # client_network_us's one name in every table, finding and chart: the client's mean latency
 # minus Triton's queue and compute (the client's and the server's send/recv, and the network).
 # perf_analyzer's CSV splits client send and recv off and calls the rest (network_us)
-# "Network+Server Send/Recv"; the suite's sweep.csv keeps that header (docs/reports.md#glossary).
+# "Network+Server Send/Recv"; the suite's sweep.csv keeps that header (docs/reference/reports.md#glossary).
 SEND_RECV_NETWORK = "send/recv + network"
 LEVEL_COLUMNS = [
     "level",

@@ -1,4 +1,4 @@
-"""Reading a saved run directory (the contract in docs/run-directory.md) into plain objects.
+"""Reading a saved run directory (the contract in docs/reference/run-directory.md) into plain objects.
 
 `SavedRun` is a run directory being read, after the fact; the run being measured belongs to
 the load test. The file names and summary.json's keys are the

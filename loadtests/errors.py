@@ -10,7 +10,7 @@ LoadTestError
      with a stable, low-cardinality name; see loadtests/clients/)
 
 Exit codes: 2 a StartupError (nothing was sent); 3 an --slo clause failed (loadtests/run/slo_gate.py);
-4 the run happened but an output could not be written (loadtests/run_format/output_paths.py, docs/ci.md).
+4 the run happened but an output could not be written (loadtests/run_format/output_paths.py, docs/guides/ci.md).
 """
 
 EXIT_STARTUP_ERROR = 2

@@ -422,7 +422,7 @@ CLI_CASES: list[CliCase] = [
         "is not a JPEG file",
         "resnet50_jpeg",
     ),
-    # --mix: models the server does not have, classes a mix cannot drive, mix files (docs/mixes.md)
+    # --mix: models the server does not have, classes a mix cannot drive, mix files (docs/guides/mixes.md)
     locust_case(
         "mix-unknown-model",
         ["--mix", "identity:0.5,no_such_model:0.5"],

@@ -1,4 +1,4 @@
-"""The code's shape, checked with `ast` (docs/architecture.md): packages by purpose whose
+"""The code's shape, checked with `ast` (docs/explanation/architecture.md): packages by purpose whose
 imports only point down the package table, no import cycles, short functions.
 
     .venv/bin/python -m pytest tests/test_code_shape.py -q
@@ -28,7 +28,7 @@ LONG_FUNCTION_ALLOWED = {
 
 # The packages, lowest first: a module imports only from its own package or from packages
 # listed before it. Top-level modules of `loadtests` count as packages of their own. The same
-# order, with what each package owns, is the table in docs/architecture.md (checked below).
+# order, with what each package owns, is the table in docs/explanation/architecture.md (checked below).
 PACKAGES: tuple[str, ...] = (
     "loadtests",  # the package itself (its __version__)
     "loadtests.errors",  # the refusals and their exit codes
@@ -237,9 +237,9 @@ def test_the_checks_catch_what_they_check(tmp_path):
 
 
 def documented_table(marker: str) -> list[list[str]]:
-    """The rows of the table that follows `<!-- marker: ... -->` in docs/architecture.md."""
-    text = (REPO_ROOT / "docs/architecture.md").read_text()
-    assert f"<!-- {marker}:" in text, f"docs/architecture.md lost its {marker} table"
+    """The rows of the table that follows `<!-- marker: ... -->` in docs/explanation/architecture.md."""
+    text = (REPO_ROOT / "docs/explanation/architecture.md").read_text()
+    assert f"<!-- {marker}:" in text, f"docs/explanation/architecture.md lost its {marker} table"
     lines = text.split(f"<!-- {marker}:", 1)[1].splitlines()[1:]
     rows = []
     for line in lines:
@@ -255,7 +255,7 @@ def documented_package(cell: str) -> str:
 
 
 def test_the_package_table_in_architecture_md_is_the_code_s():
-    """docs/architecture.md names every package, in PACKAGES' order, and no other."""
+    """docs/explanation/architecture.md names every package, in PACKAGES' order, and no other."""
     documented = [documented_package(row[0]) for row in documented_table("packages")]
     assert documented == list(PACKAGES)
     real = {package_of(module) for module in modules()} - {None}

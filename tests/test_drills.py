@@ -264,7 +264,7 @@ def test_triton_killed_and_restarted_mid_run(drill_triton, tmp_path, user_class)
 
 
 # What a Triton stopping gracefully (SIGTERM) may answer: calls in flight cancelled, then "unknown
-# model" while it unloads, then a closed port (docs/failures.md, "server stopping").
+# model" while it unloads, then a closed port (docs/reference/failures.md, "server stopping").
 STOPPING_NAMES = {
     "server stopping: gRPC CANCELLED",
     "server stopping: gRPC NOT_FOUND",

@@ -1,6 +1,6 @@
 """Encoded images sent the ways NVIDIA's examples send them, to models that decode them.
 
-The contracts (read from NVIDIA's sources, see docs/ensembles.md): a BYTES [1] element per
+The contracts (read from NVIDIA's sources, see docs/guides/ensembles.md): a BYTES [1] element per
 image (the demo ensemble `resnet50_jpeg`), and the file's raw bytes as UINT8 [-1]
 (python_backend's examples/preprocessing, dali_backend's ResNet-50 ensemble). Each is served
 here by a decoding model (tests/image_decoder_model.py), batching (dynamic batching, up to 8)
@@ -61,7 +61,7 @@ def _config(name: str, datatype: str, dims: str, max_batch_size: int, image_form
 
 
 def write_repository(repository: Path) -> Path:
-    """The decoding models in `repository` (docs/ensembles.md serves them to measure the contracts:
+    """The decoding models in `repository` (docs/guides/ensembles.md serves them to measure the contracts:
     `python -c "from pathlib import Path; from tests.test_encoded_images import write_repository as w;
     w(Path('/tmp/decoders'))"`, then `python -m loadtests serve --model-repository /tmp/decoders`)."""
     for name, contract in MODELS.items():

@@ -227,11 +227,11 @@ def test_console_shows_throughput_exact_table_last_and_the_report_command(triton
 
 # -- 9. docs: the stale lines -----------------------------------------------------------------
 def test_docs_no_longer_say_open_loop_shapes_do_not_exist():
-    assert "does not exist yet" not in Path("docs/users.md").read_text()
+    assert "does not exist yet" not in Path("docs/reference/users.md").read_text()
 
 
 def test_time_s_has_one_meaning_per_file_in_the_docs():
-    text = Path("docs/run-directory.md").read_text()
+    text = Path("docs/reference/run-directory.md").read_text()
     assert re.search(r"server_metrics\.csv.*Unix", text, re.S)
     assert re.search(r"timeseries\.csv.*since the start", text, re.S)
 

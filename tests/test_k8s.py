@@ -763,7 +763,7 @@ def test_dockerfile_installs_what_the_tests_run_with():
 
 # --- issue 17: what a real GKE cluster would trip on, checked on the rendered YAML ----------
 
-DOCS_GKE = REPO_ROOT / "docs" / "gke.md"
+DOCS_GKE = REPO_ROOT / "docs" / "guides" / "gke.md"
 GKE_TARGETS = tuple(t for t in TARGETS if t.endswith(("gke-t4", "gke-l4")))
 
 # NVIDIA's container release -> Triton version, transcribed from the published table (the
@@ -969,7 +969,7 @@ def test_triton_image_is_a_patched_release_and_its_version_comes_from_nvidias_ta
         assert release in NGC_TRITON_RELEASES, f"{release}: not in NVIDIA's published table"
         version = tuple(int(x) for x in NGC_TRITON_RELEASES[release].split("."))
         assert version >= FIRST_PATCHED_TRITON, f"{tag} is Triton {version}, before the August 2025 fixes"
-        # The comment in triton.yaml and docs/gke.md name the same version.
+        # The comment in triton.yaml and docs/guides/gke.md name the same version.
         assert re.search(rf"{re.escape(tag)}`? \(Triton {re.escape(NGC_TRITON_RELEASES[release])}\)", _gke_md())
     # The local server (nvidia-pytriton) is the table's 24.10 row: what the cpu-overlay
     # argument test below runs the rendered arguments with.
@@ -1214,7 +1214,7 @@ def test_the_documented_capacity_lines_run_a_capacity_search_on_the_headless_mas
     conf_path = pod.mounts["/etc/locust"] / "locust.conf"
     text = conf_path.read_text()
     recipe = ("# traffic = ", "# load-shape = ", "# shape-args = ")
-    assert all(line in text for line in recipe), "the documented lines moved: update docs/capacity.md too"
+    assert all(line in text for line in recipe), "the documented lines moved: update docs/guides/capacity.md too"
     conf_path.write_text(
         "\n".join(line.removeprefix("# ") if line.startswith(recipe) else line for line in text.splitlines())
     )

@@ -5,7 +5,7 @@ the simulated workers speak Locust's protocol well enough for a real master to r
 test with them, and that the master merged exactly what they reported, per endpoint
 (requests and inferences in summary.json), over the suite's transport (windows inside
 Locust's worker report). The alternative (`--transport message`) is left out on purpose: it
-loses a worker's last windows at scale (docs/performance.md).
+loses a worker's last windows at scale (docs/explanation/performance.md).
 """
 
 from __future__ import annotations

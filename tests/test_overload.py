@@ -1,7 +1,7 @@
 """Overload is named as overload, the same on both protocols, and reconciles with Triton.
 
 The failure vocabulary (loadtests/clients/failures.py) is checked row by row against the table
-users read (docs/failures.md); then the overload matrix runs against the real local Triton: the
+users read (docs/reference/failures.md); then the overload matrix runs against the real local Triton: the
 test repository's queue-limited models (`max_queue_size: 1`, batching and not) and a model whose
 queue rejects requests that waited too long, each under HTTP and gRPC users at once.
 """
@@ -16,12 +16,12 @@ import pytest
 from loadtests.clients.failures import CLASSES, class_of, grpc_failure, http_failure
 from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust, triton_options
 
-DOC = REPO_ROOT / "docs" / "failures.md"
+DOC = REPO_ROOT / "docs" / "reference" / "failures.md"
 USERS_PER_PROTOCOL = 6
 
 
 def doc_rows() -> list[dict[str, str]]:
-    """The 'Server answers' table of docs/failures.md, one dict per row."""
+    """The 'Server answers' table of docs/reference/failures.md, one dict per row."""
     text = DOC.read_text().split("## Server answers", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in text.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]

@@ -689,5 +689,5 @@ def test_the_time_outside_triton_has_one_name(run_copy):
     for other in ("client send/recv + network", "network + server send/recv", "client/network"):
         assert other not in markdown.lower(), other
     # The glossary names the quantity and the CSV header perf_analyzer (and sweep.csv) give it.
-    glossary = (REPO_ROOT / "docs" / "reports.md").read_text().split("## Glossary", 1)[1]
+    glossary = (REPO_ROOT / "docs" / "reference" / "reports.md").read_text().split("## Glossary", 1)[1]
     assert f"**{name}**" in glossary and "Network+Server Send/Recv" in glossary

@@ -39,7 +39,7 @@ capacity search or a spike is looking for, and both protocols must meet it at th
 Triton answers a full queue before counting the request (its statistics and
 `nv_inference_request_failure` do not count "queue full"), but counts a queue timeout as a
 failed request (reason REJECTED): `counted_by_triton` says which, for reconciling the client's
-counts with Triton's. docs/failures.md is the user's copy of this table.
+counts with Triton's. docs/reference/failures.md is the user's copy of this table.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The ModelInfer request is protobuf bytes encoded before the test, framed once (H
 header block and gRPC length prefix, see `grpc_wire.py`), and the response stays bytes
 unless it is validated: no protobuf work and no thread hand-off on the timed path.
 grpcio under gevent moves every call between an OS thread and the hub (`init_gevent`);
-that cost 3-5x perf_analyzer's CPU per request (docs/performance.md). grpcio is still
+that cost 3-5x perf_analyzer's CPU per request (docs/explanation/performance.md). grpcio is still
 what the control plane (pre-flight calls) uses, so `enable_gevent()` still runs first.
 
 Connections: `users_per_connection` users share one HTTP/2 connection (streams are

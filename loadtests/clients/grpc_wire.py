@@ -1,7 +1,7 @@
 """Unary gRPC calls over HTTP/2 on gevent sockets, with request frames built before the test.
 
 Not grpcio: under gevent it moves every call between an OS thread and the hub, half the
-client's CPU (docs/performance.md). A unary call is one HEADERS + DATA out, HEADERS, DATA and
+client's CPU (docs/explanation/performance.md). A unary call is one HEADERS + DATA out, HEADERS, DATA and
 trailers back; the header block is constant HPACK literals, and responses are read by a gevent
 I/O watcher in the hub that switches straight into the waiting greenlet (no thread).
 Frames: `grpc_frames.py`; reading them: `grpc_receive.py`; connection sharing: `grpc_pool.py`;

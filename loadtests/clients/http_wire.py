@@ -9,7 +9,7 @@ skipped; a large body is read into one buffer of its length. The timeout bounds 
 exchange (write and every read), not each read. A kept-alive connection the server timed
 out while idle (closed, or a `408` written before closing) costs a reconnect, not a failure.
 geventhttpclient did the same exchange with a general header parser, a per-request
-`select()` liveness check of the pooled socket and a Timeout object (docs/performance.md).
+`select()` liveness check of the pooled socket and a Timeout object (docs/explanation/performance.md).
 
 Example:
     connection = HttpConnection("127.0.0.1", 8000, connect_timeout_s=5, timeout_s=10)

@@ -16,7 +16,7 @@ under load is measured, not avoided.
 
 Why the client balances at all: an HTTP keep-alive connection and an HTTP/2 (gRPC)
 connection are pinned to one pod for their whole life behind a ClusterIP Service, so the
-Service's own balancing only acts when connections open (docs/gke.md).
+Service's own balancing only acts when connections open (docs/guides/gke.md).
 
     replicas = ReplicaSet("triton-headless:8001")       # resolves to 3 pods
     replicas.current()   # ('10.4.0.7:8001', '10.4.1.9:8001', '10.4.2.3:8001')

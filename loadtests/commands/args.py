@@ -55,7 +55,7 @@ def add_target_arguments(
         "--mix",
         default="",
         metavar="SPEC",
-        help="instead of --model: a model mix, MODEL:WEIGHT,... or a .yaml/.json file (docs/mixes.md); "
+        help="instead of --model: a model mix, MODEL:WEIGHT,... or a .yaml/.json file (docs/guides/mixes.md); "
         "each level is judged on the whole mix",
     )
     target.add_argument(
@@ -141,7 +141,7 @@ def add_stability_arguments(parser: argparse.ArgumentParser, title: str) -> argp
 
 # The percentile the sweep judges stability and --latency-limit on.
 JUDGED_PERCENTILE = 95
-# A sweep with a level that did not stabilise (perf_analyzer fails there too): docs/ci.md.
+# A sweep with a level that did not stabilise (perf_analyzer fails there too): docs/guides/ci.md.
 EXIT_UNSTABLE = 5
 
 
@@ -156,7 +156,7 @@ def judged_percentile(text: str) -> int:
 
 
 def add_perf_analyzer_spellings(parser: argparse.ArgumentParser) -> None:
-    """perf_analyzer's spellings of the sweep's options, as aliases (docs/perf_analyzer.md).
+    """perf_analyzer's spellings of the sweep's options, as aliases (docs/guides/perf_analyzer.md).
 
     Not mapped: perf_analyzer's -u, -i, -s and -t, which are Locust's -u (users), -i
     (iterations), -s (stop timeout) and -t (run time) here.

@@ -3,7 +3,7 @@
     python -m loadtests capacity --model bert_qa_dynbatch --slo "p99<50ms,fail_ratio<0.001"
     python -m loadtests capacity --model my_model --protocol grpc --slo "p99<20ms" --start-rate 50
     python -m loadtests capacity --model resnet50 --slo "p95<100ms" --workers 2 --traffic poisson
-    python -m loadtests capacity --mix "model_a:0.7,model_b:0.3" --slo "p99<100ms"   # one load, docs/mixes.md
+    python -m loadtests capacity --mix "model_a:0.7,model_b:0.3" --slo "p99<100ms"   # one load, docs/guides/mixes.md
 
 Open-loop levels (latency timed from each request's intended send time), each held until
 stable by the sweep's rule (see `python -m loadtests sweep --help`), are searched for the
@@ -16,7 +16,7 @@ late ratio over 3x a late_ratio clause's limit) ends at once.
 Prints the capacity with its bracket and every level; writes capacity.json and capacity.csv
 (and sweep.json/sweep.csv, by rate) to the run directory beside the usual files. Any option
 not listed here (e.g. --shape INPUT0:16, --seq-len 128, --request-timeout 60) goes to Locust
-unchanged. See docs/capacity.md.
+unchanged. See docs/guides/capacity.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python -m loadtests sweep --concurrency 1:8:1 --model bert_qa_dynbatch
     python -m loadtests sweep --concurrency 1:16:2 --model my_model --protocol grpc --latency-limit 50
     python -m loadtests sweep --request-rate 100:500:100 --model my_model --traffic poisson
-    python -m loadtests sweep --concurrency 2:8:2 --mix docs/examples/mix.yaml      # one load, docs/mixes.md
+    python -m loadtests sweep --concurrency 2:8:2 --mix docs/examples/mix.yaml      # one load, docs/guides/mixes.md
 
 Each level runs until stable the way perf_analyzer defines it (measurement windows of
 --measurement-interval ms; stable when, over the last 3 windows, throughput and p95 latency
@@ -12,7 +12,7 @@ level is marked unstable and the sweep goes on); the sweep stops early once a le
 reaches --latency-limit. Prints perf_analyzer's "Inferences/Second vs. Client p95 Batch
 Latency" table and writes sweep.csv (perf_analyzer's -f format) and sweep.json to the run
 directory, beside the usual files. Any option not listed here (e.g. --seq-len 128,
---validate-responses, --request-timeout 60) goes to Locust unchanged. See docs/sweeps.md.
+--validate-responses, --request-timeout 60) goes to Locust unchanged. See docs/guides/sweeps.md.
 
 The user class: --user-class NAME, or from --protocol and --model: the demo BERT-QA models
 (bert_qa, bert_qa_dynbatch) get BertQA{Http,Grpc}User (real question/context payloads),

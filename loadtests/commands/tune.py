@@ -16,7 +16,7 @@ comparison of the variants (python -m analysis compare) to --out. Refused with o
 line and exit code 2, before anything is loaded: a server not in explicit mode, a model it
 does not know or has not loaded, a variant the model cannot run (dynamic batching with
 max_batch_size 0, ...). Options not listed here go to capacity and sweep unchanged (e.g.
---shape INPUT0:16, --batch-size 4, --measurement-interval 2000, --workers 2). See docs/tuning.md.
+--shape INPUT0:16, --batch-size 4, --measurement-interval 2000, --workers 2). See docs/guides/tuning.md.
 """
 
 from __future__ import annotations

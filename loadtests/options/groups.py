@@ -81,7 +81,7 @@ GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     ),
     (
         "Gates",
-        "pass or fail the run (exit code 3): docs/ci.md",
+        "pass or fail the run (exit code 3): docs/guides/ci.md",
         (
             ("slo", "SLO clauses"),
             ("junit", "JUnit XML file"),
@@ -94,7 +94,7 @@ DISTRIBUTED = (
     ("--processes N", "workers on this machine (-1: one per core)"),
     (
         "--master / --worker --master-host HOST",
-        "workers on other machines (README: Distributed, on Kubernetes; docs/gke.md)",
+        "workers on other machines (README: Distributed, on Kubernetes; docs/guides/gke.md)",
     ),
     ("--master-bind-host", "the suite's default 127.0.0.1 (Locust's help says *): 0.0.0.0 for remote workers"),
     ("--web-host", "the suite's default 127.0.0.1 (Locust's help says *): 0.0.0.0 behind a Service"),

@@ -47,7 +47,7 @@ from loadtests.traffic.arguments import add_arguments as add_shape_arguments
 # Locust binds its web UI (no authentication) and the master's ZeroMQ port on every
 # interface. The suite binds both to loopback unless told otherwise: enough locally and
 # behind `kubectl port-forward`; a Service, an Ingress or workers on other machines need
-# --web-host 0.0.0.0 / --master-bind-host 0.0.0.0 (docs/web-ui.md).
+# --web-host 0.0.0.0 / --master-bind-host 0.0.0.0 (docs/guides/web-ui.md).
 LOOPBACK = "127.0.0.1"
 LOCUST_BIND_OPTIONS = ("web_host", "master_bind_host")
 # Fields of the web UI's /swarm form that Locust itself interprets (locust/web.py, swarm()); the rest are options.
@@ -126,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="several replicas: round-robin (each request to the next replica, over a connection to each) "
         "or pin-user (each user stays on one replica, users assigned round robin)",
     )
-    # TLS and headers for every connection to Triton (loadtests/config/security.py, docs/users.md):
+    # TLS and headers for every connection to Triton (loadtests/config/security.py, docs/reference/users.md):
     # https://HOST:PORT and grpcs://HOST:PORT in the three options above turn TLS on.
     option("--ssl-ca", default="", metavar="FILE", help="CA bundle (PEM) that verifies Triton's TLS certificate")
     option("--ssl-cert", default="", metavar="FILE", help="client certificate (PEM) for mutual TLS")
@@ -151,7 +151,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="",
         help="model for the selected user classes; with several classes, the generic Triton*User model",
     )
-    # --mix: loadtests/workloads/mix.py reads it, loadtests/workloads/mix.py prepares it (docs/mixes.md).
+    # --mix: loadtests/workloads/mix.py reads it, loadtests/workloads/mix.py prepares it (docs/guides/mixes.md).
     option(
         "--mix",
         default="",
@@ -239,7 +239,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="copy the finished run directory to URL/<run name>/ (gs://bucket/prefix, s3://bucket/prefix, "
         "file:///dir; gs:// needs gcsfs, s3:// s3fs); checked writable before any load",
     )
-    # Parsed and evaluated by loadtests/run/slo_gate.py (grammar: loadtests/run_format/slo/, docs/ci.md).
+    # Parsed and evaluated by loadtests/run/slo_gate.py (grammar: loadtests/run_format/slo/, docs/guides/ci.md).
     option(
         "--slo",
         default="",

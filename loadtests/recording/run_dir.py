@@ -1,4 +1,4 @@
-"""The run directory: the one contract between measuring and reporting (docs/run-directory.md).
+"""The run directory: the one contract between measuring and reporting (docs/reference/run-directory.md).
 
     runs/20261122T013000Z-bertqagrpcuser/
         config.json          options, versions, Triton's server metadata, each model's metadata and config

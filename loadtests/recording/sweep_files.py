@@ -1,4 +1,4 @@
-"""A sweep's results in the run directory, and perf_analyzer's console table (docs/sweeps.md).
+"""A sweep's results in the run directory, and perf_analyzer's console table (docs/guides/sweeps.md).
 
     sweep.json   {"mode": "concurrency" | "request_rate",
                   "levels": [{"level", "stable", "windows", "start_s", "end_s", "requests", "failures",

@@ -152,7 +152,7 @@ def report(environment: Environment, settings: Settings, results: list[Result]) 
 
 
 def note_output_failed(environment: Environment) -> None:
-    """An output of a run that did happen could not be written: exit code 4 (docs/ci.md), so a CI job
+    """An output of a run that did happen could not be written: exit code 4 (docs/guides/ci.md), so a CI job
     gating on the exit code does not pass without its JUnit file or summary. 2 and 3 stay."""
     if environment.process_exit_code in (None, 0, 1):
         environment.process_exit_code = EXIT_OUTPUT_FAILED

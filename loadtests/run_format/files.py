@@ -13,7 +13,7 @@
         sweep.json, sweep.csv    a sweep's (or capacity search's) levels; the CSV in perf_analyzer's -f columns
         capacity.json, .csv      a capacity search's levels in the order tried, and its verdict
 
-docs/run-directory.md describes each file's content.
+docs/reference/run-directory.md describes each file's content.
 
     (run_dir / SUMMARY_JSON).read_text()
 """

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 # The run happened (and was measured), but an output could not be written: distinct from
-# 2 (bad input, nothing sent) and 3 (an SLO clause failed). docs/ci.md lists the codes.
+# 2 (bad input, nothing sent) and 3 (an SLO clause failed). docs/guides/ci.md lists the codes.
 EXIT_OUTPUT_FAILED = 4
 
 

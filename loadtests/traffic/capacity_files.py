@@ -1,4 +1,4 @@
-"""A capacity search's files in the run directory: capacity.json and capacity.csv (docs/capacity.md).
+"""A capacity search's files in the run directory: capacity.json and capacity.csv (docs/guides/capacity.md).
 
 Every level in the order tried, with its verdict, and the capacity with its bracket.
 """

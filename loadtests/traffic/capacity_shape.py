@@ -4,7 +4,7 @@
         --window 2 --load-shape capacity --shape-args "slo=p99<50ms;fail_ratio<0.001,start=10"
 
 `python -m loadtests capacity` (loadtests/commands/capacity.py) builds that command line;
-docs/capacity.md explains the output. Every level is a sweep level (sweep_shape.py): the rate
+docs/guides/capacity.md explains the output. Every level is a sweep level (sweep_shape.py): the rate
 goes out as `target_rate_changed`, the change's window and `settle` more are discarded, and
 the level is held until stable by perf_analyzer's rule (or `max_trials` windows). Two things
 differ from a sweep:

@@ -8,7 +8,7 @@ open-loop traffic and holds a constant user count, `users=` (default `-u`). It s
 the suite's event spine (loadtests/events.py), handed to it at install: every step that
 begins fires `step_started`, every new rate `target_rate_changed`. What it reads from the
 options comes from `settings()`, re-read at each run's first tick (the web UI may have
-changed them). The shapes and their `--shape-args` are listed in docs/traffic.md.
+changed them). The shapes and their `--shape-args` are listed in docs/guides/traffic.md.
 """
 
 from __future__ import annotations

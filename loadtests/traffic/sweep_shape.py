@@ -5,7 +5,7 @@ the way perf_analyzer means it.
         --load-shape sweep --shape-args "levels=1;2;4;8,stability=10,max_trials=10"
 
 `python -m loadtests sweep` (loadtests/commands/sweep.py) builds that command line;
-docs/sweeps.md explains the output. A level runs like this (perf_analyzer's rule, from
+docs/guides/sweeps.md explains the output. A level runs like this (perf_analyzer's rule, from
 src/inference_profiler.cc in triton-inference-server/perf_analyzer):
 
 - at a tick, the shape sets the level's user count (or, with `kind=rate`, fires

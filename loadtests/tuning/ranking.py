@@ -16,7 +16,7 @@ The measured variants side by side: `python -m analysis compare` over their capa
 
 Each capacity run is a sweep over request rates (its sweep.json), so the comparison shows the
 variants' Latency vs Throughput curves and the server's breakdown per level on the same charts
-as any two runs (docs/reports.md), labelled by variant, best first.
+as any two runs (docs/reference/reports.md), labelled by variant, best first.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def _num(value: float | None, digits: int = 1) -> str:
 
 
 def table(ranked: list[VariantResult], rate: float | None) -> str:
-    """The ranked table as printed and put in docs/tuning.md."""
+    """The ranked table as printed and put in docs/guides/tuning.md."""
     width = max([len("variant"), *(len(r.name) for r in ranked)])
     rate_head = f"p99@{rate:g}/s ms" if rate is not None else "p99@rate ms"
     lines = [

@@ -3,7 +3,7 @@
     --mix "identity:0.6,sleep:0.3,text_reverse:0.1"
     --mix docs/mix-example.yaml
 
-The file (docs/mixes.md) holds a `models` mapping, in order; per model its `weight` and,
+The file (docs/guides/mixes.md) holds a `models` mapping, in order; per model its `weight` and,
 where they differ from the run's options, `batch_size` (a SPEC), `shape` (NAME:D1,D2, space-
 separated for several), `input_data` (a perf_analyzer JSON file or a list of them, relative
 to the mix file) and `data_mode` (random|zero):
@@ -107,7 +107,9 @@ def _read_file(path: Path) -> list[MixEntry]:
         raise SpecError(f"--mix {path}: not valid {path.suffix.lstrip('.').upper()} ({first})") from None
     models = document.get("models") if isinstance(document, dict) else None
     if not isinstance(models, dict) or not models:
-        raise SpecError(f"--mix {path}: expected a 'models' mapping of MODEL: {{weight: W, ...}} (docs/mixes.md)")
+        raise SpecError(
+            f"--mix {path}: expected a 'models' mapping of MODEL: {{weight: W, ...}} (docs/guides/mixes.md)"
+        )
     return [_file_entry(str(model), options, path) for model, options in models.items()]
 
 

@@ -35,7 +35,7 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 # inference_policies inference_rules.adoc, datacenter benchmark table, "Server latency
 # constraint", as of v4.1; tail latency 99 %), judged the way its early-stopping criterion
 # judges them: a one-sided bound at c = 0.99, which is the upper end of the two-sided 98 %
-# interval (docs/ci.md).
+# interval (docs/guides/ci.md).
 MLPERF_PRESETS = {"mlperf-resnet50": "p99<=15ms@98%", "mlperf-bert": "p99<=130ms@98%"}
 _CONFIDENCE = re.compile(r"^(?P<number>[0-9]+(?:\.[0-9]*)?)\s*(?P<percent>%?)$")
 _OPERATOR = re.compile(r"<=|>=|==|!=|<|>|=")
