@@ -30,6 +30,8 @@ img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
 p.note { color: #555; font-size: .9em; }
 details { margin: -.4em 0 .8em; }
 summary { cursor: pointer; color: #555; font-size: .9em; }
+ol.steps li { margin-bottom: .7em; }
+ol.steps code { background: #f3f3f3; padding: .1em .3em; display: inline-block; word-break: break-all; }
 """
 
 
@@ -54,6 +56,23 @@ class Document:
             return
         self._md += [f"- {item}" for item in items] + [""]
         self._html.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in items) + "</ul>")
+
+    def numbered(self, items: list[tuple[str, list[str], str]]) -> None:
+        """A ranked list: each item a bold title, lines under it, and a command (may be "")."""
+        if not items:
+            return
+        for number, (title, lines, command) in enumerate(items, 1):
+            self._md.append(f"{number}. **{title}**")
+            self._md += [f"   {line}" for line in lines]
+            if command:
+                self._md.append(f"   `{command}`")
+        self._md.append("")
+        entries = []
+        for title, lines, command in items:
+            body = "".join(f"<br>{html.escape(line)}" for line in lines)
+            code = f"<br><code>{html.escape(command)}</code>" if command else ""
+            entries.append(f"<li><strong>{html.escape(title)}</strong>{body}{code}</li>")
+        self._html.append('<ol class="steps">' + "".join(entries) + "</ol>")
 
     def definitions(self, pairs: list[tuple[str, str]]) -> None:
         """A two-column key/value table (the report header)."""

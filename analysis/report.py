@@ -13,6 +13,7 @@ from pathlib import Path
 
 from analysis import plots, replicas, tables
 from analysis.dataset import Dataset, load
+from analysis.diagnosis import RULE_TITLES, CannotJudge, Diagnosis, diagnose
 from analysis.document import Document
 from analysis.finding_groups import grouped_findings
 from analysis.findings import findings
@@ -55,6 +56,7 @@ def build(data: Dataset, prefix: str = "") -> Document:
         doc.heading("Model configuration", 3)
         doc.table(headers, rows)
 
+    _diagnosis_section(doc, data)
     _findings_section(doc, data)
 
     _mix_section(doc, data)
@@ -66,6 +68,33 @@ def build(data: Dataset, prefix: str = "") -> Document:
         doc.table(headers, rows)
     _over_time_section(doc, data, prefix)
     return doc
+
+
+def _diagnosis_section(doc: Document, data: Dataset) -> None:
+    """What limited each model, ranked, each with its evidence, why, and the command to try."""
+    if data.kind != "run":
+        return
+    items = diagnose(data)
+    found = [item for item in items if isinstance(item, Diagnosis)]
+    unjudged = [item for item in items if isinstance(item, CannotJudge)]
+    doc.heading("Diagnosis and next steps")
+    if not found:
+        doc.paragraph(
+            "No rule found a limit in this run: none of the conditions in docs/reference/reports.md#diagnosis held."
+        )
+    doc.numbered(
+        [
+            (
+                f"{RULE_TITLES[item.rule]}: {item.model}, {item.where}",
+                [f"Evidence: {item.evidence}.", f"Why: {item.why}", f"Next: {item.next_step}."],
+                item.command,
+            )
+            for item in found
+        ]
+    )
+    if unjudged:
+        reasons = "; ".join(f"{item.rule} for {item.model}: {item.reason}" for item in unjudged)
+        doc.paragraph(f"Not judged: {reasons}.", True)
 
 
 def _findings_section(doc: Document, data: Dataset) -> None:

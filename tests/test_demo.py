@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+from analysis.dataset import load
+from analysis.diagnosis import Diagnosis, diagnose
 from tests.helpers import read_summary, run_cli
+from tests.test_docs import check_loadtests_command, check_locust_options, words
 
 
 def test_demo_runs_both_models_and_writes_reports_and_a_comparison(tiny_weights, tmp_path):
@@ -26,3 +29,16 @@ def test_demo_runs_both_models_and_writes_reports_and_a_comparison(tiny_weights,
     assert f"Comparison: {root / 'comparison' / 'compare.html'}" in result.stdout
     text = comparison.read_text()
     assert "bert_qa_dynbatch [http] vs bert_qa [http]" in text
+    # Each report opens with its diagnosis; every command it suggests is one the suite accepts.
+    for model in ("bert_qa", "bert_qa_dynbatch"):
+        data = load(root / model)
+        markdown = (root / model / "report.md").read_text()
+        assert markdown.index("## Diagnosis and next steps") < markdown.index("## Findings")
+        for item in diagnose(data):
+            if isinstance(item, Diagnosis) and item.command and "..." not in item.command:
+                assert f"`{item.command}`" in markdown
+                argv = words(item.command)
+                if argv[:3] == ["python", "-m", "loadtests"]:
+                    check_loadtests_command(item.rule, argv[3:])
+                else:
+                    check_locust_options(argv[3:])

@@ -1,0 +1,554 @@
+"""Diagnosis: what limited each model at each load level, and the next step that tests a fix.
+
+Findings describe; these rules judge. Each rule is small and named, reads only the run's
+own numbers (the level tables, Triton's statistics and configuration, its CPU samples, the
+client's counts), and judges level by level, not on whole-run averages (a saturated step
+hides in an average). A rule that fires gives its evidence (the numbers it rests on), why
+(the mechanism, from how Triton schedules requests), and the command that tests the change.
+A rule that cannot judge (no server statistics, no model configuration, too few requests)
+says so instead of guessing. Every threshold is in `LIMITS`.
+
+    for item in diagnose(data):   # a Dataset (analysis.dataset.load)
+        print(item.rank, item.rule, item.where, item.evidence, item.command)
+
+The rules, most urgent first:
+    failures        requests refused as overload, lost to the network, or rejected by the model
+    generator       the load generator itself saturated (its CPU, or open-loop requests sent late)
+    host            Triton's host CPU saturated: more instances or batching cannot add compute
+    queue           most of the latency is queue, with one instance or no dynamic batching
+    batching        dynamic batching on but batches far below the preferred size
+    payload         most of the latency is serialising and moving a large payload
+    plateau         throughput stopped growing while latency grew, or never got to the peak
+                    concurrency (2 x max batch x instances, the user's documents' rule of thumb)
+    compute         compute per request grew with the load while the batch size did not
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from analysis.dataset import Dataset
+from analysis.resources import busy_steps
+
+
+@dataclass(frozen=True)
+class Limits:
+    min_requests: int = 100  # a level with fewer requests is not judged
+    failure_share: float = 0.01  # failures worth a diagnosis
+    generator_core_share: float = 0.85  # the load generator's CPU, as a share of one core
+    late_share: float = 0.01  # open-loop requests sent more than 1 ms late
+    host_busy: float = 0.90  # Triton's nv_cpu_utilization over a step
+    queue_share: float = 0.50  # queue time / mean latency
+    batch_fill: float = 0.50  # executed batch / the size the batcher aims for
+    payload_share: float = 1 / 3  # send/recv + network / mean latency, and the largest part of it
+    large_payload_bytes: int = 100_000  # bytes per request
+    plateau_growth: float = 0.10  # throughput growth below this counts as flat
+    plateau_latency_growth: float = 0.20  # ... while the mean latency grew at least this much
+    compute_growth: float = 0.50  # compute per request grew this much ...
+    batch_growth: float = 0.20  # ... while the executed batch grew less than this
+
+
+LIMITS = Limits()
+RANKS = ("failures", "generator", "host", "queue", "batching", "payload", "plateau", "compute")
+RULE_TITLES = {
+    "failures": "Requests failed",
+    "generator": "The load generator saturated",
+    "host": "Triton's host CPU saturated",
+    "queue": "Queue-bound",
+    "batching": "Batches below the batcher's size",
+    "payload": "Payload-bound",
+    "plateau": "Throughput plateau",
+    "compute": "Compute per request grew with load",
+}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    rule: str
+    model: str
+    where: str  # "at step 4: 8 users", "over the whole run"
+    evidence: str
+    why: str
+    next_step: str
+    command: str  # the command that tests the next step ("" when none can)
+
+    @property
+    def rank(self) -> int:
+        return RANKS.index(self.rule)
+
+
+@dataclass(frozen=True)
+class CannotJudge:
+    rule: str
+    model: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What the rules read of a model's configuration (Triton's JSON in config.json)."""
+
+    instances: int
+    max_batch: int
+    dynamic_batching: bool
+    preferred: tuple[int, ...]
+    queue_delay_us: int
+
+    @classmethod
+    def of(cls, config: dict) -> ModelConfig:
+        batching = config.get("dynamic_batching")
+        groups = config.get("instance_group") or [{"count": 1}]
+        return cls(
+            instances=sum(int(group.get("count", 1) or 1) for group in groups),
+            max_batch=int(config.get("max_batch_size") or 0),
+            dynamic_batching=batching is not None,
+            preferred=tuple(int(size) for size in (batching or {}).get("preferred_batch_size") or ()),
+            queue_delay_us=int((batching or {}).get("max_queue_delay_microseconds") or 0),
+        )
+
+    @property
+    def batch_target(self) -> int:
+        return max(self.preferred) if self.preferred else self.max_batch
+
+    @property
+    def peak_concurrency(self) -> int:
+        """The user's documents' rule of thumb for the concurrency of peak throughput."""
+        return 2 * max(self.max_batch, 1) * self.instances
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """One model's levels (its first endpoint's table; Triton's columns are per model) and what
+    the run knows of it."""
+
+    model: str
+    endpoints: tuple[str, ...]
+    frame: pd.DataFrame
+    config: ModelConfig | None
+    protocols: tuple[str, ...]
+    run_options: dict
+
+
+def diagnose(data: Dataset) -> list[Diagnosis | CannotJudge]:
+    """Every rule on every model, diagnoses ranked most urgent first, then what could not be judged."""
+    out: list[Diagnosis | CannotJudge] = []
+    out += _failures(data)
+    out += _generator(data)
+    views = _views(data)
+    host = _host(data, views) if data.run is not None else []
+    out += host
+    saturated = any(isinstance(item, Diagnosis) for item in host)
+    for view in views:
+        for rule in (_queue, _batching, _payload, _plateau, _compute):
+            out += [_caveat(item) if saturated else item for item in rule(data, view)]
+    return sorted(out, key=lambda item: (isinstance(item, CannotJudge), RANKS.index(item.rule)))
+
+
+def _caveat(item: Diagnosis | CannotJudge) -> Diagnosis | CannotJudge:
+    """Under a saturated host, a change that adds instances or batches cannot add compute."""
+    if not isinstance(item, Diagnosis) or item.rule not in ("queue", "compute", "plateau", "batching"):
+        return item
+    caveat = " But Triton's host CPU was saturated (above): until it is not, this change cannot show its effect here."
+    return replace(item, why=item.why + caveat)
+
+
+def _views(data: Dataset) -> list[ModelView]:
+    models = ((data.run.config.get("triton") or {}).get("models") or {}) if data.run is not None else {}
+    options = (data.run.config.get("options") or {}) if data.run is not None else {}
+    grouped: dict[str, list[str]] = {}
+    for name in data.levels:
+        grouped.setdefault(name.split(" [")[0], []).append(name)
+    views = []
+    for model, names in grouped.items():
+        config = (models.get(model) or {}).get("config")
+        protocols = tuple(sorted({name.split(" [")[1].rstrip("]") for name in names if " [" in name}))
+        frame = data.levels[names[0]]
+        views.append(
+            ModelView(model, tuple(names), frame, ModelConfig.of(config) if config else None, protocols, options)
+        )
+    return views
+
+
+def _judged(frame: pd.DataFrame) -> pd.DataFrame:
+    """The levels with enough successful requests to judge (failed ones time no model work)."""
+    failures = frame["failures"].fillna(0) if "failures" in frame else 0
+    return frame[frame["requests"] - failures >= LIMITS.min_requests]
+
+
+def _too_few(rule: str, view: ModelView) -> list[CannotJudge]:
+    frame = view.frame
+    ok = (frame["requests"] - (frame["failures"].fillna(0) if "failures" in frame else 0)).max() if len(frame) else 0
+    return [
+        CannotJudge(
+            rule, view.model, f"too few successful requests ({int(ok)} at most per level; {LIMITS.min_requests} needed)"
+        )
+    ]
+
+
+def _has_server(frame: pd.DataFrame) -> bool:
+    return "queue_us" in frame and frame["queue_us"].notna().any()
+
+
+def _where(row, data: Dataset) -> str:
+    if data.level_kind == "run":
+        return "over the whole run"
+    label = str(row["label"])
+    return f"at {label}" if data.level_kind == "step" else f"at {data.level_kind.replace('_', ' ')} {label}"
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:,.1f} ms"
+
+
+def _in_flight(row) -> float:
+    """Requests in flight at a level (Little's law: throughput x mean latency)."""
+    return float(row["rps"]) * float(row["mean_us"]) / 1e6
+
+
+def _slo_ms(row) -> str:
+    return f"{max(1, math.ceil(float(row['p99_us']) / 1000))}ms"
+
+
+def _shape_options(view: ModelView) -> str:
+    """The run's own options a command must repeat to send the same requests."""
+    parts = []
+    for option, key, default in (("--shape", "shape", ""), ("--batch-size", "batch_size", "1")):
+        value = str(view.run_options.get(key) or default)
+        if value != default:
+            parts.append(f'{option} "{value}"' if " " in value else f"{option} {value}")
+    if view.protocols == ("grpc",):
+        parts.append("--protocol grpc")
+    return (" " + " ".join(parts)) if parts else ""
+
+
+def _tune(view: ModelView, row, varies: list[str]) -> str:
+    vary = " ".join(f"--vary {item}" for item in varies)
+    return f'python -m loadtests tune --model {view.model} {vary} --slo "p99<{_slo_ms(row)}"{_shape_options(view)}'
+
+
+def _failures(data: Dataset) -> list[Diagnosis]:
+    out = []
+    for endpoint in data.endpoints:
+        if not endpoint.requests or endpoint.failures / endpoint.requests < LIMITS.failure_share:
+            continue
+        by_class = endpoint.failures_by_class
+        overload = sum(n for name, n in by_class.items() if name.startswith("overloaded"))
+        unreachable = sum(n for name, n in by_class.items() if name.startswith(("connection", "unavailable", "server")))
+        evidence = ", ".join(f"{name} {n:,}" for name, n in sorted(by_class.items(), key=lambda kv: -kv[1])[:4])
+        evidence = f"{endpoint.failures:,} of {endpoint.requests:,} requests failed ({evidence})"
+        model = endpoint.model
+        if overload >= max(unreachable, 1):
+            out.append(
+                Diagnosis(
+                    "failures",
+                    model,
+                    "over the whole run",
+                    evidence,
+                    "Triton refused requests its queue could not hold or serve in time: the offered load is above "
+                    "what this configuration serves.",
+                    "find the highest rate it serves within the latency target",
+                    f'python -m loadtests capacity --model {model} --slo "p99<100ms,fail_ratio<0.001"',
+                )
+            )
+        elif unreachable:
+            out.append(
+                Diagnosis(
+                    "failures",
+                    model,
+                    "over the whole run",
+                    evidence,
+                    "The requests did not reach a serving Triton (refused, reset, unavailable or stopping): an outage "
+                    "or a restart, not the model's speed. The report's faults say when.",
+                    "rerun once Triton is stable; every number of this run is read in the outage's light",
+                    "",
+                )
+            )
+        else:
+            out.append(
+                Diagnosis(
+                    "failures",
+                    model,
+                    "over the whole run",
+                    evidence,
+                    "Triton or the model rejected the requests themselves (their shape, type or content).",
+                    "check the payload against the model's metadata, answers checked",
+                    f"locust -f locustfile.py --headless -u 1 -t 10s TritonHttpUser --model {model} "
+                    "--validate-responses",
+                )
+            )
+    return out
+
+
+def _generator(data: Dataset) -> list[Diagnosis]:
+    if data.run is None:
+        return []
+    out = []
+    generator = data.run.load_generator or {}
+    durations = [endpoint.duration_s for endpoint in data.endpoints if endpoint.duration_s]
+    cpu_s, workers = float(generator.get("cpu_s") or 0.0), int(generator.get("workers") or 0)
+    if durations and cpu_s:
+        share = cpu_s / max(durations) / max(workers, 1)
+        if share >= LIMITS.generator_core_share:
+            out.append(
+                Diagnosis(
+                    "generator",
+                    "(load generator)",
+                    "over the whole run",
+                    f"the load generator used {cpu_s:,.1f} s of CPU in {max(durations):,.1f} s "
+                    f"({share:.0%} of a core per process)",
+                    "A saturated load generator sends late and times its own queueing: its latencies include it.",
+                    "spread the users over more processes",
+                    "locust -f locustfile.py --processes -1 ...   (or --workers N for sweep and capacity)",
+                )
+            )
+    late = sum(endpoint.late or 0 for endpoint in data.endpoints)
+    sent = sum(endpoint.requests for endpoint in data.endpoints if endpoint.late is not None)
+    if sent and late / sent >= LIMITS.late_share:
+        out.append(
+            Diagnosis(
+                "generator",
+                "(load generator)",
+                "over the whole run",
+                f"{late:,} of {sent:,} open-loop requests went out more than 1 ms late",
+                "The schedule could not be kept: the client, not the server, set part of the timing.",
+                "spread the rate over more processes",
+                "locust -f locustfile.py --processes -1 ...",
+            )
+        )
+    return out
+
+
+def _host(data: Dataset, views: list[ModelView]) -> list[Diagnosis | CannotJudge]:
+    """One diagnosis per run: the host is shared by every model on it."""
+    models = ", ".join(view.model for view in views) or "(all models)"
+    if data.resources is None or data.resources.empty:
+        return [CannotJudge("host", models, "no host CPU samples (Triton's nv_cpu_utilization) in the run")]
+    cpu = data.resources[(data.resources["metric"] == "nv_cpu_utilization") & (data.resources["time_s"] >= 0)]
+    if cpu.empty:
+        return [CannotJudge("host", models, "Triton reported no nv_cpu_utilization")]
+    busy = [(label, mean) for label, mean, _peak, _n in busy_steps(cpu, data.steps, data.steps_kind)]
+    busy = [(label, mean) for label, mean in busy if mean >= LIMITS.host_busy]
+    if not data.steps and float(cpu["value"].mean()) >= LIMITS.host_busy:
+        busy = [("the whole run", float(cpu["value"].mean()))]
+    if not busy:
+        return []
+    view = views[0] if views else None
+    model = view.model if view else "MODEL"
+    shape = _shape_options(view) if view else ""
+    return [
+        Diagnosis(
+            "host",
+            models,
+            ("at " + ", ".join(label for label, _share in busy)) if data.steps else "over the whole run",
+            "Triton's nv_cpu_utilization averaged "
+            + ", ".join(f"{share:.0%} {'over' if name == 'the whole run' else 'at'} {name}" for name, share in busy),
+            "Every instance and batch runs on the same saturated cores: more instances or larger batches cannot "
+            "add compute, and a load generator on the same host takes its share.",
+            "measure from another machine (or on the GPU the model is meant for) before changing the configuration",
+            f"python -m loadtests sweep --model {model} --concurrency 1:8:1 --triton-http TRITON_HOST:8000{shape}",
+        )
+    ]
+
+
+def _queue(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
+    if not _has_server(view.frame):
+        return [CannotJudge("queue", view.model, "no Triton statistics for this model")]
+    judged = _judged(view.frame)
+    if judged.empty:
+        return _too_few("queue", view)
+    share = judged["queue_us"] / judged["mean_us"]
+    hit = judged[share >= LIMITS.queue_share]
+    if hit.empty:
+        return []
+    row = hit.iloc[-1]
+    config = view.config
+    if config is None:
+        return [CannotJudge("queue", view.model, "queue-bound, but the run has no model configuration to suggest from")]
+    varies = (["instances=1,2"] if config.instances == 1 else []) + (
+        ["dynamic_batching=off,on"] if not config.dynamic_batching and config.max_batch > 0 else []
+    )
+    if not varies:
+        varies = [f"instances={config.instances},{config.instances + 1}"]
+    return [
+        Diagnosis(
+            "queue",
+            view.model,
+            _where(row, data),
+            f"queue {_ms(row['queue_us'])} of a {_ms(row['mean_us'])} mean latency "
+            f"({row['queue_us'] / row['mean_us']:.0%}); {config.instances} instance(s), dynamic batching "
+            f"{'on' if config.dynamic_batching else 'off'}",
+            "Each instance runs one execution at a time, so requests wait their turn; a second instance or the "
+            "dynamic batcher serves waiting requests together.",
+            "compare the configurations under the same latency target",
+            _tune(view, row, varies),
+        )
+    ]
+
+
+def _batching(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
+    config = view.config
+    if config is None or not config.dynamic_batching or config.batch_target <= 1:
+        return []
+    judged = _judged(view.frame)
+    if judged.empty or "avg_batch" not in judged or judged["avg_batch"].isna().all():
+        return _too_few("batching", view) if judged.empty else []
+    row = judged.iloc[-1]
+    target, batch = config.batch_target, float(row["avg_batch"])
+    if batch >= LIMITS.batch_fill * target:
+        return []
+    in_flight = _in_flight(row)
+    evidence = (
+        f"executed batches averaged {batch:.2f} where the batcher aims for {target} "
+        f"(max_queue_delay {config.queue_delay_us} µs); about {in_flight:.1f} requests in flight over "
+        f"{config.instances} instance(s)"
+    )
+    if in_flight / config.instances < target:
+        return [
+            Diagnosis(
+                "batching",
+                view.model,
+                _where(row, data),
+                evidence,
+                "The batcher can only group requests that are waiting: with fewer in flight per instance than "
+                "the size it aims for, batches stay small whatever the delay.",
+                f"offer more concurrent requests (the rule of thumb: {config.peak_concurrency})",
+                f"python -m loadtests sweep --model {view.model} --concurrency 1:{config.peak_concurrency}:"
+                f"{max(1, config.peak_concurrency // 8)}{_shape_options(view)}",
+            )
+        ]
+    delay = max(config.queue_delay_us, 100)
+    return [
+        Diagnosis(
+            "batching",
+            view.model,
+            _where(row, data),
+            evidence,
+            "Enough requests are in flight, but the batcher waits at most max_queue_delay_microseconds for "
+            "more: a longer delay trades a little latency for fuller batches.",
+            "compare longer queue delays under the same latency target",
+            _tune(view, row, [f"max_queue_delay_us={delay},{4 * delay},{16 * delay}"]),
+        )
+    ]
+
+
+def _payload(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
+    if "client_network_us" not in view.frame or view.frame["client_network_us"].isna().all():
+        return [CannotJudge("payload", view.model, "no split of the latency into server and send/recv + network")]
+    judged = _judged(view.frame)
+    if judged.empty:
+        return _too_few("payload", view)
+    sizes = [e.bytes_sent_per_request or 0 for e in data.endpoints if e.model == view.model]
+    size = max(sizes, default=0)
+    share = judged["client_network_us"] / judged["mean_us"]
+    server_parts = [column for column in ("queue_us", "compute_infer_us") if column in judged]
+    largest = judged[server_parts].max(axis=1).fillna(0) if server_parts else 0
+    hit = judged[(share >= LIMITS.payload_share) & (judged["client_network_us"] > largest)]
+    if hit.empty or size < LIMITS.large_payload_bytes:
+        return []
+    row = hit.iloc[-1]
+    classes = data.run.config.get("user_classes", []) if data.run is not None else []
+    images = [name for name in classes if name.startswith("ResNet")]
+    if images and str(view.run_options.get("image_format") or "tensor") == "tensor":
+        step = "send encoded images to a model that decodes them on the server"
+        command = "locust -f locustfile.py --headless -u 8 -t 1m ResNetGrpcUser --image-format jpeg"
+    elif "http" in view.protocols:
+        step = "send the same requests over gRPC (binary protobuf on one HTTP/2 connection)"
+        command = (
+            f"python -m loadtests sweep --model {view.model} --concurrency 1:8:1 --protocol both{_shape_options(view)}"
+        )
+    else:
+        step = "send only the inputs and outputs the model needs, or a smaller input type (FP16, UINT8)"
+        command = ""
+    return [
+        Diagnosis(
+            "payload",
+            view.model,
+            _where(row, data),
+            f"send/recv + network {_ms(row['client_network_us'])} of a {_ms(row['mean_us'])} mean latency "
+            f"({row['client_network_us'] / row['mean_us']:.0%}), {size / 1000:,.0f} KB sent per request",
+            "Serialising, copying and parsing a large tensor per request costs more than the model's compute.",
+            step,
+            command,
+        )
+    ]
+
+
+def _plateau(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
+    if data.level_kind not in ("step", "concurrency") or data.open_loop:
+        return []
+    judged = _judged(view.frame)
+    if len(judged) < 2:
+        return [CannotJudge("plateau", view.model, "fewer than two load levels with enough requests")]
+    config = view.config
+    peak = config.peak_concurrency if config else None
+    rows = list(judged.itertuples(index=False))
+    for before, after in itertools.pairwise(rows):
+        grew = after.rps / before.rps - 1 if before.rps else math.inf
+        slower = after.mean_us / before.mean_us - 1 if before.mean_us else 0.0
+        if grew < LIMITS.plateau_growth and slower >= LIMITS.plateau_latency_growth:
+            below = f", below the {peak} of 2 x max batch x instances" if peak and after.level < peak else ""
+            return [
+                Diagnosis(
+                    "plateau",
+                    view.model,
+                    f"from {before.label} to {after.label}",
+                    f"throughput {before.rps:,.1f} -> {after.rps:,.1f} requests/s ({grew:+.0%}) while the mean latency "
+                    f"went {_ms(before.mean_us)} -> {_ms(after.mean_us)} ({slower:+.0%}){below}",
+                    "More concurrent requests only queue once the server is saturated: the added load shows up as "
+                    "latency, not throughput.",
+                    "find the highest rate that meets a latency target, then change the configuration that limits it",
+                    f'python -m loadtests capacity --model {view.model} --slo "p99<{_slo_ms(before._asdict())}"'
+                    f"{_shape_options(view)}",
+                )
+            ]
+    last = rows[-1]
+    if peak and last.level < peak:
+        return [
+            Diagnosis(
+                "plateau",
+                view.model,
+                f"at {last.label}",
+                f"throughput still grew to {last.rps:,.1f} requests/s at the highest load, {last.level:g} "
+                f"concurrent users, below the {peak} of 2 x max batch x instances",
+                "Peak throughput needs enough requests in flight to fill every instance's batches; this run "
+                "stopped before that.",
+                "sweep up to the rule of thumb's concurrency",
+                f"python -m loadtests sweep --model {view.model} --concurrency 1:{peak}:{max(1, peak // 8)}"
+                f"{_shape_options(view)}",
+            )
+        ]
+    return []
+
+
+def _compute(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
+    if not _has_server(view.frame) or "compute_infer_us" not in view.frame:
+        return []
+    judged = _judged(view.frame).dropna(subset=["compute_infer_us"])
+    if len(judged) < 2:
+        return []
+    first, last = judged.iloc[0], judged.iloc[-1]
+    batch_first = float(first.get("avg_batch") or 1.0) or 1.0
+    batch_last = float(last.get("avg_batch") or 1.0) or 1.0
+    grew = last["compute_infer_us"] / first["compute_infer_us"] - 1 if first["compute_infer_us"] else 0.0
+    batch_grew = batch_last / batch_first - 1
+    if grew < LIMITS.compute_growth or batch_grew >= LIMITS.batch_growth:
+        return []
+    instances = view.config.instances if view.config else None
+    return [
+        Diagnosis(
+            "compute",
+            view.model,
+            f"from {first['label']} to {last['label']}",
+            f"compute per request {_ms(first['compute_infer_us'])} -> {_ms(last['compute_infer_us'])} "
+            f"({grew:+.0%}) while the executed batch went {batch_first:.2f} -> {batch_last:.2f}",
+            "The same work took longer under load: instances (or other models) compete for the same cores or GPU.",
+            "compare fewer and more instances" if instances else "check what else runs on Triton's host",
+            _tune(view, last, [f"instances={max(1, instances - 1)},{instances}"])
+            if instances and instances > 1
+            else "",
+        )
+    ]

@@ -1,0 +1,119 @@
+"""The report's diagnosis rules (analysis/diagnosis.py) on real runs that produce each condition,
+and on runs (or load steps) that must not trigger it.
+
+Against the session's Triton, four short runs side by side:
+- `sleep_10ms_single` (one instance, no dynamic batching, 10 ms per execution) at 1, 3, then 6
+  users: queue-bound at 6 users, not at 1; throughput flat from 3 to 6 users while p99 doubles;
+- `resnet50` over HTTP (602 KB FP32 tensors): payload-bound; the same model behind
+  `resnet50_jpeg`, sent as JPEG files of a few KB: not;
+- `queue_limited` (a queue of one request) under 6 users: overload failures.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from analysis.dataset import load
+from analysis.diagnosis import LIMITS, CannotJudge, Diagnosis, diagnose
+from analysis.report import write_report
+from tests.helpers import run_locust, triton_options
+from tests.test_docs import check_loadtests_command, check_locust_options, words
+
+RUNS = {
+    "queue": (
+        ["TritonHttpUser"],
+        ["--model", "sleep_10ms_single", "--shape", "INPUT0:16", "--load-shape", "steps",
+         "--shape-args", "targets=1;3;6,step_s=4"],
+        1, "12s",
+    ),
+    "tensor": (["ResNetHttpUser"], [], 4, "5s"),
+    "jpeg": (["ResNetHttpUser"], ["--image-format", "jpeg"], 4, "5s"),
+    "overload": (["TritonHttpUser"], ["--model", "queue_limited", "--shape", "INPUT0:16"], 6, "4s"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs(triton, tmp_path_factory):
+    root = tmp_path_factory.mktemp("diagnosis")
+
+    def run(name):
+        classes, options, users, run_time = RUNS[name]
+        result = run_locust(
+            classes, [*triton_options(triton), *options, "--run-dir", str(root / name)], users, run_time
+        )
+        assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: the overload run's failures
+        return name, load(root / name)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(pool.map(run, RUNS))
+
+
+def fired(data, rule: str) -> list[Diagnosis]:
+    return [item for item in diagnose(data) if isinstance(item, Diagnosis) and item.rule == rule]
+
+
+def test_queue_bound_at_six_users_not_at_one(runs):
+    data = runs["queue"]
+    (queue,) = fired(data, "queue")
+    frame = data.levels["sleep_10ms_single [http]"]
+    assert queue.where == f"at {frame['label'].iloc[-1]}", queue
+    assert "1 instance(s), dynamic batching off" in queue.evidence
+    assert "--vary instances=1,2 --vary dynamic_batching=off,on" in queue.command
+    first = frame.iloc[0]
+    assert first["queue_us"] / first["mean_us"] < LIMITS.queue_share  # one user never waits: no diagnosis there
+    assert frame["level"].tolist() == [1, 3, 6]
+
+
+def test_plateau_from_three_to_six_users(runs):
+    (plateau,) = fired(runs["queue"], "plateau")
+    frame = runs["queue"].levels["sleep_10ms_single [http]"]
+    assert plateau.where == f"from {frame['label'].iloc[1]} to {frame['label'].iloc[2]}", plateau
+    assert plateau.command.startswith("python -m loadtests capacity --model sleep_10ms_single")
+    # Between 1 and 3 users throughput still grew: that pair is not the plateau.
+    assert frame["rps"].iloc[1] / frame["rps"].iloc[0] - 1 >= LIMITS.plateau_growth
+
+
+def test_payload_bound_with_tensors_not_with_jpeg(runs):
+    (payload,) = fired(runs["tensor"], "payload")
+    assert "602 KB sent per request" in payload.evidence
+    assert "--image-format jpeg" in payload.command
+    assert not fired(runs["jpeg"], "payload")
+
+
+def test_overload_failures_point_at_a_capacity_search(runs):
+    (failures,) = fired(runs["overload"], "failures")
+    assert "overloaded (queue full): HTTP 503" in failures.evidence
+    assert failures.command.startswith("python -m loadtests capacity --model queue_limited")
+    assert not fired(runs["queue"], "failures")
+
+
+def test_a_rule_that_cannot_judge_says_why(runs):
+    data = runs["overload"]
+    unjudged = [item for item in diagnose(data) if isinstance(item, CannotJudge)]
+    # Nearly every request failed: no level has the successes the latency rules need.
+    assert any(item.rule == "queue" and "too few successful requests" in item.reason for item in unjudged), unjudged
+
+
+def test_every_suggested_command_is_one_the_suite_accepts(runs):
+    for data in runs.values():
+        for item in diagnose(data):
+            if not isinstance(item, Diagnosis) or not item.command or "..." in item.command:
+                continue
+            argv = words(item.command)
+            if argv[:3] == ["python", "-m", "loadtests"]:
+                check_loadtests_command(item.rule, argv[3:])
+            else:
+                check_locust_options(argv[3:])
+
+
+def test_the_report_opens_with_the_ranked_next_steps(runs, tmp_path):
+    write_report(runs["queue"].path, tmp_path)
+    markdown = (tmp_path / "report.md").read_text()
+    section = markdown.split("## Diagnosis and next steps", 1)[1].split("## Findings", 1)[0]
+    assert markdown.index("## Diagnosis and next steps") < markdown.index("## Findings")
+    titles = [line for line in section.splitlines() if line[:1].isdigit()]
+    assert any("Queue-bound: sleep_10ms_single" in title for title in titles), section
+    assert any("Throughput plateau: sleep_10ms_single" in title for title in titles), section
+    assert "`python -m loadtests tune --model sleep_10ms_single" in section
