@@ -210,8 +210,9 @@ def build_endpoint(kind: WorkloadKind, client: TritonClient, model: ModelSpec, s
     kind.check_model(model, settings)
     name = f"{model.name} [{client.protocol}]"
     if kind.build is None:
-        # Requests built one by one while the load runs (a sequence's carry its ID, flags and value).
-        return Endpoint(name, kind, client.protocol, model, settings.batch_size, {}, None)
+        # Requests built one by one while the load runs (a sequence's carry its ID, flags and
+        # value), each response checked by the kind (a running sum), --validate-responses or not.
+        return Endpoint(name, kind, client.protocol, model, settings.batch_size, {}, kind.validate)
     settings.batch_size.check_against(model)
     workload = kind.build(model, settings)
     rng = np.random.default_rng(POOL_SEED)

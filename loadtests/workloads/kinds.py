@@ -63,8 +63,8 @@ class WorkloadKind:
     # The request bodies of one model, built before the load; None: requests are built one by
     # one while the load runs (sequences: each carries its ID, flags and value).
     build: Callable[[ModelSpec, Settings], Workload] | None
-    # Its own checks of a response (--validate-responses adds them to the metadata's; a sequence
-    # user applies its running-sum check to every response).
+    # Its own checks of a response: --validate-responses adds them to the metadata's; a kind
+    # without a builder checks every response with them (a sequence's running sum).
     validate: Validator
     # Its own checks of a fetched model, after the common ones (raise ModelMismatchError).
     check_model: Callable[[ModelSpec, Settings], None] = no_model_checks

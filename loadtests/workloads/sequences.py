@@ -60,7 +60,7 @@ from typing import Protocol
 import numpy as np
 
 from loadtests.clients import PreparedRequest, RequestFailure, TritonClient
-from loadtests.clients.base import SequenceStep
+from loadtests.clients.base import SequenceStep, Validator
 from loadtests.config.batch_size import BatchSizeSpec
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.settings import Settings
@@ -175,10 +175,12 @@ class SequenceIds:
 
 
 class SequenceTarget(Protocol):
-    """What a sequence's requests are built for: a prepared endpoint (endpoints.Endpoint)."""
+    """What a sequence's requests are built for: a prepared endpoint (endpoints.Endpoint), whose
+    validator is its kind's check of every response (the sequence kind's: `check_running_sum`)."""
 
     name: str
     model: ModelSpec
+    validator: Validator | None
 
 
 def check_sequence_model(model: ModelSpec, settings: Settings) -> None:
@@ -290,7 +292,7 @@ class SequenceSender:
             total += value
             step = SequenceStep(correlation_id, start=index == 0, end=last or early, early=early)
             request = sequence_request(self.client, self.endpoint, step, value, total)
-            failure = self.client.infer(request, check_running_sum)
+            failure = self.client.infer(request, self.endpoint.validator)
             if failure is not None:
                 if not step.end and _may_be_open(step, failure):
                     self._close(correlation_id)
