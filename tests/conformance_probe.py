@@ -33,6 +33,7 @@ from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
 from loadtests.workloads import parse_batch_size, parse_shape_overrides
 from loadtests.workloads.endpoints import prepare_endpoint
+from loadtests.workloads.kinds import GENERIC
 
 IDENTITY_SUFFIX = "_OUT"
 
@@ -90,7 +91,7 @@ def run_cell(cell: dict, addresses: dict) -> dict:
         validate_responses=cell.get("validate", True),
     )
     try:
-        endpoint = prepare_endpoint("generic", client, cell["model"], settings)
+        endpoint = prepare_endpoint(GENERIC, client, cell["model"], settings)
     except StartupError as error:
         outcome["error"] = str(error)
         client.close()

@@ -18,6 +18,7 @@ from loadtests.config.settings import Settings
 from loadtests.server import TritonPorts
 from loadtests.workloads import parse_batch_size
 from loadtests.workloads.endpoints import prepare_endpoint
+from loadtests.workloads.kinds import BERT_QA, GENERIC, RESNET
 from loadtests.workloads.validation import make_validator
 from tests.helpers import model_stats, read_summary, run_cli, run_locust, triton_options
 
@@ -117,7 +118,7 @@ def identity_endpoint(triton):
     settings = Settings(batch_size=parse_batch_size("2"), triton_http=triton.http_address)
     client = HttpClient(triton.http_address, 5.0, EventHook())
     try:
-        return prepare_endpoint("generic", client, "identity", dataclasses.replace(settings, model="identity"))
+        return prepare_endpoint(GENERIC, client, "identity", dataclasses.replace(settings, model="identity"))
     finally:
         client.close()
 
@@ -161,7 +162,7 @@ def test_wrong_expectation_is_a_validation_failure(triton):
     settings = Settings(batch_size=parse_batch_size("2"), validate_responses=True)
     event = EventHook()
     client = HttpClient(triton.http_address, 10.0, event)
-    endpoint = prepare_endpoint("resnet", client, "resnet50", settings)
+    endpoint = prepare_endpoint(RESNET, client, "resnet50", settings)
     request = endpoint.pools[2][0]
     response = client._send(request.wire)
     outputs, datatypes = client._decode(response)
@@ -171,7 +172,7 @@ def test_wrong_expectation_is_a_validation_failure(triton):
         endpoint.model, outputs=tuple(dataclasses.replace(o, datatype="FP16") for o in endpoint.model.outputs)
     )
     with pytest.raises(RequestFailure, match=r"^validation: probabilities datatype$"):
-        make_validator("resnet", wrong_dtype)(outputs, datatypes, request)
+        make_validator(wrong_dtype, RESNET.validate)(outputs, datatypes, request)
     wrong_batch = dataclasses.replace(request, batch_size=3)
     with pytest.raises(RequestFailure, match=r"^validation: probabilities batch dimension$"):
         endpoint.validator(outputs, datatypes, wrong_batch)
@@ -184,7 +185,7 @@ def test_wrong_expectation_is_a_validation_failure(triton):
 def test_qa_logits_must_be_one_per_token(triton):
     settings = Settings(batch_size=parse_batch_size("1"), seq_len=128, validate_responses=True)
     client = HttpClient(triton.http_address, 10.0, EventHook())
-    endpoint = prepare_endpoint("bert_qa", client, "bert_qa", settings)
+    endpoint = prepare_endpoint(BERT_QA, client, "bert_qa", settings)
     request = endpoint.pools[1][0]
     outputs, datatypes = client._decode(client._send(request.wire))
     endpoint.validator(outputs, datatypes, request)

@@ -311,13 +311,14 @@ def test_every_entry_of_a_long_input_file_is_sent(triton, tmp_path, batch):
     from loadtests.clients.http import HttpClient
     from loadtests.workloads import parse_batch_size
     from loadtests.workloads.endpoints import prepare_endpoint
+    from loadtests.workloads.kinds import GENERIC
 
     path = tmp_path / "long.json"
     path.write_text(json.dumps({"data": [{"INPUT0": [float(i)] * 16} for i in range(30)]}))
     settings = Settings(model="identity", batch_size=parse_batch_size(str(batch)), input_data=(path,))
     client = HttpClient(triton.http_address, 10.0, EventHook())
     try:
-        endpoint = prepare_endpoint("generic", client, "identity", dataclasses.replace(settings))
+        endpoint = prepare_endpoint(GENERIC, client, "identity", dataclasses.replace(settings))
     finally:
         client.close()
     bodies = endpoint.pools[batch]

@@ -25,6 +25,7 @@ from loadtests.config.settings import Settings
 from loadtests.errors import ModelMismatchError
 from loadtests.server import LocalTriton, TritonPorts
 from loadtests.workloads.endpoints import prepare_endpoint
+from loadtests.workloads.kinds import SEQUENCE
 from loadtests.workloads.sequences import MIN_SEQUENCE_BITS, IdLayout, RunSize, SequenceIds, SequenceSender
 from tests.helpers import model_stats, read_summary, run_cli, run_locust
 from tests.sequence_matrix import MODELS, UINT32_ACCUMULATOR, write_repository
@@ -72,7 +73,7 @@ def drive(triton: LocalTriton, model: str, protocol: str) -> Tally:
     tally, connections = Tally(), Connections()
     clients = [open_client(protocol, settings, tally.event, connections) for _ in range(USERS)]
     try:
-        endpoint = prepare_endpoint("sequence", clients[0], model, settings)
+        endpoint = prepare_endpoint(SEQUENCE, clients[0], model, settings)
         lengths = BatchSizeSpec.parse(LENGTHS)
         layout = IdLayout.of(endpoint.model.correlation_id_type, RunSize(workers=USERS, users_per_worker=1))
         senders = [

@@ -23,6 +23,7 @@ from loadtests.config.batch_size import BatchSizeSpec
 from loadtests.config.settings import Settings
 from loadtests.server import TritonPorts
 from loadtests.workloads.endpoints import prepare_endpoint
+from loadtests.workloads.kinds import SEQUENCE
 from loadtests.workloads.sequences import SEQUENCE_STATE, IdLayout, SequenceIds, SequenceSender, sequence_request
 from tests.helpers import locust_request_counts, read_summary, run_cli, triton_options
 
@@ -119,7 +120,7 @@ def test_two_generators_sharing_ids_fail_the_state_check(triton):
     connections = Connections()
     clients = [open_client("http", settings, event, connections) for _ in range(2)]
     try:
-        endpoint = prepare_endpoint("sequence", clients[0], MODEL, settings)
+        endpoint = prepare_endpoint(SEQUENCE, clients[0], MODEL, settings)
         # Both use worker 0, slot 0: what two single-process generators would do without coordination.
         senders = [
             _sender(client, endpoint, SequenceIds(IdLayout(), 0, 0), seed) for seed, client in enumerate(clients)
@@ -142,8 +143,8 @@ def test_a_sequence_that_fails_midway_is_ended_and_counted(triton):
     connections = Connections()
     client, other = open_client("grpc", settings, event, connections), open_client("http", settings, quiet, connections)
     try:
-        endpoint = prepare_endpoint("sequence", client, MODEL, settings)
-        other_endpoint = prepare_endpoint("sequence", other, MODEL, settings)
+        endpoint = prepare_endpoint(SEQUENCE, client, MODEL, settings)
+        other_endpoint = prepare_endpoint(SEQUENCE, other, MODEL, settings)
 
         def on_request(exception=None, context=None, **_):
             seen.append({"failure": str(exception) if exception else None, **context})

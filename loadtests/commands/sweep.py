@@ -46,19 +46,11 @@ from loadtests.errors import SpecError
 from loadtests.recording import sweep_files
 from loadtests.server.launcher import REPO_ROOT
 from loadtests.traffic.stability import STABILITY_WINDOWS
+from loadtests.workloads.kinds import kind_for_model, sweep_user_classes
 
-USER_CLASSES = {
-    "BertQAHttpUser": "http",
-    "BertQAGrpcUser": "grpc",
-    "ResNetHttpUser": "http",
-    "ResNetGrpcUser": "grpc",
-    "TritonHttpUser": "http",
-    "TritonGrpcUser": "grpc",
-}
-# The demo repository's models, and the user class family whose payloads fit them.
-DEMO_FAMILIES = {"bert_qa": "BertQA", "bert_qa_dynbatch": "BertQA", "resnet50": "ResNet"}
+# --user-class NAME -> its protocol: the workload kinds' classes a sweep may run (kinds.py).
+USER_CLASSES = sweep_user_classes()
 MAX_LEVELS = 1000
-PROTOCOL_CLASS_NAMES = {"http": "Http", "grpc": "Grpc"}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -144,9 +136,9 @@ def choose_user_classes(model: str, protocol: str | None, user_class: str) -> li
         if protocol is not None and protocol != USER_CLASSES[user_class]:
             raise SpecError(f"--protocol {protocol} contradicts --user-class {user_class}: give one of them")
         return [user_class]
-    family = DEMO_FAMILIES.get(model, "Triton")
+    kind = kind_for_model(model)
     protocols = ("http", "grpc") if protocol == "both" else (protocol or "http",)
-    return [f"{family}{PROTOCOL_CLASS_NAMES[p]}User" for p in protocols]
+    return [kind.user_classes[p] for p in protocols]
 
 
 def default_run_dir(model: str) -> Path:

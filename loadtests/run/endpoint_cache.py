@@ -14,8 +14,9 @@ from gevent.lock import Semaphore
 from loadtests.clients import Connections, open_client
 from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
-from loadtests.workloads.endpoints import Endpoint, model_name_for, prepare_endpoint
-from loadtests.workloads.mix import MIX_KIND, MixedEndpoint, check_mix_applies, prepare_mix
+from loadtests.workloads.endpoints import Endpoint, prepare_endpoint
+from loadtests.workloads.kinds import WorkloadKind
+from loadtests.workloads.mix import MixedEndpoint, check_mix_applies, prepare_mix
 
 logger = logging.getLogger(__name__)
 
@@ -30,15 +31,15 @@ class EndpointCache:
         self.settings = settings
         self.request_event = request_event
         self.connections = connections
-        self.prepared: dict[tuple[str, str], Endpoint | MixedEndpoint] = {}
-        self._locks: dict[tuple[str, str], Semaphore] = {}
+        self.prepared: dict[tuple[WorkloadKind, str], Endpoint | MixedEndpoint] = {}
+        self._locks: dict[tuple[WorkloadKind, str], Semaphore] = {}
 
     def classes(self) -> list[type]:
-        """The selected user classes that are the suite's (they name a workload)."""
-        return [cls for cls in self.user_classes if getattr(cls, "workload", None)]
+        """The selected user classes that are the suite's (they carry a workload kind)."""
+        return [cls for cls in self.user_classes if isinstance(getattr(cls, "kind", None), WorkloadKind)]
 
-    def kinds(self) -> set[str]:
-        return {cls.workload for cls in self.classes()}
+    def kinds(self) -> set[WorkloadKind]:
+        return {cls.kind for cls in self.classes()}
 
     def models(self) -> list[str]:
         """The models the run targets (a class whose model cannot be named is left to pre-flight)."""
@@ -68,10 +69,10 @@ class EndpointCache:
         out = {}
         mix = self.settings().mix
         for cls in self.classes():
-            if mix is not None and cls.workload == MIX_KIND:
+            if mix is not None and cls.kind.takes_mix:
                 continue
             try:
-                out[cls] = model_name_for(cls.workload, self.settings(), self.kinds())
+                out[cls] = cls.kind.model_name(self.settings(), self.kinds())
             except StartupError:
                 continue  # pre-flight reports it
         return out
@@ -80,9 +81,9 @@ class EndpointCache:
         mix = self.settings().mix
         if mix is None:
             return {}
-        return {cls: mix.models for cls in self.classes() if cls.workload == MIX_KIND}
+        return {cls: mix.models for cls in self.classes() if cls.kind.takes_mix}
 
-    def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint:
+    def endpoint(self, kind: WorkloadKind, protocol: str) -> Endpoint | MixedEndpoint:
         """The prepared endpoint for a user class (a mix's, for the generic classes with --mix);
         raises StartupError."""
         key = (kind, protocol)
@@ -91,14 +92,14 @@ class EndpointCache:
                 self.prepared[key] = self._prepare(kind, protocol, self.settings())
         return self.prepared[key]
 
-    def _prepare(self, kind: str, protocol: str, settings: Settings) -> Endpoint | MixedEndpoint:
+    def _prepare(self, kind: WorkloadKind, protocol: str, settings: Settings) -> Endpoint | MixedEndpoint:
         if settings.mix is not None:
-            check_mix_applies({cls.__name__: cls.workload for cls in self.classes()})
+            check_mix_applies({cls.__name__: cls.kind for cls in self.classes()})
         client = open_client(protocol, settings, self.request_event, self.connections)
         try:
             if settings.mix is not None:
                 return prepare_mix(client, settings.mix, settings)
-            endpoint = prepare_endpoint(kind, client, model_name_for(kind, settings, self.kinds()), settings)
+            endpoint = prepare_endpoint(kind, client, kind.model_name(settings, self.kinds()), settings)
         finally:
             client.close()
         logger.info("prepared %s: batch sizes %s", endpoint.name, settings.batch_size.text)
@@ -107,7 +108,7 @@ class EndpointCache:
     def prepare_all(self) -> None:
         """Pre-flight: every selected class's endpoint; raises StartupError."""
         for cls in self.classes():
-            self.endpoint(cls.workload, cls.protocol)
+            self.endpoint(cls.kind, cls.protocol)
 
     def clear(self) -> None:
         self.prepared.clear()

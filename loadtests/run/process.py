@@ -6,7 +6,7 @@ being recorded (that is `RunLifecycle`'s). There is one per Environment, stored 
 there is no module-level state:
 
     process = process_of(user.environment)
-    process.endpoints.endpoint("generic", "http"), process.settings.open_loop
+    process.endpoints.endpoint(GENERIC, "http"), process.settings.open_loop
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from loadtests.run.endpoint_cache import EndpointCache
 from loadtests.run.role import Role
 from loadtests.traffic.open_loop import OpenLoop
 from loadtests.workloads.endpoints import Endpoint
+from loadtests.workloads.kinds import WorkloadKind
 from loadtests.workloads.mix import MixedEndpoint
 from loadtests.workloads.sequences import RunSize, UserSlots
 from loadtests.workloads.users import PROCESS_ATTRIBUTE, services_of
@@ -98,7 +99,7 @@ class SuiteProcess:
         return settings
 
     # -- what the users need (loadtests.workloads.users.ProcessServices) ---------------------------------
-    def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint:
+    def endpoint(self, kind: WorkloadKind, protocol: str) -> Endpoint | MixedEndpoint:
         """The prepared endpoint of a user class (built once per process; raises StartupError)."""
         return self.endpoints.endpoint(kind, protocol)
 

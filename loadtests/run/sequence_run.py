@@ -29,7 +29,7 @@ SIZE_MESSAGE = "triton_loadtest_sequence_run"
 def check_sequence_endpoints(endpoints: list, run: RunSize) -> None:
     """Each prepared sequence endpoint's IDs fit the run; raises StartupError."""
     for endpoint in endpoints:
-        if isinstance(endpoint, Endpoint) and endpoint.kind == "sequence":
+        if isinstance(endpoint, Endpoint) and endpoint.kind.correlation_ids:
             IdLayout.of(endpoint.model.correlation_id_type, run)
 
 

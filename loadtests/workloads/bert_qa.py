@@ -309,6 +309,12 @@ class BertQAWorkload:
         self.end_positions = np.asarray(ends, dtype=np.int64)
 
 
+def tokens_per_request(inputs: dict[str, np.ndarray]) -> int:
+    """The token count of a request's features (its last dim), which per-token outputs must match."""
+    first = next(iter(inputs.values()))
+    return int(first.shape[-1])
+
+
 def _parse_seq_len(seq_len: int | str | None) -> int | None:
     if seq_len is None or (isinstance(seq_len, str) and seq_len.strip().lower() == "variable"):
         return None

@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,27 +22,12 @@ from loadtests.clients.control import answers_http1
 from loadtests.clients.control_grpc import open_control
 from loadtests.config.batch_size import UniformSource
 from loadtests.config.model_spec import TRITON_TO_NUMPY, ModelSpec
-from loadtests.config.settings import (
-    DEFAULT_BERT_MODEL,
-    DEFAULT_RESNET_JPEG_MODEL,
-    DEFAULT_RESNET_MODEL,
-    ENCODED_IMAGE_FORMATS,
-    Settings,
-)
+from loadtests.config.settings import Settings
 from loadtests.errors import ModelMismatchError, ServerError
-from loadtests.workloads import (
-    BatchSizeSpec,
-    BertQAWorkload,
-    EncodedImageWorkload,
-    GenericWorkload,
-    ImageWorkload,
-    Workload,
-)
+from loadtests.workloads import BatchSizeSpec, Workload
+from loadtests.workloads.kinds import WorkloadKind
 from loadtests.workloads.validation import make_validator
 
-WORKLOAD_KINDS = ("bert_qa", "resnet", "generic", "sequence")
-# Integer datatypes a sequence user's running sum can be sent in (one value per request).
-SEQUENCE_DATATYPES = ("INT32", "INT64", "UINT32", "UINT64")
 logger = logging.getLogger(__name__)
 PROTOCOL_NAMES = {"http": "HTTP", "grpc": "gRPC"}
 # A model not found: at most this many of the models Triton has are named in the error line.
@@ -54,48 +38,6 @@ POOL_BUDGET_BYTES = 128 * 2**20
 POOL_SEED = 20240321
 # Datatypes Triton's HTTP endpoint refuses in JSON tensors (binary only).
 JSON_REFUSED_DATATYPES = ("FP16", "BF16")
-
-
-def model_name_for(kind: str, settings: Settings, kinds_in_run: Iterable[str]) -> str:
-    """Which model a workload targets: --model alone, or --bert-model/--resnet-model when mixed."""
-    kinds = set(kinds_in_run)
-    if kind in ("generic", "sequence"):
-        if not settings.model:
-            raise ModelMismatchError(
-                f"{kind} Triton users need --model NAME" + (" (or --mix MODEL:WEIGHT,...)" if kind == "generic" else "")
-            )
-        return settings.model
-    own = settings.bert_model if kind == "bert_qa" else settings.resnet_model
-    if own:
-        return own
-    if settings.model and kinds == {kind}:
-        return settings.model
-    if kind == "bert_qa":
-        return DEFAULT_BERT_MODEL
-    return DEFAULT_RESNET_JPEG_MODEL if settings.image_format in ENCODED_IMAGE_FORMATS else DEFAULT_RESNET_MODEL
-
-
-def build_workload(kind: str, model: ModelSpec, settings: Settings) -> Workload:
-    if kind == "bert_qa":
-        return BertQAWorkload(
-            model,
-            seq_len=settings.seq_len,
-            doc_stride=settings.doc_stride,
-            vocab_file=settings.vocab,
-            input_map=settings.input_map or None,
-        )
-    if kind == "resnet" and settings.image_format in ENCODED_IMAGE_FORMATS:
-        return EncodedImageWorkload(model, image_dir=settings.image_dir, image_format=settings.image_format)
-    if kind == "resnet":
-        return ImageWorkload(model, image_dir=settings.image_dir)
-    if kind == "generic":
-        return GenericWorkload(
-            model,
-            shape_overrides=settings.shapes or None,
-            data_mode=settings.data_mode,
-            input_data_file=settings.input_data,
-        )
-    raise ValueError(f"unknown workload kind {kind!r}")
 
 
 def check_inputs_fit(model: ModelSpec, inputs: dict[str, np.ndarray], batch_size: int) -> None:
@@ -133,7 +75,7 @@ class Endpoint:
     """
 
     name: str
-    kind: str
+    kind: WorkloadKind
     protocol: str
     model: ModelSpec
     batch_sizes: BatchSizeSpec
@@ -155,13 +97,6 @@ def _pool_count(sample_bytes: int, sizes: int, entries: int = 0, batch_size: int
     --input-data file once (as perf_analyzer steps through them all), within the budget."""
     wanted = max(POOL_PER_BATCH_SIZE, math.ceil(entries / batch_size))
     return max(1, min(wanted, POOL_BUDGET_BYTES // max(1, sample_bytes * sizes)))
-
-
-def _seq_len(kind: str, inputs: dict[str, np.ndarray]) -> int | None:
-    if kind != "bert_qa":
-        return None
-    first = next(iter(inputs.values()))
-    return int(first.shape[-1])
 
 
 def fetch_model(client: TritonClient, name: str) -> ModelSpec:
@@ -257,66 +192,35 @@ def _check_json_datatypes(model: ModelSpec) -> None:
 
 def _batch_and_expected(workload: Workload, size: int, rng: np.random.Generator) -> tuple[dict, dict | None]:
     """A batch, and the expected outputs an --input-data file's validation_data gives for it."""
-    if isinstance(workload, GenericWorkload):
-        return workload.make_batch_and_expected(size, rng)
+    with_expected = getattr(workload, "make_batch_and_expected", None)  # GenericWorkload's
+    if with_expected is not None:
+        return with_expected(size, rng)
     return workload.make_batch(size, rng), None
 
 
-def check_sequence_model(model: ModelSpec, settings: Settings) -> None:
-    """What a sequence user needs (loadtests/workloads/sequences.py): a model with sequence batching and
-    one integer input and one output (a running sum), closed-loop traffic, batch size 1."""
-    if not model.sequence_batching:
-        raise ModelMismatchError(
-            f"model '{model.name}' has no sequence_batching in its config: sequence users send correlation IDs "
-            "and start/end flags only to sequence models"
-        )
-    if len(model.inputs) != 1 or len(model.outputs) != 1 or model.inputs[0].datatype not in SEQUENCE_DATATYPES:
-        raise ModelMismatchError(
-            f"model '{model.name}' is not an accumulator: sequence users send one integer per request "
-            f"({'/'.join(SEQUENCE_DATATYPES)} input of shape [1]) and check one output against the running sum"
-        )
-    if model.string_correlation_ids:
-        # Measured on the bundled Triton: a numeric ID is copied as 8 raw bytes into the string
-        # tensor and every request is refused as malformed; string IDs (tritonclient's own too)
-        # fail its check of the control tensor ("unexpected number of string elements 2").
-        raise ModelMismatchError(
-            f"model '{model.name}' takes string correlation IDs (its CORRID control is TYPE_STRING), "
-            "and sequence users send integer IDs: give it a TYPE_UINT64, TYPE_INT64, TYPE_UINT32 or TYPE_INT32 CORRID"
-        )
-    if not model.inputs[0].accepts((1,)):
-        raise ModelMismatchError(f"input '{model.inputs[0].name}' of model '{model.name}' does not take shape [1]")
-    if settings.open_loop:
-        raise ModelMismatchError(
-            "sequence users run closed loop (each request waits for the previous one of its sequence): "
-            "drop --traffic/--rate"
-        )
-    if settings.batch_size.sizes != (1,):
-        raise ModelMismatchError("sequence users send batch size 1 (one step of one sequence per request)")
-
-
-def prepare_endpoint(kind: str, client: TritonClient, model_name: str, settings: Settings) -> Endpoint:
+def prepare_endpoint(kind: WorkloadKind, client: TritonClient, model_name: str, settings: Settings) -> Endpoint:
     """Pre-flight one endpoint and build its request pools (the client is used, not closed)."""
     return build_endpoint(kind, client, fetch_model(client, model_name), settings)
 
 
-def build_endpoint(kind: str, client: TritonClient, model: ModelSpec, settings: Settings) -> Endpoint:
+def build_endpoint(kind: WorkloadKind, client: TritonClient, model: ModelSpec, settings: Settings) -> Endpoint:
     """The checks against a fetched model, then the request pools (the client is used, not closed)."""
     if client.protocol == "http" and not getattr(client, "binary", True):
         _check_json_datatypes(model)
-    if kind == "sequence":
-        # Sequence requests are built one by one (each carries its ID, flags and value).
-        check_sequence_model(model, settings)
-        name = f"{model.name} [{client.protocol}]"
-        return Endpoint(name, kind, client.protocol, model, settings.batch_size, {}, None)
-    settings.batch_size.check_against(model)
-    workload = build_workload(kind, model, settings)
-    rng = np.random.default_rng(POOL_SEED)
+    kind.check_model(model, settings)
     name = f"{model.name} [{client.protocol}]"
+    if kind.build is None:
+        # Requests built one by one while the load runs (a sequence's carry its ID, flags and
+        # value), each response checked by the kind (a running sum), --validate-responses or not.
+        return Endpoint(name, kind, client.protocol, model, settings.batch_size, {}, kind.validate)
+    settings.batch_size.check_against(model)
+    workload = kind.build(model, settings)
+    rng = np.random.default_rng(POOL_SEED)
     pools: dict[int, tuple[PreparedRequest, ...]] = {}
     for size in settings.batch_size.sizes:
         first = _batch_and_expected(workload, size, rng)
         check_inputs_fit(model, first[0], size)
-        entries = len(workload.entries) if isinstance(workload, GenericWorkload) else 0
+        entries = len(getattr(workload, "entries", ()))  # an --input-data file's
         count = _pool_count(sum(a.nbytes for a in first[0].values()), len(settings.batch_size.sizes), entries, size)
         if count * size < entries:
             logger.warning(
@@ -334,12 +238,13 @@ def build_endpoint(kind: str, client: TritonClient, model: ModelSpec, settings: 
                 model=model.name,
                 batch_size=size,
                 wire=(wire := client.prepare(model, inputs, name, size)),
-                seq_len=_seq_len(kind, inputs),
+                seq_len=kind.seq_len(inputs),
                 expected=expected,
                 request_bytes=client.wire_bytes(wire),
             )
             for inputs, expected in samples
         )
-    validator = make_validator(kind, model) if settings.validate_responses else None
-    payload = workload.describe() if isinstance(workload, EncodedImageWorkload | ImageWorkload) else None
+    validator = make_validator(model, kind.validate) if settings.validate_responses else None
+    describe = getattr(workload, "describe", None)  # what image requests carry, for config.json
+    payload = describe() if describe is not None else None
     return Endpoint(name, kind, client.protocol, model, settings.batch_size, pools, validator, payload)

@@ -49,6 +49,7 @@ from loadtests.config.settings import DATA_MODES, Settings
 from loadtests.errors import SpecError
 from loadtests.workloads import parse_shape_overrides
 from loadtests.workloads.endpoints import Endpoint, build_endpoint, fetch_model
+from loadtests.workloads.kinds import MIX_KIND, WorkloadKind
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 ENTRY_KEYS = ("weight", "batch_size", "shape", "input_data", "data_mode")
@@ -141,8 +142,6 @@ def _input_files(value: Any, mix_file: Path) -> tuple[Path, ...]:
 
 
 logger = logging.getLogger(__name__)
-# The workload kind a mix drives: models described by their metadata (or --input-data files).
-MIX_KIND = "generic"
 
 
 @dataclass(frozen=True)
@@ -160,16 +159,18 @@ class MixedEndpoint:
         return self.endpoints[self.mix.pick_index(rng)].pick(rng)
 
 
-def check_mix_applies(class_kinds: dict[str, str]) -> None:
-    """--mix drives the generic users only: refuse it beside BERT-QA or ResNet users (SpecError).
+def check_mix_applies(class_kinds: dict[str, WorkloadKind]) -> None:
+    """--mix drives the users of one kind (MIX_KIND, the generic users) only: refuse it beside
+    BERT-QA or ResNet users (SpecError).
 
     `class_kinds`: the run's user class names -> their workload kind.
     """
-    others = sorted(name for name, kind in class_kinds.items() if kind != MIX_KIND)
+    others = sorted(name for name, kind in class_kinds.items() if not kind.takes_mix)
     if others:
         raise SpecError(
-            f"--mix drives the generic TritonHttpUser/TritonGrpcUser, not {', '.join(others)}: run those in a "
-            "run of their own, or put their models in the mix (a mix file's input_data gives each its payload)"
+            f"--mix drives the {MIX_KIND.name} {'/'.join(MIX_KIND.user_classes.values())}, not {', '.join(others)}: "
+            "run those in a run of their own, or put their models in the mix (a mix file's input_data gives each "
+            "its payload)"
         )
 
 

@@ -55,15 +55,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from loadtests.clients import PreparedRequest, RequestFailure, TritonClient
-from loadtests.clients.base import SequenceStep
+from loadtests.clients.base import SequenceStep, Validator
 from loadtests.config.batch_size import BatchSizeSpec
-from loadtests.errors import StartupError
-from loadtests.workloads.endpoints import Endpoint
+from loadtests.config.model_spec import ModelSpec
+from loadtests.config.settings import Settings
+from loadtests.errors import ModelMismatchError, StartupError
 
+# Integer datatypes a sequence user's running sum can be sent in (one value per request).
+SEQUENCE_DATATYPES = ("INT32", "INT64", "UINT32", "UINT64")
 # The bits of the ID each CORRID data_type keeps (a model without a CORRID control: 64).
 ID_BITS = {"TYPE_UINT32": 32, "TYPE_INT32": 31}
 WIDE_LAYOUT_BITS = (31, 16, 16)  # worker, slot, sequence: the 64-bit layout
@@ -170,13 +174,54 @@ class SequenceIds:
         return self.layout.correlation_id(self.worker, self.slot, self._last)
 
 
+class SequenceTarget(Protocol):
+    """What a sequence's requests are built for: a prepared endpoint (endpoints.Endpoint), whose
+    validator is its kind's check of every response (the sequence kind's: `check_running_sum`)."""
+
+    name: str
+    model: ModelSpec
+    validator: Validator | None
+
+
+def check_sequence_model(model: ModelSpec, settings: Settings) -> None:
+    """What a sequence user needs (loadtests/workloads/sequences.py): a model with sequence batching and
+    one integer input and one output (a running sum), closed-loop traffic, batch size 1."""
+    if not model.sequence_batching:
+        raise ModelMismatchError(
+            f"model '{model.name}' has no sequence_batching in its config: sequence users send correlation IDs "
+            "and start/end flags only to sequence models"
+        )
+    if len(model.inputs) != 1 or len(model.outputs) != 1 or model.inputs[0].datatype not in SEQUENCE_DATATYPES:
+        raise ModelMismatchError(
+            f"model '{model.name}' is not an accumulator: sequence users send one integer per request "
+            f"({'/'.join(SEQUENCE_DATATYPES)} input of shape [1]) and check one output against the running sum"
+        )
+    if model.string_correlation_ids:
+        # Measured on the bundled Triton: a numeric ID is copied as 8 raw bytes into the string
+        # tensor and every request is refused as malformed; string IDs (tritonclient's own too)
+        # fail its check of the control tensor ("unexpected number of string elements 2").
+        raise ModelMismatchError(
+            f"model '{model.name}' takes string correlation IDs (its CORRID control is TYPE_STRING), "
+            "and sequence users send integer IDs: give it a TYPE_UINT64, TYPE_INT64, TYPE_UINT32 or TYPE_INT32 CORRID"
+        )
+    if not model.inputs[0].accepts((1,)):
+        raise ModelMismatchError(f"input '{model.inputs[0].name}' of model '{model.name}' does not take shape [1]")
+    if settings.open_loop:
+        raise ModelMismatchError(
+            "sequence users run closed loop (each request waits for the previous one of its sequence): "
+            "drop --traffic/--rate"
+        )
+    if settings.batch_size.sizes != (1,):
+        raise ModelMismatchError("sequence users send batch size 1 (one step of one sequence per request)")
+
+
 SEQUENCE_STATE = "sequence state"
 # Values sent are 1..9: a sequence of a million requests still sums within INT32.
 LOWEST_VALUE, HIGHEST_VALUE = 1, 9
 
 
 def sequence_request(
-    client: TritonClient, endpoint: Endpoint, step: SequenceStep, value: int, expected_sum: int | None
+    client: TritonClient, endpoint: SequenceTarget, step: SequenceStep, value: int, expected_sum: int | None
 ) -> PreparedRequest:
     """One step of a sequence on the wire; `expected_sum` is what the response must hold (None: unchecked)."""
     model = endpoint.model
@@ -222,7 +267,7 @@ class SequenceSender:
     def __init__(
         self,
         client: TritonClient,
-        endpoint: Endpoint,
+        endpoint: SequenceTarget,
         ids: SequenceIds,
         lengths: BatchSizeSpec,
         rng: random.Random,
@@ -247,7 +292,7 @@ class SequenceSender:
             total += value
             step = SequenceStep(correlation_id, start=index == 0, end=last or early, early=early)
             request = sequence_request(self.client, self.endpoint, step, value, total)
-            failure = self.client.infer(request, check_running_sum)
+            failure = self.client.infer(request, self.endpoint.validator)
             if failure is not None:
                 if not step.end and _may_be_open(step, failure):
                     self._close(correlation_id)

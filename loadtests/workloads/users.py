@@ -1,7 +1,8 @@
 """Locust users that send Triton inference traffic, one class per workload and protocol.
 
-All eight share `TritonUser`; they differ only in two class attributes, `workload`
-(what the payload is) and `protocol` (which client sends it). The two sequence users
+All eight share `TritonUser`; they differ only in two class attributes, `kind` (the
+`WorkloadKind` of loadtests/workloads/kinds.py: what the payload is, how its model is named
+and checked) and `protocol` (which client sends it). The two sequence users
 (`TritonSequenceUser`) send sequences of requests instead of a pool's bodies
 (loadtests/workloads/sequences.py):
 
@@ -40,6 +41,7 @@ from loadtests.errors import StartupError
 from loadtests.traffic.open_loop import OpenLoop
 from loadtests.traffic.senders import SenderPool
 from loadtests.workloads.endpoints import Endpoint
+from loadtests.workloads.kinds import BERT_QA, GENERIC, RESNET, SEQUENCE, WorkloadKind
 from loadtests.workloads.mix import MixedEndpoint
 from loadtests.workloads.sequences import IdLayout, RunSize, SequenceIds, SequenceSender, UserSlots
 
@@ -58,7 +60,7 @@ class ProcessServices(Protocol):
     sequence_run: RunSize | None  # the workers and users the IDs tell apart (None: not known yet)
     connections: Connections  # the process's gRPC pools and replica sets
 
-    def endpoint(self, kind: str, protocol: str) -> Endpoint | MixedEndpoint: ...
+    def endpoint(self, kind: WorkloadKind, protocol: str) -> Endpoint | MixedEndpoint: ...
 
     def next_user_seed(self) -> int: ...
 
@@ -79,7 +81,7 @@ class TritonUser(User):
     """Base class: one Triton client per user, requests from the endpoint's prepared pool."""
 
     abstract = True
-    workload: ClassVar[str] = ""
+    kind: ClassVar[WorkloadKind | None] = None  # the table's entry (loadtests/workloads/kinds.py)
     protocol: ClassVar[str] = ""
     wait_time = constant(0)
 
@@ -90,7 +92,7 @@ class TritonUser(User):
     def on_start(self) -> None:
         process = self.process = services_of(self.environment)
         try:
-            self.endpoint = process.endpoint(self.workload, self.protocol)
+            self.endpoint = process.endpoint(self.kind, self.protocol)
         except StartupError as error:
             process.fail_startup(error)
             self.stop(force=True)
@@ -174,7 +176,7 @@ class TritonSequenceUser(TritonUser):
     sum (loadtests/workloads/sequences.py); closed loop, batch size 1."""
 
     abstract = True
-    workload = "sequence"
+    kind = SEQUENCE
     sequences: SequenceSender | None = None
     _slot: int | None = None
 
@@ -235,42 +237,42 @@ class TritonSequenceGrpcUser(TritonSequenceUser):
 class BertQAHttpUser(TritonUser):
     """BERT-QA question/context pairs over HTTP (default model bert_qa_dynbatch)."""
 
-    workload = "bert_qa"
+    kind = BERT_QA
     protocol = "http"
 
 
 class BertQAGrpcUser(TritonUser):
     """BERT-QA question/context pairs over gRPC (default model bert_qa_dynbatch)."""
 
-    workload = "bert_qa"
+    kind = BERT_QA
     protocol = "grpc"
 
 
 class ResNetHttpUser(TritonUser):
     """Real images, resized and normalised for a ResNet-style model, over HTTP (default resnet50)."""
 
-    workload = "resnet"
+    kind = RESNET
     protocol = "http"
 
 
 class ResNetGrpcUser(TritonUser):
     """Real images, resized and normalised for a ResNet-style model, over gRPC (default resnet50)."""
 
-    workload = "resnet"
+    kind = RESNET
     protocol = "grpc"
 
 
 class TritonHttpUser(TritonUser):
     """Any model (--model), inputs from its metadata or a perf_analyzer --input-data file, over HTTP."""
 
-    workload = "generic"
+    kind = GENERIC
     protocol = "http"
 
 
 class TritonGrpcUser(TritonUser):
     """Any model (--model), inputs from its metadata or a perf_analyzer --input-data file, over gRPC."""
 
-    workload = "generic"
+    kind = GENERIC
     protocol = "grpc"
 
 

@@ -37,7 +37,8 @@ def check_outputs(model: ModelSpec, outputs: dict[str, np.ndarray], datatypes: d
             raise _fail(f"{spec.name} shape", f"got {shape}, metadata says {spec.shape}")
 
 
-def check_probabilities(outputs: dict[str, np.ndarray]) -> None:
+def check_probabilities(outputs: dict[str, np.ndarray], datatypes: dict[str, str], request: PreparedRequest) -> None:
+    """An image classifier's outputs: finite, and those named like probabilities sum to 1 per row."""
     for name, array in outputs.items():
         if array.dtype.kind != "f":
             continue
@@ -50,7 +51,9 @@ def check_probabilities(outputs: dict[str, np.ndarray]) -> None:
                 raise _fail(f"{name} do not sum to 1", f"row sums {sums[:4]}")
 
 
-def check_qa_logits(outputs: dict[str, np.ndarray], seq_len: int | None) -> None:
+def check_qa_logits(outputs: dict[str, np.ndarray], datatypes: dict[str, str], request: PreparedRequest) -> None:
+    """A question-answering model's start/end logits: one finite value per token of the request."""
+    seq_len = request.seq_len
     for name in QA_LOGIT_OUTPUTS:
         array = outputs.get(name)
         if array is None or seq_len is None:
@@ -80,15 +83,17 @@ def check_expected(model: ModelSpec, outputs: dict[str, np.ndarray], request: Pr
                 )
 
 
-def make_validator(kind: str, model: ModelSpec) -> Validator:
-    """The checks for one endpoint. Example: make_validator("resnet", spec)(outputs, datatypes, request)."""
+def no_own_checks(outputs: dict[str, np.ndarray], datatypes: dict[str, str], request: PreparedRequest) -> None:
+    """A workload kind whose responses have nothing to check beyond the metadata (the generic users)."""
+
+
+def make_validator(model: ModelSpec, own_checks: Validator) -> Validator:
+    """The checks for one endpoint: the metadata's, `validation_data`'s, then its workload kind's
+    (`WorkloadKind.validate`). Example: make_validator(spec, RESNET.validate)(outputs, datatypes, request)."""
 
     def validate(outputs: dict[str, np.ndarray], datatypes: dict[str, str], request: PreparedRequest) -> None:
         check_outputs(model, outputs, datatypes, request.batch_size)
         check_expected(model, outputs, request)
-        if kind == "resnet":
-            check_probabilities(outputs)
-        elif kind == "bert_qa":
-            check_qa_logits(outputs, request.seq_len)
+        own_checks(outputs, datatypes, request)
 
     return validate

@@ -1,0 +1,211 @@
+"""The workload kinds' one table (loadtests/workloads/kinds.py) is the only place that knows them.
+
+A kind ("bert_qa", "resnet", "generic", "sequence") is a `WorkloadKind` object: the user classes
+carry it, and pre-flight, validation, --mix, sequence runs and the sweep command ask it instead
+of comparing its name. Checked here with `ast` over the project's code, and by a kind that only
+this test defines (built from the generic kind's parts) running end to end against Triton.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import textwrap
+
+from tests.helpers import REPO_ROOT, model_stats, read_summary, run_cli, triton_options
+
+TABLE = REPO_ROOT / "loadtests" / "workloads" / "kinds.py"
+PROTOCOLS = ("http", "grpc")
+
+
+def kind_names() -> set[str]:
+    from loadtests.workloads.kinds import KINDS
+
+    return set(KINDS)
+
+
+def _literals(node: ast.AST) -> list[str]:
+    """The string constants of an expression that is a literal or a tuple/list/set of them."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return [value for item in node.elts for value in _literals(item)]
+    return []
+
+
+def kind_literals(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of every comparison against a kind's name, and of a kind's name given to a
+    name or attribute that says `kind` or `workload`, in Python source."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            values = [v for operand in (node.left, *node.comparators) for v in _literals(operand)]
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            text = " ".join(ast.unparse(t).lower() for t in targets)
+            values = _literals(node.value) if "kind" in text or "workload" in text else []
+        else:
+            continue
+        found += [(node.lineno, value) for value in values if value in names]
+    return found
+
+
+def test_only_the_table_compares_kind_names():
+    names = kind_names()
+    files = sorted((REPO_ROOT / "loadtests").rglob("*.py")) + [REPO_ROOT / "locustfile.py"]
+    found = [
+        f"{path.relative_to(REPO_ROOT)}:{line}: {name!r}"
+        for path in files
+        if path != TABLE
+        for line, name in kind_literals(path.read_text(), names)
+    ]
+    assert found == []
+
+
+def test_the_scan_finds_a_kind_comparison():
+    # The scan itself, on code it must refuse (a test that cannot fail tests nothing).
+    snippet = textwrap.dedent(
+        """
+        if kind == "resnet": pass
+        if endpoint.kind in ("generic", "sequence"): pass
+        class U:
+            workload = "bert_qa"
+        MIX_KIND = "generic"
+        label = "resnet"  # a name that is not about kinds: not counted
+        """
+    )
+    assert sorted(kind_literals(snippet, kind_names())) == [
+        (2, "resnet"),
+        (3, "generic"),
+        (3, "sequence"),
+        (5, "bert_qa"),
+        (6, "generic"),
+    ]
+
+
+def test_every_kind_has_its_user_classes_builder_and_validator():
+    from loadtests.workloads import users
+    from loadtests.workloads.kinds import KINDS, MIX_KIND
+
+    concrete = {
+        name: cls
+        for name, cls in inspect.getmembers(users, inspect.isclass)
+        if issubclass(cls, users.TritonUser) and not cls.__dict__.get("abstract", False)
+    }
+    named = {}
+    for kind in KINDS.values():
+        assert callable(kind.validate), kind.name
+        # A pool of bodies built before the load, or requests built one by one (sequences).
+        assert callable(kind.build) or kind.correlation_ids, kind.name
+        assert set(kind.user_classes) == set(PROTOCOLS), kind.name
+        for protocol, name in kind.user_classes.items():
+            cls = concrete.get(name)
+            assert cls is not None, f"{kind.name}: no user class {name} in loadtests/workloads/users.py"
+            assert cls.kind is kind and cls.protocol == protocol, name
+            named[name] = kind
+    # Every concrete user class is some kind's, and the locustfile offers them all.
+    assert set(concrete) == set(named)
+    locustfile = ast.parse((REPO_ROOT / "locustfile.py").read_text())
+    star = [n for n in ast.walk(locustfile) if isinstance(n, ast.ImportFrom) and n.module == users.__name__]
+    assert star and any(alias.name == "*" for alias in star[0].names)
+    assert set(users.__all__) >= set(concrete)
+    assert MIX_KIND.takes_mix and [k for k in KINDS.values() if k.takes_mix] == [MIX_KIND]
+
+
+def test_the_options_a_kind_reads_are_settings_fields():
+    from loadtests.config.settings import Settings
+    from loadtests.workloads.kinds import KINDS
+
+    fields = {field.name for field in dataclasses.fields(Settings)}
+    for kind in KINDS.values():
+        assert set(kind.options) <= fields, kind.name
+
+
+FAKE_LOCUSTFILE = '''
+"""A kind that only this file knows: the generic kind's parts under another name."""
+from loadtests.clients.grpc import enable_gevent
+
+enable_gevent()
+
+import dataclasses  # noqa: E402
+
+from locust import events  # noqa: E402
+
+from loadtests import run  # noqa: E402
+from loadtests.workloads.kinds import GENERIC  # noqa: E402
+from loadtests.workloads.users import TritonUser  # noqa: E402
+
+ECHO = dataclasses.replace(GENERIC, name="echo", user_classes={"http": "EchoHttpUser", "grpc": "EchoGrpcUser"},
+                           takes_mix=False)
+
+
+class EchoHttpUser(TritonUser):
+    kind = ECHO
+    protocol = "http"
+
+
+class EchoGrpcUser(TritonUser):
+    kind = ECHO
+    protocol = "grpc"
+
+
+run.install(events)
+'''
+
+
+def test_a_kind_defined_outside_the_table_runs_end_to_end(triton, tmp_path):
+    """A new kind needs its entry and its two user classes, nothing else: here both live in a
+    locustfile of the test's own, and a run through pre-flight and the load counts what Triton counts."""
+    locustfile = tmp_path / "echo_locustfile.py"
+    locustfile.write_text(FAKE_LOCUSTFILE)
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    result = run_cli(
+        [
+            "-m",
+            "locust",
+            "-f",
+            str(locustfile),
+            "--headless",
+            "--only-summary",
+            "-u",
+            "2",
+            "-r",
+            "20",
+            "-t",
+            "3s",
+            "EchoHttpUser",
+            "EchoGrpcUser",
+            *triton_options(triton),
+            "--model",
+            "identity",
+            "--batch-size",
+            "1,2",
+            "--validate-responses",
+            "--run-dir",
+            str(run_dir),
+        ],
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    after = model_stats(triton.http_address, "identity")
+    endpoints = read_summary(run_dir)["endpoints"]
+    assert sorted((e["model"], e["protocol"]) for e in endpoints) == [("identity", "grpc"), ("identity", "http")]
+    assert all(e["failures"] == 0 and e["requests"] > 0 for e in endpoints)
+    assert sum(e["requests"] for e in endpoints) == after["requests"] - before["requests"]
+
+
+def test_a_kind_outside_the_table_is_refused_the_same_way():
+    """Pre-flight asks the kind, not its name: the fake kind's missing --model is the generic's error."""
+    from loadtests.config.settings import Settings
+    from loadtests.errors import ModelMismatchError
+    from loadtests.workloads.kinds import GENERIC
+
+    echo = dataclasses.replace(GENERIC, name="echo", takes_mix=False)
+    try:
+        echo.model_name(Settings(), [echo])
+    except ModelMismatchError as error:
+        assert str(error) == "echo Triton users need --model NAME"
+    else:
+        raise AssertionError("no --model was not refused")
