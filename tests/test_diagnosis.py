@@ -11,6 +11,7 @@ Against the session's Triton, four short runs side by side:
 
 from __future__ import annotations
 
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -66,13 +67,23 @@ def test_queue_bound_at_six_users_not_at_one(runs):
     assert frame["level"].tolist() == [1, 3, 6]
 
 
-def test_plateau_from_three_to_six_users(runs):
+def test_plateau_where_throughput_stops_and_latency_grows(runs):
+    """One instance sleeping 10 ms serves about 100 requests/s: one user gets most of that on a
+    quiet machine, less on a busy one, so the plateau starts after 1 or after 3 users; the pair
+    it names is the first whose throughput stopped growing while the mean latency grew."""
     (plateau,) = fired(runs["queue"], "plateau")
     frame = runs["queue"].levels["sleep_10ms_single [http]"]
-    assert plateau.where == f"from {frame['label'].iloc[1]} to {frame['label'].iloc[2]}", plateau
+    rows = list(frame.itertuples(index=False))
+    pairs = list(itertools.pairwise(rows))
+    flat = [
+        after.rps / before.rps - 1 < LIMITS.plateau_growth and after.mean_us / before.mean_us - 1 >= 0.2
+        for before, after in pairs
+    ]
+    assert True in flat, frame[["label", "rps", "mean_us"]]
+    before, after = pairs[flat.index(True)]
+    assert plateau.where == f"from {before.label} to {after.label}", plateau
+    assert after.rps < 1 / 0.010 * 1.1  # the model's own ceiling, give or take the timer
     assert plateau.command.startswith("python -m loadtests capacity --model sleep_10ms_single")
-    # Between 1 and 3 users throughput still grew: that pair is not the plateau.
-    assert frame["rps"].iloc[1] / frame["rps"].iloc[0] - 1 >= LIMITS.plateau_growth
 
 
 def test_payload_bound_with_tensors_not_with_jpeg(runs):
