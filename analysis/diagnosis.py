@@ -452,7 +452,10 @@ def _payload(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
     row = hit.iloc[-1]
     classes = data.run.config.get("user_classes", []) if data.run is not None else []
     images = [name for name in classes if name.startswith("ResNet")]
-    if images and str(view.run_options.get("image_format") or "tensor") == "tensor":
+    if view.run_options.get("http_json") and "http" in view.protocols:
+        step = "send the tensors as binary data (leave out --http-json): Triton parses JSON numbers one by one"
+        command = f"locust -f locustfile.py --headless -u 4 -t 1m {' '.join(classes)}{_shape_options(view)}"
+    elif images and str(view.run_options.get("image_format") or "tensor") == "tensor":
         step = "send encoded images to a model that decodes them on the server"
         command = "locust -f locustfile.py --headless -u 8 -t 1m ResNetGrpcUser --image-format jpeg"
     elif "http" in view.protocols:

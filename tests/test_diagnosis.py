@@ -4,15 +4,16 @@ and on runs (or load steps) that must not trigger it.
 Against the session's Triton, four short runs side by side:
 - `sleep_10ms_single` (one instance, no dynamic batching, 10 ms per execution) at 1, 3, then 6
   users: queue-bound at 6 users, not at 1; throughput flat from 3 to 6 users while p99 doubles;
-- `resnet50` over HTTP (602 KB FP32 tensors): payload-bound; the same model behind
-  `resnet50_jpeg`, sent as JPEG files of a few KB: not;
-- `queue_limited` (a queue of one request) under 6 users: overload failures.
+- `resnet50` over HTTP with its 602 KB FP32 tensors as JSON: payload-bound; the same model
+  behind `resnet50_jpeg`, sent as JPEG files of a few KB: not;
+- `queue_limited` (a queue of one request) under 6 users: overload failures;
+- `sleep_20ms_dynbatch4` (dynamic batching up to 4) with one user: batches of one, and the reason
+  is the client (fewer requests in flight than the batcher's size); with 12 users: full batches.
 """
 
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -26,12 +27,14 @@ RUNS = {
     "queue": (
         ["TritonHttpUser"],
         ["--model", "sleep_10ms_single", "--shape", "INPUT0:16", "--load-shape", "steps",
-         "--shape-args", "targets=1;3;6,step_s=4"],
-        1, "12s",
+         "--shape-args", "targets=1;3;6,step_s=3"],
+        1, "9s",
     ),
-    "tensor": (["ResNetHttpUser"], [], 4, "5s"),
-    "jpeg": (["ResNetHttpUser"], ["--image-format", "jpeg"], 4, "5s"),
-    "overload": (["TritonHttpUser"], ["--model", "queue_limited", "--shape", "INPUT0:16"], 6, "4s"),
+    "tensor": (["ResNetHttpUser"], ["--http-json"], 2, "4s"),
+    "jpeg": (["ResNetHttpUser"], ["--image-format", "jpeg"], 4, "4s"),
+    "overload": (["TritonHttpUser"], ["--model", "queue_limited", "--shape", "INPUT0:16"], 6, "3s"),
+    "batch_alone": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 1, "4s"),
+    "batch_full": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 12, "4s"),
 }  # fmt: skip
 
 
@@ -47,8 +50,8 @@ def runs(triton, tmp_path_factory):
         assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: the overload run's failures
         return name, load(root / name)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(pool.map(run, RUNS))
+    # One at a time: each rule's shares are the run's own, not what the others took from the host.
+    return dict(map(run, RUNS))
 
 
 def fired(data, rule: str) -> list[Diagnosis]:
@@ -88,8 +91,8 @@ def test_plateau_where_throughput_stops_and_latency_grows(runs):
 
 def test_payload_bound_with_tensors_not_with_jpeg(runs):
     (payload,) = fired(runs["tensor"], "payload")
-    assert "602 KB sent per request" in payload.evidence
-    assert "--image-format jpeg" in payload.command
+    assert "KB sent per request" in payload.evidence
+    assert "leave out --http-json" in payload.next_step and "--http-json" not in payload.command
     assert not fired(runs["jpeg"], "payload")
 
 
@@ -128,3 +131,24 @@ def test_the_report_opens_with_the_ranked_next_steps(runs, tmp_path):
     assert any("Queue-bound: sleep_10ms_single" in title for title in titles), section
     assert any("Throughput plateau: sleep_10ms_single" in title for title in titles), section
     assert "`python -m loadtests tune --model sleep_10ms_single" in section
+
+
+def test_small_batches_with_one_user_not_with_sixteen(runs):
+    (batching,) = fired(runs["batch_alone"], "batching")
+    assert "requests in flight over 1 instance(s)" in batching.evidence
+    assert batching.command.startswith("python -m loadtests sweep --model sleep_20ms_dynbatch4 --concurrency 1:8:1")
+    assert not fired(runs["batch_full"], "batching"), runs["batch_full"].levels
+
+
+def test_host_rule_names_exactly_the_busy_steps(runs):
+    """Triton's own CPU samples decide it: the rule fires for the steps whose samples average at
+    least the limit (read here from server_metrics.csv independently), and for no other."""
+    data = runs["queue"]
+    samples = data.resources[(data.resources["metric"] == "nv_cpu_utilization") & (data.resources["time_s"] >= 0)]
+    busy = []
+    for step, label in zip(data.steps, data.levels["sleep_10ms_single [http]"]["label"], strict=True):
+        inside = samples[(samples["time_s"] >= step["start_s"]) & (samples["time_s"] < step["end_s"])]["value"]
+        if len(inside) and inside.mean() >= LIMITS.host_busy:
+            busy.append(label)
+    host = fired(data, "host")
+    assert [item.where for item in host] == ([f"at {', '.join(busy)}"] if busy else []), (busy, host)
