@@ -25,6 +25,7 @@ from locust.env import Environment
 from locust.event import Events
 
 from loadtests.clients.base import PreparedRequest, TritonClient
+from loadtests.config.addresses import TritonTarget
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.requests import RequestRecording
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     locust_only = environment_with_locust_stats()
     full = environment_with_locust_stats()
     full.events.request.add_listener(recording.on_request)
-    client = _Client("127.0.0.1:1", 10.0, full.events.request)
+    client = _Client(TritonTarget.parse("--triton-grpc", "127.0.0.1:1", "grpc"), 10.0, full.events.request)
     context = {"batch_size": 1, "endpoint": "identity [grpc]", "request_bytes": 96}
 
     def fire(environment):

@@ -10,7 +10,19 @@ from pathlib import Path
 
 import tritonclient.http as httpclient
 
+from loadtests.config.addresses import TritonTarget
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def http_target(address: str) -> TritonTarget:
+    """--triton-http's value as Settings holds it (for tests that build clients or pollers)."""
+    return TritonTarget.parse("--triton-http", address, "http")
+
+
+def grpc_target(address: str) -> TritonTarget:
+    """--triton-grpc's value as Settings holds it."""
+    return TritonTarget.parse("--triton-grpc", address, "grpc")
 
 
 def model_stats(http_address: str, model: str) -> dict[str, int]:

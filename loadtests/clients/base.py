@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from loadtests.clients.failures import INTERRUPTED, TIMEOUT, RequestFailure
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -103,11 +104,13 @@ class TritonClient(ABC):
 
     protocol: str = ""
 
-    def __init__(self, address: str, timeout_s: float, request_event: Any) -> None:
-        self.address = address
-        self.scheme = ""  # "https://" or "grpcs://" when TLS: the address as the options write it
+    def __init__(self, target: TritonTarget, timeout_s: float, request_event: Any) -> None:
+        self.target = target
+        self.address = target.first  # the control plane's, and the first request's
+        # "https://" or "grpcs://" when TLS: the address as the options write it
+        self.scheme = f"{target.scheme}://" if target.tls else ""
         # The replica the last request went to (set by `_send`; reported with each request).
-        self.replica = address
+        self.replica = self.address
         self.timeout_s = timeout_s
         self._timeout_ns = int(timeout_s * 1e9)
         self.request_event = request_event
