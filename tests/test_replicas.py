@@ -119,7 +119,7 @@ def test_pin_user_keeps_each_client_on_one_replica_assigned_round_robin(triton, 
     clients = []
     for index in range(4):
         event = EventHook()
-        event.add_listener(lambda index=index, context=None, **_: seen.append((index, context["replica"])))
+        event.add_listener(lambda index=index, context=None, **_: seen.append((index, context.replica)))
         clients.append(HttpClient(http_target(addresses), 10.0, event, connections=connections, balance="pin-user"))
     model = ModelSpec.from_triton(*clients[0].model_metadata_and_config(MODEL))
     inputs = {"INPUT0": np.ones((1, 16), dtype=np.float32)}

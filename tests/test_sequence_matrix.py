@@ -59,8 +59,8 @@ class Tally:
         if exception is not None:
             self.failures[str(exception)] = self.failures.get(str(exception), 0) + 1
             self.first_failure = self.first_failure or exception.detail
-        self.started += bool(context.get("sequence_started"))
-        outcome = context.get("sequence_outcome")
+        self.started += context.sequence_started  # the client's RequestOutcome
+        outcome = context.sequence_outcome
         if outcome:
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 

@@ -150,7 +150,7 @@ def test_a_sequence_that_fails_midway_is_ended_and_counted(triton):
         other_endpoint = prepare_endpoint("sequence", other, MODEL, settings)
 
         def on_request(exception=None, context=None, **_):
-            seen.append({"failure": str(exception) if exception else None, **context})
+            seen.append(context._asdict())  # the client's RequestOutcome
             if len(seen) == 2:  # the colliding generator's START, between this user's 2nd and 3rd request
                 step = SequenceStep(target, start=True, end=False)
                 assert other.infer(sequence_request(other, other_endpoint, step, 100, None)) is None
