@@ -45,6 +45,7 @@ from locust import __version__ as LOCUST_VERSION
 from locust.rpc.protocol import Message
 from locust.stats import RequestStats
 
+from loadtests.clients.outcome import RequestOutcome
 from loadtests.recording.histograms import EndpointStats
 
 REPORT_INTERVAL_S = 3.0  # locust.runners.WORKER_REPORT_INTERVAL
@@ -101,7 +102,8 @@ def build_templates(rate_per_endpoint: float, open_loop: bool, seed: int) -> dic
                     latency_us = float(latency_ms) * 1000.0
                     # Open loop records the latency from the actual send as well (a little shorter).
                     uncorrected = latency_us * 0.97 if open_loop else None
-                    stats.record(latency_us, int(size), None, uncorrected, False, 2048, 512)
+                    outcome = RequestOutcome(name, model, protocol, latency_us, int(size), None, uncorrected)
+                    stats.record(outcome._replace(sent_bytes=2048, received_bytes=512))  # bodies of 2 KB and 512 B
                 templates.append(Template(stats.to_message(), stats.requests))
             out[name][fraction] = templates
     return out

@@ -3,13 +3,14 @@
 Times, per request and in this process (no server involved), the layers every request
 goes through once its response is in:
 - `locust`: Locust's `request` event with only Locust's own statistics listener;
-- `record`: the suite's exact recording alone (`WindowRecorder.record`: window lookup,
+- `record`: the suite's exact recording alone (`WindowRecorder.record` of a client's
+  `RequestOutcome`: window lookup,
   counters, the latency held for the window's drain, whose fold into the HDR histogram is
   included, every FOLD_EVERY_BENCH requests), and beside it `EndpointStats.record`, hdrh's
   `record_value` per request (how the recorder recorded before batching);
 - `listener`: the suite's request listener (`run/requests.py`'s `RequestRecording`) beside
   Locust's statistics listener on one event;
-- `report`: `TritonClient._report` end to end (context dict, event, both listeners),
+- `report`: `TritonClient._report` end to end (its RequestOutcome, event, both listeners),
   closed loop and open loop (coordinated-omission correction).
 Prints a Markdown table; numbers vary with the machine, compare them within one run.
 """
@@ -25,12 +26,16 @@ from locust.env import Environment
 from locust.event import Events
 
 from loadtests.clients.base import PreparedRequest, TritonClient
+from loadtests.clients.outcome import RequestOutcome
+from loadtests.config.addresses import TritonTarget
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.requests import RequestRecording
 
 # Requests per drain of the recorder: 2,000 requests/s and a drain a second.
 FOLD_EVERY_BENCH = 2000
+# One successful request, as a client reports it (the request event's context).
+OUTCOME = RequestOutcome("identity [grpc]", "identity", "grpc", 250.0, 1, None, None, False, 96, 64)
 
 
 class _Client(TritonClient):
@@ -59,7 +64,7 @@ def held_record(recorder: WindowRecorder):
     calls = [0]
 
     def record() -> None:
-        recorder.record("identity [grpc]", "identity", "grpc", 250.0, 1, None, None, False, 96, 64)
+        recorder.record(OUTCOME)
         calls[0] += 1
         if calls[0] % FOLD_EVERY_BENCH == 0:
             for window in recorder.pending.values():
@@ -89,8 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     locust_only = environment_with_locust_stats()
     full = environment_with_locust_stats()
     full.events.request.add_listener(recording.on_request)
-    client = _Client("127.0.0.1:1", 10.0, full.events.request)
-    context = {"batch_size": 1, "endpoint": "identity [grpc]", "request_bytes": 96}
+    client = _Client(TritonTarget.parse("--triton-grpc", "127.0.0.1:1", "grpc"), 10.0, full.events.request)
 
     def fire(environment):
         return lambda: environment.events.request.fire(
@@ -99,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             response_time=0.25,
             response_length=64,
             exception=None,
-            context=context,
+            context=OUTCOME,
         )
 
     one_by_one = EndpointStats("identity [grpc]", "identity", "grpc")
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         "locust (Locust's statistics only)": per_call_us(fire(locust_only), args.count),
         "record (WindowRecorder.record, held and folded)": per_call_us(held_record(recorder), args.count),
         "record one by one (EndpointStats.record, hdrh per request)": per_call_us(
-            lambda: one_by_one.record(250.0, 1, None, None, False, 96, 64), args.count
+            lambda: one_by_one.record(OUTCOME), args.count
         ),
         "listener (Locust's statistics + the suite's)": per_call_us(fire(full), args.count),
         "report, closed loop (TritonClient._report)": per_call_us(

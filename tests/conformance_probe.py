@@ -29,6 +29,7 @@ from locust.event import EventHook  # imports locust: gevent's monkey-patching, 
 from loadtests.clients import Connections
 from loadtests.clients.grpc import GrpcClient
 from loadtests.clients.http import HttpClient
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
 from loadtests.workloads import parse_batch_size, parse_shape_overrides
@@ -78,9 +79,13 @@ def run_cell(cell: dict, addresses: dict) -> dict:
 
     event.add_listener(count)
     if protocol == "grpc":
-        client = _recording(GrpcClient)(addresses["grpc"], 10.0, event, Connections())
+        client = _recording(GrpcClient)(
+            TritonTarget.parse("--triton-grpc", addresses["grpc"], "grpc"), 10.0, event, Connections()
+        )
     else:
-        client = _recording(HttpClient)(addresses["http"], 10.0, event, binary=protocol == "http")
+        client = _recording(HttpClient)(
+            TritonTarget.parse("--triton-http", addresses["http"], "http"), 10.0, event, binary=protocol == "http"
+        )
     settings = Settings(
         model=cell["model"],
         batch_size=parse_batch_size(cell.get("batch", "1")),

@@ -10,7 +10,26 @@ from pathlib import Path
 
 import tritonclient.http as httpclient
 
+from loadtests.clients.outcome import RequestOutcome
+from loadtests.config.addresses import TritonTarget
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def http_target(address: str) -> TritonTarget:
+    """--triton-http's value as Settings holds it (for tests that build clients or pollers)."""
+    return TritonTarget.parse("--triton-http", address, "http")
+
+
+def request_outcome(latency_us: float, *fields, **named) -> RequestOutcome:
+    """One request of an endpoint "m [http]" of model m, for an EndpointStats: the latency, then
+    RequestOutcome's other fields in order (batch_size, failure, uncorrected_us, ...) or by name."""
+    return RequestOutcome("m [http]", "m", "http", latency_us, *fields, **named)
+
+
+def grpc_target(address: str) -> TritonTarget:
+    """--triton-grpc's value as Settings holds it."""
+    return TritonTarget.parse("--triton-grpc", address, "grpc")
 
 
 def model_stats(http_address: str, model: str) -> dict[str, int]:

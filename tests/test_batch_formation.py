@@ -9,7 +9,7 @@ from analysis import plots
 from analysis.report import write_report
 from loadtests.recording.histograms import EndpointStats
 from loadtests.triton_stats.statistics import compute_delta, fold, server_stats_document
-from tests.helpers import model_stats, read_summary, run_locust, triton_options
+from tests.helpers import model_stats, read_summary, request_outcome, run_locust, triton_options
 from tests.test_server_stats import entry, snapshot
 
 MODEL = "bert_qa_dynbatch"
@@ -53,9 +53,9 @@ def test_batch_sizes_over_a_restart_add_both_server_lifetimes():
 
 def test_requested_batch_sizes_count_every_request_and_survive_the_worker_message():
     stats = EndpointStats("m [http]", "m", "http")
-    stats.record(100.0, 4, None)
-    stats.record(100.0, 4, "timeout")
-    stats.record(100.0, 1, None)
+    stats.record(request_outcome(100.0, 4, None))
+    stats.record(request_outcome(100.0, 4, "timeout"))
+    stats.record(request_outcome(100.0, 1, None))
     other = EndpointStats.from_message(stats.to_message())
     assert other.batch_sizes == {4: 2, 1: 1}
     other.merge(stats)

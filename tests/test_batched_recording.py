@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
+from loadtests.clients.outcome import RequestOutcome
 from loadtests.recording.batched_hdr import record_values
 from loadtests.recording.histograms import FOLD_EVERY, EndpointStats, clamp_us
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run_format.hdr import HIGHEST_US, new_histogram
+from tests.helpers import request_outcome
 
 # Rounding ties, bucket edges (the sub-bucket count is 2048: values double their step there),
 # and both ends of the range (clamped, not lost).
@@ -48,8 +50,8 @@ def test_held_requests_give_the_same_stats_as_recorded_ones(open_loop):
         failure = "timeout" if index % 17 == 0 else ("connection refused" if index % 23 == 0 else None)
         uncorrected = value * 0.8 if open_loop else None
         args = (value, 1 + index % 4, failure, uncorrected, index % 5 == 0, 100, 40)
-        recorded.record(*args)
-        held.hold(*args)
+        recorded.record(request_outcome(*args))
+        held.hold(request_outcome(*args))
     assert held.to_message() == recorded.to_message()
     assert held.latency_summary_us() == recorded.latency_summary_us()
     assert held.uncorrected_summary_us() == recorded.uncorrected_summary_us()
@@ -59,7 +61,7 @@ def test_a_recorder_holds_latencies_until_it_is_drained():
     clock = lambda: 1_700_000_000.2  # noqa: E731
     recorder = WindowRecorder(clock=clock)
     for value in (250.4, 251.0, 1830.7):
-        recorder.record("m [grpc]", "m", "grpc", value, 1, None, value - 50.0, False, 96, 64)
+        recorder.record(RequestOutcome("m [grpc]", "m", "grpc", value, 1, None, value - 50.0, False, 96, 64))
     (stats,) = recorder.pending[1_700_000_000].values()
     assert (stats.requests, stats.histogram.get_total_count(), len(stats.held)) == (3, 0, 3)
     (message,) = recorder.drain()
@@ -74,5 +76,5 @@ def test_a_recorder_holds_latencies_until_it_is_drained():
 def test_a_long_held_list_is_folded_on_the_way():
     stats = EndpointStats("m [http]", "m", "http")
     for _ in range(FOLD_EVERY):
-        stats.hold(500.0, 1, None)
+        stats.hold(request_outcome(500.0, 1, None))
     assert (stats.histogram.get_total_count(), stats.held) == (FOLD_EVERY, [])

@@ -6,6 +6,7 @@ import pytest
 
 from loadtests.run_format.slo import parse_slo
 from loadtests.traffic.capacity_search import CapacitySearch, clearly_failing
+from tests.helpers import request_outcome
 
 
 def run_search(search: CapacitySearch, capacity: float) -> list[float]:
@@ -77,7 +78,7 @@ def fake_window(requests: int, latency_us: float):
 
     stats = EndpointStats("m [http]", "m", "http")
     for _ in range(requests):
-        stats.record(latency_us, 1, None)
+        stats.record(request_outcome(latency_us, 1, None))
     return {stats.name: stats}
 
 
@@ -138,7 +139,7 @@ def test_a_level_is_judged_on_its_confidence_interval_too(clauses, passes):
 
     stats = EndpointStats("m [http]", "m", "http")
     for i in range(2000):
-        stats.record(900.0 + i % 200, 1, None)  # 0.9-1.1 ms
+        stats.record(request_outcome(900.0 + i % 200, 1, None))  # 0.9-1.1 ms
     level = LevelResult(100.0, "rate", True, 3, 0.0, 20.0, stats, {})
     passed, results = judge(level, parse_slo(clauses))
     assert passed is passes, [(r.clause.text, r.verdict, r.reason) for r in results]
@@ -150,7 +151,7 @@ def mixed_window(latencies_us: list[float]):
 
     stats = EndpointStats("m [http]", "m", "http")
     for latency in latencies_us:
-        stats.record(latency, 1, None)
+        stats.record(request_outcome(latency, 1, None))
     return {stats.name: stats}
 
 

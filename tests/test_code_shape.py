@@ -220,6 +220,7 @@ def test_the_checks_catch_what_they_check(tmp_path):
     assert "loadtests.run.process" in imported_modules(REPO_ROOT / "loadtests/run/wiring.py")
     # The settings module imports only value types of the suite.
     assert imported_modules(REPO_ROOT / "loadtests/config/settings.py") == {
+        "loadtests.config.addresses",
         "loadtests.config.batch_size",
         "loadtests.config.security",
         "loadtests.config.mix",

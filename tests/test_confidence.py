@@ -11,6 +11,7 @@ from loadtests.recording.histograms import EndpointStats, clamp_us
 from loadtests.recording.run_dir import endpoint_json
 from loadtests.run_format.confidence import min_requests, not_enough_note, percentile_bounds_us, rank_bounds
 from loadtests.run_format.hdr import new_histogram, summarise_us
+from tests.helpers import request_outcome
 
 MEAN_US = 10_000.0  # exponential latencies, mean 10 ms
 TRUE_P99_US = -math.log(0.01) * MEAN_US  # 46,051.7 µs
@@ -74,7 +75,7 @@ def test_ranks_follow_the_binomial_distribution():
 def test_bounds_hold_the_point_estimate_and_are_null_when_too_few():
     stats = EndpointStats("m [http]", "m", "http")
     for value in np.random.default_rng(3).exponential(MEAN_US, 1000):
-        stats.record(float(value), 1, None)
+        stats.record(request_outcome(float(value), 1, None))
     entry = endpoint_json(stats, 10.0)
     assert entry["confidence"] == 0.95
     ci = entry["latency_ci_us"]
@@ -92,7 +93,7 @@ def _gate(latencies_us, text: str, confidence_stats: bool = True):
 
     stats = EndpointStats("m [http]", "m", "http")
     for latency in latencies_us:
-        stats.record(float(latency), 1, None)
+        stats.record(request_outcome(float(latency), 1, None))
     entry = endpoint_json(stats, 10.0)
     histogram_for = (lambda target: stats.histogram) if confidence_stats else None
     (result,) = evaluate(parse_slo(text), lambda target: entry, histogram_for)
@@ -237,9 +238,9 @@ def test_console_table_shows_the_p99_interval(capsys, five_thousand):
 
     many, few = EndpointStats("many [http]", "m", "http"), EndpointStats("few [grpc]", "m", "grpc")
     for index, value in enumerate(five_thousand):
-        many.record(float(value), 1, None)
+        many.record(request_outcome(float(value), 1, None))
         if index < 100:
-            few.record(float(value), 1, None)
+            few.record(request_outcome(float(value), 1, None))
     print_exact_summary({"many [http]": many, "few [grpc]": few})
     out = capsys.readouterr().out
     lower, upper = many.latency_ci_us()["p99"]
@@ -253,7 +254,7 @@ def test_web_ui_row_has_the_p99_interval(five_thousand):
 
     stats = EndpointStats("m [http]", "m", "http")
     for value in five_thousand:
-        stats.record(float(value), 1, None)
+        stats.record(request_outcome(float(value), 1, None))
     (row,) = LiveSnapshot(endpoints=[LiveEndpoint.of(stats, None, 1.0)]).table_rows()
     lower, upper = stats.latency_ci_us()["p99"]
     assert row["p99_interval_ms"] == f"{lower / 1000:.3f}-{upper / 1000:.3f}"

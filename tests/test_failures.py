@@ -20,7 +20,7 @@ from loadtests.workloads import parse_batch_size
 from loadtests.workloads.endpoints import prepare_endpoint
 from loadtests.workloads.kinds import BERT_QA, GENERIC, RESNET
 from loadtests.workloads.validation import make_validator
-from tests.helpers import model_stats, read_summary, run_cli, run_locust, triton_options
+from tests.helpers import http_target, model_stats, read_summary, run_cli, run_locust, triton_options
 
 
 @pytest.mark.parametrize(
@@ -115,8 +115,8 @@ def fired_failures(client_factory, prepared, sends: int = 3) -> list[str | None]
 
 
 def identity_endpoint(triton):
-    settings = Settings(batch_size=parse_batch_size("2"), triton_http=triton.http_address)
-    client = HttpClient(triton.http_address, 5.0, EventHook())
+    settings = Settings(batch_size=parse_batch_size("2"), triton_http=http_target(triton.http_address))
+    client = HttpClient(http_target(triton.http_address), 5.0, EventHook())
     try:
         return prepare_endpoint(GENERIC, client, "identity", dataclasses.replace(settings, model="identity"))
     finally:
@@ -126,9 +126,9 @@ def identity_endpoint(triton):
 def test_http_connection_refused_and_reset(triton):
     prepared = identity_endpoint(triton).pools[2][0]
     closed = f"127.0.0.1:{TritonPorts.free().http}"
-    assert fired_failures(lambda e: HttpClient(closed, 2.0, e), prepared) == ["connection refused"] * 3
+    assert fired_failures(lambda e: HttpClient(http_target(closed), 2.0, e), prepared) == ["connection refused"] * 3
     with resetting_server() as address:
-        assert fired_failures(lambda e: HttpClient(address, 2.0, e), prepared) == ["connection reset"] * 3
+        assert fired_failures(lambda e: HttpClient(http_target(address), 2.0, e), prepared) == ["connection reset"] * 3
 
 
 GRPC_PROBE = """
@@ -137,10 +137,11 @@ from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
+from loadtests.config.addresses import TritonTarget
 names = []
 event = EventHook()
 event.add_listener(lambda exception=None, **_: names.append(str(exception) if exception else None))
-client = GrpcClient(sys.argv[1], 2.0, event, Connections())
+client = GrpcClient(TritonTarget.parse("--triton-grpc", sys.argv[1], "grpc"), 2.0, event, Connections())
 request = PreparedRequest("identity [grpc]", "identity", 1, b"")
 client.infer(request)
 client.close()
@@ -161,7 +162,7 @@ def test_wrong_expectation_is_a_validation_failure(triton):
     """A real response checked against a deliberately wrong expectation fails with a stable name."""
     settings = Settings(batch_size=parse_batch_size("2"), validate_responses=True)
     event = EventHook()
-    client = HttpClient(triton.http_address, 10.0, event)
+    client = HttpClient(http_target(triton.http_address), 10.0, event)
     endpoint = prepare_endpoint(RESNET, client, "resnet50", settings)
     request = endpoint.pools[2][0]
     response = client._send(request.wire)
@@ -184,7 +185,7 @@ def test_wrong_expectation_is_a_validation_failure(triton):
 
 def test_qa_logits_must_be_one_per_token(triton):
     settings = Settings(batch_size=parse_batch_size("1"), seq_len=128, validate_responses=True)
-    client = HttpClient(triton.http_address, 10.0, EventHook())
+    client = HttpClient(http_target(triton.http_address), 10.0, EventHook())
     endpoint = prepare_endpoint(BERT_QA, client, "bert_qa", settings)
     request = endpoint.pools[1][0]
     outputs, datatypes = client._decode(client._send(request.wire))

@@ -24,7 +24,16 @@ from loadtests.config.settings import Settings
 from loadtests.errors import ServerError
 from loadtests.server import TritonPorts
 from loadtests.triton_stats.poller import statistics_address
-from tests.helpers import REPO_ROOT, locust_request_counts, model_stats, read_summary, run_cli, run_locust
+from tests.helpers import (
+    REPO_ROOT,
+    grpc_target,
+    http_target,
+    locust_request_counts,
+    model_stats,
+    read_summary,
+    run_cli,
+    run_locust,
+)
 from tests.test_bad_input import assert_one_error
 
 MODEL = "identity"
@@ -239,7 +248,7 @@ def test_time_s_has_one_meaning_per_file_in_the_docs():
 def test_grpc_statistics_read_as_http_reads_them(triton):
     run_locust(["TritonGrpcUser"], [*triton.options, "--model", MODEL], users=1, run_time="1s")
     over_http = TritonControl(triton.http_address).statistics([MODEL])[MODEL]
-    over_grpc = open_control(f"grpc://{triton.grpc_address}").statistics([MODEL])[MODEL]
+    over_grpc = open_control(grpc_target(triton.grpc_address)).statistics([MODEL])[MODEL]
     for version, entry in over_http.items():
         grpc_entry = over_grpc[version]
         assert grpc_entry["inference_count"] == entry["inference_count"] > 0
@@ -249,7 +258,7 @@ def test_grpc_statistics_read_as_http_reads_them(triton):
 
 
 def test_no_statistics_address_answers_is_one_error_naming_both_options():
-    settings = Settings(triton_http=closed_port(), triton_grpc=closed_port())
+    settings = Settings(triton_http=http_target(closed_port()), triton_grpc=grpc_target(closed_port()))
     with pytest.raises(ServerError) as refused:
         statistics_address(settings, [MODEL], timeout_s=2.0)
     message = str(refused.value)

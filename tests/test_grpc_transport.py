@@ -29,10 +29,12 @@ from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 
-address, users, policies = sys.argv[1], int(sys.argv[2]), [int(p) for p in sys.argv[3:]]
-port = int(address.rpartition(":")[2])
+address = TritonTarget.parse("--triton-grpc", sys.argv[1], "grpc")
+users, policies = int(sys.argv[2]), [int(p) for p in sys.argv[3:]]
+port = address.replicas[0][1]
 failures = []
 event = EventHook()
 event.add_listener(lambda exception=None, **_: failures.append(str(exception)) if exception else None)
@@ -85,9 +87,11 @@ from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 
-client = GrpcClient(sys.argv[1], 10.0, EventHook(), Connections(), users_per_connection=0)
+address = TritonTarget.parse("--triton-grpc", sys.argv[1], "grpc")
+client = GrpcClient(address, 10.0, EventHook(), Connections(), users_per_connection=0)
 model = ModelSpec.from_triton(*client.model_metadata_and_config("echo_fp32_nobatch"))
 rng = np.random.default_rng(1)
 # 1.2 MB: far beyond HTTP/2's 64 KiB initial windows and 16 KiB frames, both ways.
@@ -128,12 +132,13 @@ from locust.event import EventHook
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.connections import Connections
 from loadtests.clients.grpc import GrpcClient
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 
 names = []
 event = EventHook()
 event.add_listener(lambda exception=None, **_: names.append(str(exception) if exception else None))
-address = sys.argv[1]
+address = TritonTarget.parse("--triton-grpc", sys.argv[1], "grpc")
 pools = Connections()
 fast = GrpcClient(address, 10.0, event, pools, users_per_connection=0)
 short = GrpcClient(address, 0.005, event, pools, users_per_connection=0)  # shares fast's connection

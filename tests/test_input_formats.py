@@ -21,7 +21,7 @@ from loadtests.config.settings import Settings
 from loadtests.errors import PayloadError, SpecError
 from loadtests.options.reading import settings_from
 from loadtests.workloads import GenericWorkload
-from tests.helpers import model_stats, read_summary, run_locust, triton_options
+from tests.helpers import http_target, model_stats, read_summary, run_locust, triton_options
 from tests.test_preflight import assert_startup_error
 
 WRONG = "validation: OUTPUT0 differs from validation_data"
@@ -316,7 +316,7 @@ def test_every_entry_of_a_long_input_file_is_sent(triton, tmp_path, batch):
     path = tmp_path / "long.json"
     path.write_text(json.dumps({"data": [{"INPUT0": [float(i)] * 16} for i in range(30)]}))
     settings = Settings(model="identity", batch_size=parse_batch_size(str(batch)), input_data=(path,))
-    client = HttpClient(triton.http_address, 10.0, EventHook())
+    client = HttpClient(http_target(triton.http_address), 10.0, EventHook())
     try:
         endpoint = prepare_endpoint(GENERIC, client, "identity", dataclasses.replace(settings))
     finally:

@@ -13,6 +13,7 @@ import tracemalloc
 
 from loadtests.triton_stats.poller import ServerStatsPoller
 from loadtests.triton_stats.statistics import StatsSnapshot, compute_delta, fold, replica_key
+from tests.helpers import http_target
 from tests.test_server_stats import entry, send
 
 MODELS = ["identity", "sleep", "sleep_batch"]
@@ -29,7 +30,7 @@ def traced_bytes() -> int:
 
 
 def test_memory_held_per_snapshot_does_not_grow_with_the_run(triton, tmp_path):
-    poller = ServerStatsPoller(triton.http_address, MODELS, interval_s=3600, stream_to=tmp_path)
+    poller = ServerStatsPoller(http_target(triton.http_address), MODELS, interval_s=3600, stream_to=tmp_path)
     poller.start()  # the first snapshot; the next periodic one is an hour away
     try:
         send(triton.http_address, "identity", 3)  # counters that differ from zero

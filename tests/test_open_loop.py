@@ -23,7 +23,7 @@ from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.hdr import PERCENTILES, UNCORRECTED, read_logs, summarise_us
 from loadtests.server import TritonPorts
 from loadtests.traffic.open_loop import ArrivalSchedule, RatePlan
-from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust, triton_options
+from tests.helpers import REPO_ROOT, model_stats, read_summary, request_outcome, run_locust, triton_options
 
 
 class FakeClock:
@@ -179,7 +179,7 @@ def test_bad_traffic_settings(options, message):
 
 def test_open_loop_stats_travel_and_merge():
     a = EndpointStats("m [http]", "m", "http")
-    a.record(1500.0, 1, None, uncorrected_us=900.0, late=True)
+    a.record(request_outcome(1500.0, 1, None, uncorrected_us=900.0, late=True))
     a.record_dropped()
     b = EndpointStats.from_message(a.to_message())
     assert (b.late, b.dropped, b.uncorrected.get_total_count()) == (1, 1, 1)
@@ -188,7 +188,7 @@ def test_open_loop_stats_travel_and_merge():
     assert b.uncorrected_summary_us()["p50"] == pytest.approx(900, rel=0.001)
     assert b.latency_summary_us()["p50"] == pytest.approx(1500, rel=0.001)
     closed = EndpointStats("m [http]", "m", "http")
-    closed.record(1500.0, 1, None)
+    closed.record(request_outcome(1500.0, 1, None))
     assert closed.uncorrected is None and closed.uncorrected_summary_us() is None
 
 

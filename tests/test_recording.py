@@ -10,9 +10,11 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
+from loadtests.clients.outcome import RequestOutcome
 from loadtests.recording.histograms import EndpointStats, new_histogram
 from loadtests.recording.run_dir import RunDirectory
 from loadtests.recording.windows import RunAggregator, WindowRecorder
+from tests.helpers import request_outcome
 
 # HdrHistogram with 3 significant digits: a value is reported within 0.1 % of itself.
 RELATIVE_PRECISION = 1e-3
@@ -42,7 +44,7 @@ def test_percentiles_match_a_direct_computation():
     values = known_latencies()
     stats = EndpointStats("m [http]", "m", "http")
     for value in values:
-        stats.record(float(value), batch_size=2, failure=None)
+        stats.record(request_outcome(float(value), batch_size=2, failure=None))
     summary = stats.latency_summary_us()
     for key, percentile in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99), ("p99.9", 99.9)):
         # HDR reports the value at or above the exact rank ("inverted_cdf" in numpy's terms).
@@ -56,7 +58,7 @@ def test_percentiles_match_a_direct_computation():
 def test_p50_and_p99_differ_at_sub_millisecond_latencies():
     stats = EndpointStats("m [grpc]", "m", "grpc")
     for value in (180.4, 210.0, 250.7, 300.2, 820.9):
-        stats.record(value, batch_size=1, failure=None)
+        stats.record(request_outcome(value, batch_size=1, failure=None))
     summary = stats.latency_summary_us()
     assert summary["p50"] == pytest.approx(250, abs=1)
     assert summary["p99"] == pytest.approx(821, abs=1)
@@ -64,9 +66,9 @@ def test_p50_and_p99_differ_at_sub_millisecond_latencies():
 
 def test_failures_are_counted_by_name_and_kept_out_of_latency():
     stats = EndpointStats("m [http]", "m", "http")
-    stats.record(100.0, 4, None)
-    stats.record(30_000_000.0, 4, "timeout")
-    stats.record(5.0, 4, "invalid request: HTTP 400")
+    stats.record(request_outcome(100.0, 4, None))
+    stats.record(request_outcome(30_000_000.0, 4, "timeout"))
+    stats.record(request_outcome(5.0, 4, "invalid request: HTTP 400"))
     assert stats.requests == 3 and stats.inferences == 4
     assert dict(stats.failures) == {"timeout": 1, "invalid request: HTTP 400": 1}
     assert stats.latency_summary_us()["max"] == pytest.approx(100, abs=1)
@@ -80,8 +82,8 @@ def test_split_across_recorders_and_merged_is_identical_to_one_recorder():
     for index, value in enumerate(values):
         clock.now = 1_700_000_000.0 + index / 1000  # 6 windows of 1,000 values
         failure = "timeout" if index % 97 == 0 else None
-        single.record("m [http]", "m", "http", float(value), 1 + index % 4, failure)
-        workers[index % 3].record("m [http]", "m", "http", float(value), 1 + index % 4, failure)
+        single.record(RequestOutcome("m [http]", "m", "http", float(value), 1 + index % 4, failure))
+        workers[index % 3].record(RequestOutcome("m [http]", "m", "http", float(value), 1 + index % 4, failure))
 
     one, merged = RunAggregator(clock=clock), RunAggregator(clock=clock)
     one.merge(single.drain())
@@ -114,12 +116,12 @@ def test_windows_close_in_order_after_the_grace_period_and_late_data_is_not_lost
         clock.now = 1000.0 + second + 0.5
         aggregator.note_users(second + 1)
         for _ in range(second + 1):
-            recorder.record("m [http]", "m", "http", 100.0, 1, None)
+            recorder.record(RequestOutcome("m [http]", "m", "http", 100.0, 1, None))
     aggregator.merge(recorder.drain())
     aggregator.close_windows()  # now = 1004.5: windows before 1001.5 - grace are final
     assert [row[0] for row in sink.rows] == [1000.0]
     clock.now = 1000.0  # a straggler for the closed window 1000
-    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    recorder.record(RequestOutcome("m [http]", "m", "http", 100.0, 1, None))
     aggregator.merge(recorder.drain())
     aggregator.close_windows(final=True)
     assert [row[0] for row in sink.rows] == [1000.0, 1001.0, 1002.0, 1003.0, 1004.0]
@@ -134,7 +136,7 @@ def test_edge_windows_count_throughput_over_the_part_the_run_covered(tmp_path):
     for start in (1000.0, 1001.0, 1002.0):
         stats = EndpointStats("m [http]", "m", "http")
         for _ in range(10):
-            stats.record(100.0, 1, None)
+            stats.record(request_outcome(100.0, 1, None))
         if start == 1002.0:
             directory.stopped_at = 1002.25  # the test stopped a quarter into the last window
         directory.write_window(start, 1.0, {stats.name: stats}, users=1)
@@ -150,7 +152,7 @@ def test_run_directory_writes_timeseries_and_readable_hdr_logs(tmp_path):
     for second in range(3):
         stats = EndpointStats("bert_qa [grpc]", "bert_qa", "grpc")
         for value in range(100, 100 + 50 * (second + 1)):
-            stats.record(float(value), 2, None)
+            stats.record(request_outcome(float(value), 2, None))
         expected_total += stats.requests
         directory.write_window(1000.0 + second, 1.0, {stats.name: stats}, users=4)
     directory.close()
@@ -183,7 +185,7 @@ def test_a_window_before_the_first_user_count_takes_the_next_one():
     aggregator = RunAggregator(window_s=1.0, grace_s=0.0, sink=sink, clock=clock)
     recorder = WindowRecorder(window_s=1.0, clock=clock)
     clock.now = 1000.5
-    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    recorder.record(RequestOutcome("m [http]", "m", "http", 100.0, 1, None))
     clock.now = 1001.2  # the run loop notes users only after the first window has passed
     aggregator.note_users(3)
     aggregator.merge(recorder.drain())
@@ -197,9 +199,9 @@ def test_windows_in_which_nothing_completed_are_written_as_zero_rows():
     sink = ListSink()
     aggregator = RunAggregator(window_s=1.0, grace_s=0.0, sink=sink, clock=clock, started_s=999.7)
     recorder = WindowRecorder(window_s=1.0, clock=clock)
-    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    recorder.record(RequestOutcome("m [http]", "m", "http", 100.0, 1, None))
     clock.now = 1004.5
-    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    recorder.record(RequestOutcome("m [http]", "m", "http", 100.0, 1, None))
     aggregator.merge(recorder.drain())
     clock.now = 1005.1
     aggregator.close_windows()
@@ -220,7 +222,7 @@ def test_windows_in_which_nothing_completed_are_written_as_zero_rows():
 def test_a_window_with_no_success_has_no_latency_in_timeseries(tmp_path):
     directory = RunDirectory(tmp_path, started_at=1000.0)
     failed = EndpointStats("m [http]", "m", "http")
-    failed.record(100.0, 1, "connection refused")
+    failed.record(request_outcome(100.0, 1, "connection refused"))
     directory.write_window(1000.0, 1.0, {failed.name: failed}, users=1)
     directory.write_window(1001.0, 1.0, {failed.name: EndpointStats("m [http]", "m", "http")}, users=1)
     directory.close()
@@ -236,7 +238,7 @@ def test_users_by_class_are_noted_beside_the_total_and_written_per_window(tmp_pa
     sink = ListSink()
     aggregator = RunAggregator(window_s=1.0, grace_s=0.0, sink=sink, clock=clock)
     recorder = WindowRecorder(window_s=1.0, clock=clock)
-    recorder.record("m [http]", "m", "http", 100.0, 1, None)
+    recorder.record(RequestOutcome("m [http]", "m", "http", 100.0, 1, None))
     aggregator.note_users(8, by_class={"ResNetHttpUser": 4, "BertQAHttpUser": 4})
     aggregator.merge(recorder.drain())
     aggregator.close_windows(final=True)
@@ -244,7 +246,7 @@ def test_users_by_class_are_noted_beside_the_total_and_written_per_window(tmp_pa
 
     directory = RunDirectory(tmp_path, started_at=1000.0)
     stats = EndpointStats("m [http]", "m", "http")
-    stats.record(100.0, 1, None)
+    stats.record(request_outcome(100.0, 1, None))
     directory.write_window(1000.0, 1.0, {stats.name: stats}, users=8, users_by_class=sink.by_class[0])
     directory.write_window(1001.0, 1.0, {stats.name: stats}, users=3)  # a sink without the split
     directory.close()
@@ -255,10 +257,14 @@ def test_users_by_class_are_noted_beside_the_total_and_written_per_window(tmp_pa
 
 def test_refused_requests_put_no_bytes_on_the_wire_but_sent_ones_do():
     stats = EndpointStats("m [http]", "m", "http")
-    stats.record(500.0, 1, None, sent_bytes=600, received_bytes=80)
-    stats.record(500.0, 1, "connection refused", sent_bytes=600, received_bytes=0)  # never left the host
-    stats.record(500.0, 1, "invalid request: HTTP 400", sent_bytes=600, received_bytes=40)  # sent, and answered
-    stats.record(500.0, 1, "interrupted", sent_bytes=600, received_bytes=0)  # sent, cut at the stop
+    stats.record(request_outcome(500.0, 1, None, sent_bytes=600, received_bytes=80))
+    stats.record(
+        request_outcome(500.0, 1, "connection refused", sent_bytes=600, received_bytes=0)
+    )  # never left the host
+    stats.record(
+        request_outcome(500.0, 1, "invalid request: HTTP 400", sent_bytes=600, received_bytes=40)
+    )  # sent, and answered
+    stats.record(request_outcome(500.0, 1, "interrupted", sent_bytes=600, received_bytes=0))  # sent, cut at the stop
     assert (stats.bytes_sent, stats.bytes_received) == (1800, 120)
 
 
@@ -287,7 +293,7 @@ def test_histograms_the_master_is_done_with_are_freed_at_once_not_at_a_full_coll
                 clock.now = 1000.0 + 3 * second + tick + 0.5
                 for worker in workers:
                     for _ in range(5):  # open loop: a corrected and an uncorrected histogram
-                        worker.record("m [http]", "m", "http", 500.0, 1, None, uncorrected_us=400.0)
+                        worker.record(RequestOutcome("m [http]", "m", "http", 500.0, 1, None, uncorrected_us=400.0))
             for worker in workers:
                 aggregator.merge(worker.drain())
             aggregator.close_windows()
@@ -304,7 +310,7 @@ def test_a_released_window_is_still_readable_and_can_be_merged_from():
     listener): its percentiles, and merging it into another."""
     stats = EndpointStats("m [http]", "m", "http")
     for value in known_latencies(2_000):
-        stats.record(float(value), 1, None, uncorrected_us=float(value) / 2)
+        stats.record(request_outcome(float(value), 1, None, uncorrected_us=float(value) / 2))
     summary = stats.latency_summary_us()
     stats.release()
     assert stats.latency_summary_us() == summary
@@ -354,8 +360,8 @@ def test_the_aggregator_merges_exactly_what_the_workers_recorded():
         clock.now = 1_700_000_000.0 + index / 1000
         failure = "timeout" if index % 31 == 0 else None
         args = (float(value), 1 + index % 8, failure, float(value) * 0.9, index % 7 == 0, 100 + index, 7)
-        workers[index % 3].record("m [grpc]", "m", "grpc", *args)
-        expected.record(*args)
+        workers[index % 3].record(RequestOutcome("m [grpc]", "m", "grpc", *args))
+        expected.record(request_outcome(*args))
     aggregator = RunAggregator(clock=clock)
     for worker in workers:
         aggregator.merge(worker.drain())

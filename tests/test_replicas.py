@@ -26,7 +26,7 @@ from loadtests.clients.replicas import ReplicaChooser, ReplicaSet
 from loadtests.config.model_spec import ModelSpec
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.serve import model_control_args
-from tests.helpers import REPO_ROOT, model_stats, read_summary, run_cli, run_locust
+from tests.helpers import REPO_ROOT, grpc_target, http_target, model_stats, read_summary, run_cli, run_locust
 
 MODEL = "identity"
 CONNECTION_FAILURES = {"connection refused", "connection reset"}
@@ -85,7 +85,7 @@ class FakeDns:
 
 def test_a_name_with_several_addresses_is_several_replicas_and_is_resolved_again():
     dns = FakeDns({"triton-headless": ["10.0.0.1", "10.0.0.2"], "single": ["10.0.0.9"]})
-    replicas = ReplicaSet("triton-headless:8001,single:8001", resolver=dns.resolve, clock=lambda: dns.now)
+    replicas = ReplicaSet(grpc_target("triton-headless:8001,single:8001"), resolver=dns.resolve, clock=lambda: dns.now)
     # A name with one address stays the name (the Host header and logs keep it).
     assert replicas.current() == ("10.0.0.1:8001", "10.0.0.2:8001", "single:8001")
     dns.answers["triton-headless"] = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]  # the autoscaler adds a pod
@@ -101,7 +101,7 @@ def test_a_name_with_several_addresses_is_several_replicas_and_is_resolved_again
 
 def test_round_robin_skips_a_replica_that_refused_until_it_is_tried_again():
     now = [0.0]
-    replicas = ReplicaSet("10.0.0.1:8000,10.0.0.2:8000,10.0.0.3:8000", clock=lambda: now[0])
+    replicas = ReplicaSet(http_target("10.0.0.1:8000,10.0.0.2:8000,10.0.0.3:8000"), clock=lambda: now[0])
     chooser = ReplicaChooser(replicas, pinned=False, start=0)
     assert [chooser.next() for _ in range(3)] == ["10.0.0.2:8000", "10.0.0.3:8000", "10.0.0.1:8000"]
     chooser.failed("10.0.0.2:8000")
@@ -119,8 +119,8 @@ def test_pin_user_keeps_each_client_on_one_replica_assigned_round_robin(triton, 
     clients = []
     for index in range(4):
         event = EventHook()
-        event.add_listener(lambda index=index, context=None, **_: seen.append((index, context["replica"])))
-        clients.append(HttpClient(addresses, 10.0, event, connections=connections, balance="pin-user"))
+        event.add_listener(lambda index=index, context=None, **_: seen.append((index, context.replica)))
+        clients.append(HttpClient(http_target(addresses), 10.0, event, connections=connections, balance="pin-user"))
     model = ModelSpec.from_triton(*clients[0].model_metadata_and_config(MODEL))
     inputs = {"INPUT0": np.ones((1, 16), dtype=np.float32)}
     for _ in range(3):

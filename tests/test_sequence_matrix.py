@@ -27,7 +27,7 @@ from loadtests.server import LocalTriton, TritonPorts
 from loadtests.workloads.endpoints import prepare_endpoint
 from loadtests.workloads.kinds import SEQUENCE
 from loadtests.workloads.sequences import MIN_SEQUENCE_BITS, IdLayout, RunSize, SequenceIds, SequenceSender
-from tests.helpers import model_stats, read_summary, run_cli, run_locust
+from tests.helpers import grpc_target, http_target, model_stats, read_summary, run_cli, run_locust
 from tests.sequence_matrix import MODELS, UINT32_ACCUMULATOR, write_repository
 
 USERS = 3
@@ -60,8 +60,8 @@ class Tally:
         if exception is not None:
             self.failures[str(exception)] = self.failures.get(str(exception), 0) + 1
             self.first_failure = self.first_failure or exception.detail
-        self.started += bool(context.get("sequence_started"))
-        outcome = context.get("sequence_outcome")
+        self.started += context.sequence_started  # the client's RequestOutcome
+        outcome = context.sequence_outcome
         if outcome:
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
@@ -69,7 +69,9 @@ class Tally:
 def drive(triton: LocalTriton, model: str, protocol: str) -> Tally:
     """USERS senders, each with its own connection, as the first user of worker 0, 1, 2, ...:
     SEQUENCES_PER_USER sequences each, all at once."""
-    settings = Settings(triton_http=triton.http_address, triton_grpc=triton.grpc_address, model=model)
+    settings = Settings(
+        triton_http=http_target(triton.http_address), triton_grpc=grpc_target(triton.grpc_address), model=model
+    )
     tally, connections = Tally(), Connections()
     clients = [open_client(protocol, settings, tally.event, connections) for _ in range(USERS)]
     try:

@@ -25,7 +25,7 @@ from loadtests.server import TritonPorts
 from loadtests.workloads.endpoints import prepare_endpoint
 from loadtests.workloads.kinds import SEQUENCE
 from loadtests.workloads.sequences import SEQUENCE_STATE, IdLayout, SequenceIds, SequenceSender, sequence_request
-from tests.helpers import locust_request_counts, read_summary, run_cli, triton_options
+from tests.helpers import grpc_target, http_target, locust_request_counts, read_summary, run_cli, triton_options
 
 MODEL = "accumulator"
 WORKERS = 3
@@ -113,7 +113,9 @@ def _sender(client, endpoint, ids: SequenceIds, seed: int) -> SequenceSender:
 def test_two_generators_sharing_ids_fail_the_state_check(triton):
     """What the disjoint ranges prevent (server#3103): two generators with the same IDs corrupt
     each other's sums, and the check names it instead of counting wrong answers as successes."""
-    settings = Settings(triton_http=triton.http_address, triton_grpc=triton.grpc_address, model=MODEL)
+    settings = Settings(
+        triton_http=http_target(triton.http_address), triton_grpc=grpc_target(triton.grpc_address), model=MODEL
+    )
     failures: list[str] = []
     event = EventHook()
     event.add_listener(lambda exception=None, **_: failures.append(str(exception)) if exception else None)
@@ -135,7 +137,9 @@ def test_two_generators_sharing_ids_fail_the_state_check(triton):
 def test_a_sequence_that_fails_midway_is_ended_and_counted(triton):
     """Another generator restarts this sequence's ID after its 2nd request: the 3rd response's sum
     is wrong, the sequence counts as failed, and one END request closes it on Triton at once."""
-    settings = Settings(triton_http=triton.http_address, triton_grpc=triton.grpc_address, model=MODEL)
+    settings = Settings(
+        triton_http=http_target(triton.http_address), triton_grpc=grpc_target(triton.grpc_address), model=MODEL
+    )
     ids = SequenceIds(IdLayout(), worker=2**31 - 1, slot=7)  # IDs no other test uses
     target = SequenceIds(ids.layout, ids.worker, ids.slot).next()  # the ID of the sender's first sequence
     seen: list[dict] = []
@@ -147,7 +151,7 @@ def test_a_sequence_that_fails_midway_is_ended_and_counted(triton):
         other_endpoint = prepare_endpoint(SEQUENCE, other, MODEL, settings)
 
         def on_request(exception=None, context=None, **_):
-            seen.append({"failure": str(exception) if exception else None, **context})
+            seen.append(context._asdict())  # the client's RequestOutcome
             if len(seen) == 2:  # the colliding generator's START, between this user's 2nd and 3rd request
                 step = SequenceStep(target, start=True, end=False)
                 assert other.infer(sequence_request(other, other_endpoint, step, 100, None)) is None

@@ -23,6 +23,7 @@ from loadtests.errors import ServerError
 from loadtests.triton_stats.metrics import CSV_HEADER, KEPT_PREFIXES, MetricsPoller, Sample, kept, parse, scrape
 from loadtests.triton_stats.poller import ServerStatsPoller, take_snapshot
 from loadtests.triton_stats.statistics import ModelDelta, StatsSnapshot, compute_delta, fold, server_stats_document
+from tests.helpers import http_target
 
 # Batch sizes cycle over the threads, so inferences differ from requests even without batching.
 BATCH_SIZES = (1, 2, 3)
@@ -90,10 +91,10 @@ def component_sum(delta: ModelDelta) -> float:
 
 # -- statistics deltas against the real Triton -------------------------------------------------
 def test_identity_delta_counts_exactly_what_was_sent(triton):
-    before = take_snapshot(triton.http_address, ["identity"])
+    before = take_snapshot(http_target(triton.http_address), ["identity"])
     send(triton.http_address, "identity", 10)
     inferences = 10 + send_concurrently(triton.http_address, "identity", 6, 5, BATCH_SIZES)
-    after = take_snapshot(triton.http_address, ["identity"])
+    after = take_snapshot(http_target(triton.http_address), ["identity"])
 
     delta = compute_delta(before, after)["identity"]
     assert delta.requests == 10 + 6 * 5
@@ -118,9 +119,9 @@ def test_identity_delta_counts_exactly_what_was_sent(triton):
 def test_sleep_model_compute_infer_is_its_sleep(triton):
     # Each of the 8 instances is slow on its first requests (we saw 50-270 ms): warm them all.
     send_concurrently(triton.http_address, "sleep", 8, 2)
-    before = take_snapshot(triton.http_address, ["sleep"])
+    before = take_snapshot(http_target(triton.http_address), ["sleep"])
     send_concurrently(triton.http_address, "sleep", 8, 2)
-    after = take_snapshot(triton.http_address, ["sleep"])
+    after = take_snapshot(http_target(triton.http_address), ["sleep"])
 
     delta = compute_delta(before, after)["sleep"]
     assert (delta.requests, delta.executions, delta.inferences) == (16, 16, 16)  # no batching
@@ -131,8 +132,8 @@ def test_sleep_model_compute_infer_is_its_sleep(triton):
 
 
 def test_model_without_traffic_gives_zeros(triton):
-    before = take_snapshot(triton.http_address, ["text_reverse", "identity"])
-    after = take_snapshot(triton.http_address, ["text_reverse", "identity"])
+    before = take_snapshot(http_target(triton.http_address), ["text_reverse", "identity"])
+    after = take_snapshot(http_target(triton.http_address), ["text_reverse", "identity"])
     assert compute_delta(before, after) == {"text_reverse": ModelDelta(), "identity": ModelDelta()}
     assert ModelDelta().to_json()["avg_batch"] == 0.0
 
@@ -240,7 +241,11 @@ def read_lines(path) -> list[dict]:
 def test_stats_poller_streams_every_snapshot_and_totals_the_run(triton, tmp_path):
     announced = []
     poller = ServerStatsPoller(
-        triton.http_address, ["identity", "sleep"], interval_s=0.2, stream_to=tmp_path, on_snapshot=announced.append
+        http_target(triton.http_address),
+        ["identity", "sleep"],
+        interval_s=0.2,
+        stream_to=tmp_path,
+        on_snapshot=announced.append,
     )
     poller.start()
     gevent.sleep(0.5)
@@ -277,7 +282,7 @@ def test_stats_poller_streams_every_snapshot_and_totals_the_run(triton, tmp_path
 
 
 def test_stats_poller_records_errors_and_keeps_going():
-    poller = ServerStatsPoller(closed_port(), ["identity"], interval_s=0.05, timeout_s=0.5)
+    poller = ServerStatsPoller(http_target(closed_port()), ["identity"], interval_s=0.05, timeout_s=0.5)
     poller.start()
     gevent.sleep(0.2)
     assert poller.running  # still ticking after failures
@@ -290,7 +295,7 @@ def test_stats_poller_records_errors_and_keeps_going():
 
 
 def test_metrics_poller_writes_server_metrics_csv(triton, tmp_path):
-    poller = MetricsPoller(triton.metrics_address, interval_s=0.2)
+    poller = MetricsPoller(http_target(triton.metrics_address), interval_s=0.2)
     poller.start()
     gevent.sleep(0.5)
     poller.stop()
@@ -314,7 +319,7 @@ def test_metrics_poller_writes_server_metrics_csv(triton, tmp_path):
 def test_metrics_poller_streams_to_its_csv_and_keeps_nothing(triton, tmp_path):
     # A master scraping every 2 s for 30 minutes grew by 160 MB holding these rows (bench/soak.py).
     path = tmp_path / "server_metrics.csv"
-    poller = MetricsPoller(triton.metrics_address, interval_s=0.2, csv_path=path)
+    poller = MetricsPoller(http_target(triton.metrics_address), interval_s=0.2, csv_path=path)
     poller.start()
     gevent.sleep(0.5)
     poller.stop()
@@ -329,7 +334,7 @@ def test_metrics_poller_streams_to_its_csv_and_keeps_nothing(triton, tmp_path):
 
 
 def test_metrics_poller_records_errors():
-    poller = MetricsPoller(closed_port(), interval_s=0.05, timeout_s=0.5)
+    poller = MetricsPoller(http_target(closed_port()), interval_s=0.05, timeout_s=0.5)
     poller.start()
     gevent.sleep(0.12)
     assert poller.running

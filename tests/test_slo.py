@@ -23,7 +23,7 @@ from loadtests.run_format.slo import (
     parse_slo,
     resolver_for_summary,
 )
-from tests.helpers import model_stats, read_summary, run_cli, run_locust
+from tests.helpers import model_stats, read_summary, request_outcome, run_cli, run_locust
 
 DURATION_S = 10.0
 
@@ -92,9 +92,9 @@ def test_malformed_clauses_say_why(text, why):
 def _stats(name: str, model: str, protocol: str, latencies_us: list[float], failures: int = 0) -> EndpointStats:
     stats = EndpointStats(name, model, protocol)
     for latency in latencies_us:
-        stats.record(latency, batch_size=2, failure=None)
+        stats.record(request_outcome(latency, batch_size=2, failure=None))
     for _ in range(failures):
-        stats.record(0.0, batch_size=2, failure="invalid request: HTTP 400")
+        stats.record(request_outcome(0.0, batch_size=2, failure="invalid request: HTTP 400"))
     return stats
 
 

@@ -20,7 +20,7 @@ from loadtests.traffic.sweep_args import parse_sweep_args
 from loadtests.traffic.sweep_levels import SweepController
 from loadtests.traffic.table import parse_shape_args
 from loadtests.triton_stats.statistics import ModelDelta
-from tests.helpers import read_summary, run_cli, triton_options
+from tests.helpers import read_summary, request_outcome, run_cli, triton_options
 
 PA_HEADER = (
     "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,"
@@ -113,7 +113,7 @@ def test_stability_is_perf_analyzers_rule():
 def window(requests: int, latency_us: float, model: str = "m") -> dict[str, EndpointStats]:
     stats = EndpointStats(f"{model} [http]", model, "http")
     for _ in range(requests):
-        stats.record(latency_us, 1, None)
+        stats.record(request_outcome(latency_us, 1, None))
     return {stats.name: stats}
 
 

@@ -258,15 +258,18 @@ def test_web_ui_shows_a_header_reference_as_written(triton, tmp_path):
 
 
 def test_schemes_header_values_and_redaction(tmp_path):
-    from loadtests.config.addresses import check_endpoint, endpoint_tls
+    from loadtests.config.addresses import TritonTarget
     from loadtests.config.security import parse_header, redact_header
     from loadtests.errors import SpecError
 
-    assert check_endpoint("--triton-grpc", "grpcs://triton.example:443/", "grpc") == "grpcs://triton.example:443"
-    assert check_endpoint("--triton-http", "HTTP://127.0.0.1:8000", "http") == "127.0.0.1:8000"
-    assert endpoint_tls("https://h:1") == ("h:1", True) and endpoint_tls("h:1") == ("h:1", False)
+    grpcs = TritonTarget.parse("--triton-grpc", "grpcs://triton.example:443/", "grpc")
+    assert grpcs.text == "grpcs://triton.example:443" and grpcs.tls
+    assert TritonTarget.parse("--triton-http", "HTTP://127.0.0.1:8000", "http").text == "127.0.0.1:8000"
+    https = TritonTarget.parse("--triton-http", "https://h:1", "http")
+    assert (https.first, https.tls) == ("h:1", True)
+    assert not TritonTarget.parse("--triton-http", "h:1", "http").tls
     with pytest.raises(SpecError, match="grpc:// or grpcs://"):
-        check_endpoint("--triton-grpc", "https://h:1", "grpc")
+        TritonTarget.parse("--triton-grpc", "https://h:1", "grpc")
     token = tmp_path / "token"
     token.write_text(SECRET + "\n")
     assert parse_header(f"X-Api-Key: file:{token}") == ("x-api-key", SECRET)

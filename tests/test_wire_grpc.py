@@ -233,7 +233,7 @@ def test_goaway_in_two_steps():
             pass
 
     with H2Peer(script) as server:
-        pool = ConnectionPool(f"127.0.0.1:{server.port}", users_per_connection=0, connect_timeout_s=2.0)
+        pool = ConnectionPool(("127.0.0.1", server.port), users_per_connection=0, connect_timeout_s=2.0)
         slot = pool.slot_for_new_user()
         first = pool.connection(slot)
         calls = [lambda m=m: outcome(first, call_for(server.port, m)) for m in (b"a", b"b", b"c")]
@@ -346,7 +346,7 @@ def test_a_user_killed_mid_write_does_not_wedge_the_shared_connection():
         answer(lambda p, s: p.respond(s, message=b"ok"))(peer)
 
     with H2Peer(script, settings=settings, recv_buffer=4096) as server:
-        pool = ConnectionPool(f"127.0.0.1:{server.port}", users_per_connection=6, connect_timeout_s=2.0)
+        pool = ConnectionPool(("127.0.0.1", server.port), users_per_connection=6, connect_timeout_s=2.0)
         slots = [pool.slot_for_new_user() for _ in range(6)]
         big = call_for(server.port, b"\x02" * 8_000_000, 3.0)
         small = call_for(server.port, b"small", 3.0)
@@ -368,7 +368,7 @@ def test_users_connecting_at_once_open_one_connection_per_slot():
     (each user opened its own and only the last was kept, the others never closed). Then the
     server restarts (both connections closed under them): 2 new ones, and none left open at the end."""
     with H2Peer(answer(lambda p, s: p.respond(s))) as server:
-        pool = ConnectionPool(f"127.0.0.1:{server.port}", users_per_connection=6, connect_timeout_s=2.0)
+        pool = ConnectionPool(("127.0.0.1", server.port), users_per_connection=6, connect_timeout_s=2.0)
         slots = [pool.slot_for_new_user() for _ in range(12)]
         calls = [lambda s=s: outcome(pool.connection(s), call_for(server.port, b"x")) for s in slots]
         assert concurrently(*calls) == [b"x"] * 12
@@ -417,7 +417,7 @@ def test_a_released_connection_closes_when_its_call_in_flight_ends():
             pass
 
     with H2Peer(script) as server:
-        pool = ConnectionPool(f"127.0.0.1:{server.port}", users_per_connection=1, connect_timeout_s=2.0)
+        pool = ConnectionPool(("127.0.0.1", server.port), users_per_connection=1, connect_timeout_s=2.0)
         slot = pool.slot_for_new_user()
         connection = pool.connection(slot)
         call = gevent.spawn(outcome, connection, call_for(server.port, b"x", 0.5), 0.5)

@@ -52,8 +52,10 @@ class Wire:
     def __init__(self, address: str, users_per_connection: int) -> None:
         from loadtests.clients.grpc_frames import prepare_call
         from loadtests.clients.grpc_pool import ConnectionPool
+        from loadtests.config.addresses import TritonTarget
 
-        self.pool = ConnectionPool(address, users_per_connection)
+        target = TritonTarget.parse("--address", address, "grpc")
+        self.pool = ConnectionPool(target.replicas[0], users_per_connection)
         self.address, self.prepare_call = address, prepare_call
 
     def caller(self, message: bytes) -> Caller:

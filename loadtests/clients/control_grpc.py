@@ -1,6 +1,6 @@
 """The one reader of Triton's control plane over gRPC: statistics, metadata and config.
 
-    control = TritonGrpcControl("127.0.0.1:8001")
+    control = TritonGrpcControl(settings.triton_grpc)        # its first replica, e.g. 127.0.0.1:8001
     control.statistics(["identity"])["identity"]["1"]["inference_count"]   # as over HTTP
     control.model_config("identity")["max_batch_size"]
 
@@ -11,8 +11,8 @@ as JSON, field names as in the .proto), with protobuf's JSON rules: 64-bit count
 as strings ("12", turned back into numbers here) and zero counters are left out (the
 statistics' readers default a missing counter to 0: recording/server_stats.py).
 
-`open_control(address)` picks the reader by scheme: grpc:// or grpcs:// this one, anything
-else the HTTP one (loadtests/clients/control.py).
+`open_control(target)` picks the reader by the target's protocol: gRPC this one, HTTP the
+HTTP one (loadtests/clients/control.py).
 
 Failures: one ServerError line naming the call, e.g.
     gRPC ModelStatistics 127.0.0.1:8001: UNAVAILABLE: failed to connect to all addresses
@@ -26,35 +26,32 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
-from loadtests.config.addresses import endpoint_tls
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
 
-GRPC_SCHEMES = ("grpc://", "grpcs://")
-
 
 def open_control(
-    address: str, timeout_s: float = DEFAULT_TIMEOUT_S, security: ConnectionSecurity | None = None
+    target: TritonTarget, timeout_s: float = DEFAULT_TIMEOUT_S, security: ConnectionSecurity | None = None
 ) -> TritonControl | TritonGrpcControl:
-    """The control-plane reader for an address: grpc://HOST:PORT (grpcs://) over gRPC, else HTTP."""
-    if address.startswith(GRPC_SCHEMES):
-        return TritonGrpcControl(address, timeout_s=timeout_s, security=security)
-    return TritonControl(address, timeout_s=timeout_s, security=security)
+    """The control-plane reader of a target's first replica: over gRPC for a gRPC target, else HTTP."""
+    if target.protocol == "grpc":
+        return TritonGrpcControl(target, timeout_s=timeout_s, security=security)
+    return TritonControl(target.control_address_of(target.first), timeout_s=timeout_s, security=security)
 
 
 @dataclass(frozen=True)
 class TritonGrpcControl:
-    """Triton's control plane at `grpc_address` ("HOST:PORT", "grpc://HOST:PORT" or "grpcs://...")."""
+    """Triton's control plane at a gRPC target's first replica (grpcs:// speaks TLS)."""
 
-    grpc_address: str
+    target: TritonTarget
     timeout_s: float = DEFAULT_TIMEOUT_S
     security: ConnectionSecurity | None = None
 
     @property
     def address(self) -> str:
         """The address as the run directory records it (grpc://HOST:PORT)."""
-        authority, tls = endpoint_tls(self.grpc_address)
-        return f"{'grpcs' if tls else 'grpc'}://{authority}"
+        return self.target.control_address_of(self.target.first)
 
     def server_metadata(self) -> dict[str, Any]:
         return self._call("ServerMetadata", lambda client, kw: client.get_server_metadata(**kw))
@@ -89,11 +86,10 @@ class TritonGrpcControl:
         from loadtests.clients.grpc import enable_gevent, grpcio_tls
 
         enable_gevent()  # grpcio cooperates with gevent only if told before its first channel
-        authority, tls = endpoint_tls(self.grpc_address)
         security = self.security or ConnectionSecurity()
         kwargs = {"client_timeout": self.timeout_s, "headers": dict(security.headers) or None}
         try:
-            client = grpcclient.InferenceServerClient(authority, **grpcio_tls(security, tls))
+            client = grpcclient.InferenceServerClient(self.target.first, **grpcio_tls(security, self.target.tls))
         except InferenceServerException as error:
             raise ServerError(f"gRPC {what} {self.address}: {_reason(error)}") from None
         try:

@@ -28,7 +28,7 @@ from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, grpc_failur
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.replicas import ROUND_ROBIN
-from loadtests.config.addresses import endpoint_tls
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
@@ -90,13 +90,13 @@ def _failure(error: CallFailure) -> RequestFailure:
 
 class GrpcClient(TritonClient):
     """Triton gRPC client for one user; `users_per_connection` and `balance` as in the module
-    docstring. `address` is one HOST:PORT or a comma-separated list (replicas)."""
+    docstring. `target` is --triton-grpc's (one replica or several)."""
 
     protocol = "grpc"
 
     def __init__(
         self,
-        address: str,
+        target: TritonTarget,
         timeout_s: float,
         request_event,
         connections: Connections,
@@ -104,11 +104,11 @@ class GrpcClient(TritonClient):
         balance: str = ROUND_ROBIN,
         security: ConnectionSecurity | None = None,
     ) -> None:
-        authority, self._tls = endpoint_tls(address)  # "grpcs://host:port[,host:port]": TLS
+        self.target = target
+        self._tls = target.tls  # grpcs://: every replica speaks TLS
         self.security = security or ConnectionSecurity()
-        self._chooser = connections.chooser(authority, balance)
-        super().__init__(self._chooser.replicas.first, timeout_s, request_event)
-        self.scheme = "grpcs://" if self._tls else ""
+        self._chooser = connections.chooser(target, balance)
+        super().__init__(target, timeout_s, request_event)
         enable_gevent()  # for the control plane's grpcio channel
         self._connections = connections
         self.users_per_connection = users_per_connection
@@ -145,17 +145,18 @@ class GrpcClient(TritonClient):
         return metadata, config.get("config", config)
 
     def replica_clients(self) -> list[TritonClient]:
-        others = [r for r in self._chooser.replicas.current() if r != self.address]
-        scheme = "grpcs://" if self._tls else ""
+        replicas = self._chooser.replicas
+        others = [replicas.endpoint(r) for r in replicas.current() if r != self.address]
         return [
-            GrpcClient(scheme + r, self.timeout_s, self.request_event, Connections(), security=self.security)
+            GrpcClient(self.target.only(r), self.timeout_s, self.request_event, Connections(), security=self.security)
             for r in others
         ]
 
     # -- data plane ---------------------------------------------------------------------
     def _slot(self, replica: str) -> tuple[ConnectionPool, int]:
         if replica not in self._slots:
-            pool = self._connections.grpc_pool(replica, self.users_per_connection, self.security if self._tls else None)
+            tls = self.security if self._tls else None
+            pool = self._connections.grpc_pool(self._chooser.replicas.endpoint(replica), self.users_per_connection, tls)
             self._slots[replica] = (pool, pool.slot_for_new_user())
         return self._slots[replica]
 

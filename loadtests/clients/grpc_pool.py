@@ -3,7 +3,7 @@ up to a limit, and a connection that broke or is going away is reopened on next 
 user while the slot's others wait for it; the replaced one closes once its calls have ended.
 
 Example:
-    pool = ConnectionPool("127.0.0.1:8001", users_per_connection=6)
+    pool = ConnectionPool(("127.0.0.1", 8001), users_per_connection=6)
     call = prepare_call("127.0.0.1:8001", "/inference.GRPCInferenceService/ModelInfer", message, timeout_s=10)
     reply = pool.connection(pool.slot_for_new_user()).unary(call, timeout_s=10)  # raises CallFailure
 """
@@ -23,14 +23,13 @@ class ConnectionPool:
 
     def __init__(
         self,
-        address: str,
+        replica: tuple[str, int],
         users_per_connection: int,
         connect_timeout_s: float = 5.0,
         tls: ssl.SSLContext | None = None,
     ) -> None:
-        host, _, port = address.rpartition(":")
         self.tls = tls  # grpcs://: the context every connection's handshake uses
-        self.host, self.port = host, int(port)
+        self.host, self.port = replica
         self.users_per_connection = users_per_connection
         self.connect_timeout_s = connect_timeout_s
         self._slots: list[Connection | None] = []

@@ -35,10 +35,9 @@ from loadtests.clients.failures import (
 )
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
-from loadtests.config.addresses import endpoint_tls
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.security import ConnectionSecurity
-from loadtests.errors import ServerError
 
 INFER_HEADER = "Inference-Header-Content-Length"
 CONNECTION_TIMEOUT_S = 5.0
@@ -54,23 +53,16 @@ class HttpWire:
     request: bytes = b""
 
 
-def _split_address(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ServerError(f"'{address}' is not a host:port address (e.g. 127.0.0.1:8000)")
-    return host, int(port)
-
-
 class HttpClient(TritonClient):
     """Triton HTTP client for one user. `binary=False` sends and receives JSON tensors.
-    `address` is one HOST:PORT or a comma-separated list (replicas); `connections` is the
-    process's (a client of its own when not given)."""
+    `target` is --triton-http's (one replica or several); `connections` is the process's (a
+    client of its own when not given)."""
 
     protocol = "http"
 
     def __init__(
         self,
-        address: str,
+        target: TritonTarget,
         timeout_s: float,
         request_event,
         binary: bool = True,
@@ -78,27 +70,24 @@ class HttpClient(TritonClient):
         balance: str = ROUND_ROBIN,
         security: ConnectionSecurity | None = None,
     ) -> None:
-        authority, self._tls = endpoint_tls(address)  # "https://host:port[,host:port]": TLS
-        self._chooser = (connections or Connections()).chooser(authority, balance)
-        super().__init__(self._chooser.replicas.first, timeout_s, request_event)
-        self.scheme = "https://" if self._tls else ""
-        _split_address(self.address)
+        self.target = target
+        self._tls = target.tls  # https://: every replica speaks TLS
+        self._chooser = (connections or Connections()).chooser(target, balance)
+        super().__init__(target, timeout_s, request_event)
         self.binary = binary
         self.security = security or ConnectionSecurity()
         self._connections: dict[str, HttpConnection] = {}
         self._headers = dict(self.security.headers)  # --header, on every request
         self._health_request = build_request(self.address, LIVE_PATH, b"", self._headers, method="GET")
         # Pre-flight over the first address, through the suite's one control-plane reader.
-        self.control = TritonControl(self._url(self.address), timeout_s=CONTROL_TIMEOUT_S, security=self.security)
-
-    def _url(self, replica: str) -> str:
-        """A replica's address as the options write it (https:// when TLS)."""
-        return f"https://{replica}" if self._tls else replica
+        self.control = TritonControl(
+            target.control_address_of(self.address), timeout_s=CONTROL_TIMEOUT_S, security=self.security
+        )
 
     def _connection(self, replica: str) -> HttpConnection:
         connection = self._connections.get(replica)
         if connection is None:
-            host, port = _split_address(replica)
+            host, port = self._chooser.replicas.endpoint(replica)
             timeout_s = self.timeout_s
             connection = HttpConnection(
                 host,
@@ -121,9 +110,10 @@ class HttpClient(TritonClient):
         return self.control.model_metadata(model), self.control.model_config(model)
 
     def replica_clients(self) -> list[TritonClient]:
-        others = [r for r in self._chooser.replicas.current() if r != self.address]
+        replicas = self._chooser.replicas
+        others = [replicas.endpoint(r) for r in replicas.current() if r != self.address]
         return [
-            HttpClient(self._url(r), self.timeout_s, self.request_event, self.binary, security=self.security)
+            HttpClient(self.target.only(r), self.timeout_s, self.request_event, self.binary, security=self.security)
             for r in others
         ]
 

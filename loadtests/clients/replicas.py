@@ -18,7 +18,7 @@ Why the client balances at all: an HTTP keep-alive connection and an HTTP/2 (gRP
 connection are pinned to one pod for their whole life behind a ClusterIP Service, so the
 Service's own balancing only acts when connections open (docs/guides/gke.md).
 
-    replicas = ReplicaSet("triton-headless:8001")       # resolves to 3 pods
+    replicas = ReplicaSet(settings.triton_grpc)          # "triton-headless:8001": resolves to 3 pods
     replicas.current()   # ('10.4.0.7:8001', '10.4.1.9:8001', '10.4.2.3:8001')
     chooser = ReplicaChooser(replicas, pinned=False, start=1)
     chooser.next()       # '10.4.2.3:8001', then '10.4.0.7:8001', ... (round robin)
@@ -31,11 +31,9 @@ import socket
 import time
 from collections.abc import Callable
 
-from loadtests.config.addresses import address_list
+from loadtests.config.addresses import RESOLVE_EVERY_S, TritonTarget
 from loadtests.config.settings import BALANCE_POLICIES, PIN_USER, ROUND_ROBIN
 
-# How often DNS names are resolved again (seconds): new pods join within about this long.
-RESOLVE_EVERY_S = 30.0
 # How long a replica that refused a connection is skipped before it is tried again (seconds).
 DOWN_FOR_S = 1.0
 
@@ -78,21 +76,23 @@ def _is_ip(host: str) -> bool:
 
 
 class ReplicaSet:
-    """The replicas behind one address option, resolved now and every `resolve_every_s`."""
+    """The replicas of one target, resolved now and every `target.resolve_every_s`. Replicas
+    are named by their HOST:PORT (what the recording counts per replica); `endpoint` gives a
+    name's (host, port) pair, as parsed or as resolved."""
 
     def __init__(
         self,
-        text: str,
-        resolve_every_s: float = RESOLVE_EVERY_S,
+        target: TritonTarget,
         resolver: Resolver = resolve_ipv4,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.text = text
-        self.entries = address_list(text)
-        self.resolve_every_s = resolve_every_s
+        self.target = target
+        self.entries = target.authorities
+        self.resolve_every_s = target.resolve_every_s
         self._resolver = resolver
         self._clock = clock
-        self._names = [entry for entry in self.entries if not _is_ip(entry.rpartition(":")[0])]
+        self._endpoints: dict[str, tuple[str, int]] = dict(zip(self.entries, target.replicas, strict=True))
+        self._names = [entry for entry, (host, _port) in self._endpoints.items() if not _is_ip(host)]
         self._addresses: tuple[str, ...] = self.entries
         # What each DNS name stood for at its last successful lookup.
         self._resolved: dict[str, tuple[str, ...]] = {}
@@ -140,15 +140,20 @@ class ReplicaSet:
             self._addresses = self._resolve()
         return self._addresses
 
+    def endpoint(self, replica: str) -> tuple[str, int]:
+        """The (host, port) of a replica `current()` named."""
+        return self._endpoints[replica]
+
     def _resolve(self) -> tuple[str, ...]:
         for entry in self._names:
-            host, _, port = entry.rpartition(":")
+            host, port = self._endpoints[entry]
             try:
-                found = self._resolver(host, int(port))
+                found = self._resolver(host, port)
             except OSError:
                 continue  # keep what it stood for (at first the name: the connection then fails)
             if len(found) > 1:
                 self._resolved[entry] = tuple(f"{ip}:{port}" for ip in found)
+                self._endpoints.update((f"{ip}:{port}", (ip, port)) for ip in found)
             elif found:
                 self._resolved[entry] = (entry,)  # one address: keep the name itself
         return tuple(dict.fromkeys(a for entry in self.entries for a in self._resolved.get(entry, (entry,))))

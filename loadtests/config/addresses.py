@@ -1,17 +1,32 @@
-"""HOST:PORT addresses of Triton's endpoints, checked when the options are read.
+"""Triton's addresses, parsed once when the options are read into a `TritonTarget`.
 
 tritonclient takes "host:port" without a scheme: given "http://host:port", its HTTP client
 raises in its constructor (and its destructor then prints a traceback), and its gRPC client
-fails on a name lookup of "grpc://host". Refusing the form up front gives one clear line.
+fails on a name lookup of "grpc://host". Refusing a wrong scheme up front gives one clear line.
 
-    check_address("--triton-http", "127.0.0.1:8000") == "127.0.0.1:8000"
+An option holds one or several HOST:PORT entries (several Triton replicas), with an optional
+scheme that applies to every entry: https:// (grpcs://) for TLS, http:// (grpc://) dropped.
+
+    target = TritonTarget.parse("--triton-grpc", "grpcs://a:1, b:2", "grpc")
+    target.replicas == (("a", 1), ("b", 2)); target.tls is True
+    target.text == "grpcs://a:1,b:2"          # as Settings and config.json spell it
+    target.authorities == ("a:1", "b:2")      # the replicas as the recording names them
+    target.control_address_of("b:2") == "grpcs://b:2"
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from loadtests.errors import SpecError
 
 MAX_PORT = 65535
+# How often DNS names among the replicas are resolved again (seconds): new pods join within
+# about this long (loadtests/clients/replicas.py).
+RESOLVE_EVERY_S = 30.0
+PROTOCOLS = ("http", "grpc")
+# TLS schemes (issue 16): every reader of a target (clients, control plane, metrics) speaks TLS.
+SECURE_SCHEMES = {"http": "https", "grpc": "grpcs"}
 
 
 def split_address(option: str, text: str) -> tuple[str, int]:
@@ -27,53 +42,11 @@ def split_address(option: str, text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-# TLS schemes (issue 16): the address keeps its scheme when it has one of these, so that every
-# reader of it (clients, control plane, metrics) knows to speak TLS; a plain scheme is dropped.
-SECURE_SCHEMES = {"http": "https", "grpc": "grpcs"}
-
-
-def check_endpoint(option: str, text: str, protocol: str) -> str:
-    """A --triton-http/--triton-grpc/--triton-metrics value normalised: "host:port", or
-    "https://host:port" ("grpcs://host:port") for TLS; raises SpecError naming the option.
-
-        check_endpoint("--triton-grpc", "grpcs://triton.example:443", "grpc") == "grpcs://triton.example:443"
-        check_endpoint("--triton-http", "http://127.0.0.1:8000", "http") == "127.0.0.1:8000"
-    """
-    scheme, separator, rest = text.partition("://")
-    if not separator:
-        return check_address_list(option, text)
-    secure = SECURE_SCHEMES[protocol]
-    if scheme.lower() not in (protocol, secure):
-        raise SpecError(f"{option} '{text}': the scheme is {protocol}:// or {secure}://, not {scheme}://")
-    rest = check_address_list(option, rest.rstrip("/"))  # the scheme applies to every replica listed
-    return f"{secure}://{rest}" if scheme.lower() == secure else rest
-
-
-def endpoint_tls(address: str) -> tuple[str, bool]:
-    """("host:port", TLS or not) of an address check_endpoint returned."""
-    scheme, separator, rest = address.partition("://")
-    return (rest, scheme in SECURE_SCHEMES.values()) if separator else (address, False)
-
-
-def check_address(option: str, text: str) -> str:
-    """The address itself, once split_address accepts it."""
-    split_address(option, text)
-    return text
-
-
-def address_list(text: str) -> tuple[str, ...]:
-    """The entries of a comma-separated address option, as written: 'a:1, b:2' -> ('a:1', 'b:2')."""
-    return tuple(entry.strip() for entry in text.split(","))
-
-
-def check_address_list(option: str, text: str) -> str:
-    """One or several HOST:PORT entries, comma-separated (several Triton replicas); returns
-    them normalised ('a:1,b:2'). Raises SpecError naming the option for an empty entry, a
-    malformed one, or one written twice (it would get twice the load of the others).
-
-        check_address_list("--triton-grpc", "10.0.0.1:8001, 10.0.0.2:8001") == "10.0.0.1:8001,10.0.0.2:8001"
-    """
-    entries = address_list(text)
+def _replica_list(option: str, text: str) -> tuple[tuple[str, int], ...]:
+    """The (host, port) pairs of one or several comma-separated HOST:PORT entries. Raises
+    SpecError naming the option for an empty entry, a malformed one, or one written twice
+    (it would get twice the load of the others)."""
+    entries = tuple(entry.strip() for entry in text.split(","))
     if not all(entries):
         raise SpecError(f"{option} '{text}': an empty entry (write HOST:PORT[,HOST:PORT...])")
     seen: set[str] = set()
@@ -82,4 +55,74 @@ def check_address_list(option: str, text: str) -> str:
         if entry in seen:
             raise SpecError(f"{option} '{text}': {entry} is listed twice")
         seen.add(entry)
-    return ",".join(entries)
+    return tuple(split_address(option, entry) for entry in entries)
+
+
+@dataclass(frozen=True, slots=True)
+class TritonTarget:
+    """One of Triton's endpoints as an option names it: its protocol, TLS or not, its replicas
+    as (host, port) pairs in the order written, and how often names among them are resolved
+    again. Built by `parse`, once, when the options are read.
+
+        TritonTarget.parse("--triton-http", "http://127.0.0.1:8000", "http").text == "127.0.0.1:8000"
+    """
+
+    protocol: str
+    replicas: tuple[tuple[str, int], ...]
+    tls: bool = False
+    resolve_every_s: float = RESOLVE_EVERY_S
+
+    @classmethod
+    def parse(cls, option: str, text: str, protocol: str) -> TritonTarget:
+        """An --triton-http/--triton-grpc/--triton-metrics value (`protocol` "http" for the
+        metrics); raises SpecError naming the option.
+
+            TritonTarget.parse("--triton-grpc", "grpcs://triton.example:443/", "grpc").text
+            == "grpcs://triton.example:443"
+        """
+        scheme, separator, rest = text.partition("://")
+        if not separator:
+            return cls(protocol, _replica_list(option, text))
+        secure = SECURE_SCHEMES[protocol]
+        if scheme.lower() not in (protocol, secure):
+            raise SpecError(f"{option} '{text}': the scheme is {protocol}:// or {secure}://, not {scheme}://")
+        return cls(protocol, _replica_list(option, rest.rstrip("/")), tls=scheme.lower() == secure)
+
+    @property
+    def authorities(self) -> tuple[str, ...]:
+        """The replicas as HOST:PORT, as written: the names the recording and the logs use."""
+        return tuple(f"{host}:{port}" for host, port in self.replicas)
+
+    @property
+    def first(self) -> str:
+        """The first replica's HOST:PORT: the control plane's address."""
+        host, port = self.replicas[0]
+        return f"{host}:{port}"
+
+    @property
+    def text(self) -> str:
+        """The option's value normalised: 'a:1,b:2', or 'https://a:1,b:2' ('grpcs://...') for TLS."""
+        replicas = ",".join(self.authorities)
+        return f"{SECURE_SCHEMES[self.protocol]}://{replicas}" if self.tls else replicas
+
+    @property
+    def scheme(self) -> str:
+        """The scheme a reader of this target speaks: http, https, grpc or grpcs."""
+        return SECURE_SCHEMES[self.protocol] if self.tls else self.protocol
+
+    def control_address_of(self, authority: str) -> str:
+        """One replica as the control-plane readers (and server_stats.json) name it: HTTP's
+        HOST:PORT (https://HOST:PORT), gRPC's grpc://HOST:PORT (grpcs://HOST:PORT)."""
+        return authority if self.scheme == "http" else f"{self.scheme}://{authority}"
+
+    @property
+    def control_address(self) -> str:
+        """The whole target as control_address_of names one replica: 'grpc://a:1,b:2'."""
+        return self.control_address_of(",".join(self.authorities))
+
+    def only(self, replica: tuple[str, int]) -> TritonTarget:
+        """The same target with one (host, port) replica (a replica's own client)."""
+        return TritonTarget(self.protocol, (replica,), self.tls, self.resolve_every_s)
+
+    def __str__(self) -> str:
+        return self.text

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.batch_size import BatchSizeSpec, parse_batch_size
 from loadtests.config.mix import ModelMix
 from loadtests.config.security import ConnectionSecurity
@@ -22,6 +23,9 @@ from loadtests.config.security import ConnectionSecurity
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
 DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
 DEFAULT_TRITON_METRICS = "127.0.0.1:8002"
+DEFAULT_HTTP_TARGET = TritonTarget.parse("--triton-http", DEFAULT_TRITON_HTTP, "http")
+DEFAULT_GRPC_TARGET = TritonTarget.parse("--triton-grpc", DEFAULT_TRITON_GRPC, "grpc")
+DEFAULT_METRICS_TARGET = TritonTarget.parse("--triton-metrics", DEFAULT_TRITON_METRICS, "http")
 DEFAULT_BERT_MODEL = "bert_qa_dynbatch"
 DEFAULT_RESNET_MODEL = "resnet50"
 # --image-format: ResNet users send preprocessed tensors (tensor), or the JPEG (jpeg) or PNG (png)
@@ -66,9 +70,10 @@ class Settings:
     """
 
     # -- the target and the requests
-    triton_http: str = DEFAULT_TRITON_HTTP
-    triton_grpc: str = DEFAULT_TRITON_GRPC
-    triton_metrics: str = DEFAULT_TRITON_METRICS
+    # --triton-http/--triton-grpc/--triton-metrics, parsed (scheme, replicas, re-resolution).
+    triton_http: TritonTarget = DEFAULT_HTTP_TARGET
+    triton_grpc: TritonTarget = DEFAULT_GRPC_TARGET
+    triton_metrics: TritonTarget = DEFAULT_METRICS_TARGET
     # TLS files and --header values (resolved) for every connection to Triton.
     security: ConnectionSecurity = field(default_factory=ConnectionSecurity)
     model: str = ""

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from loadtests.config.addresses import check_endpoint
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.batch_size import BatchSizeSpec
 from loadtests.config.security import ConnectionSecurity, TlsFiles, parse_header, redact_header
 from loadtests.config.settings import (
@@ -106,13 +106,15 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
     mix = parse_mix(_text(options, "mix"))
     if mix is not None and _text(options, "model"):
         raise SpecError("--mix and --model both name the generic users' models: give one of them")
+    http = _triton_http(options)
+    grpc = TritonTarget.parse("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC, "grpc")
     return {
-        "triton_http": _triton_http(options),
-        "triton_grpc": check_endpoint("--triton-grpc", _text(options, "triton_grpc") or DEFAULT_TRITON_GRPC, "grpc"),
-        "triton_metrics": check_endpoint(
+        "triton_http": http,
+        "triton_grpc": grpc,
+        "triton_metrics": TritonTarget.parse(
             "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS, "http"
         ),
-        "security": _security(options),
+        "security": _security(options, grpc),
         "model": _text(options, "model"),
         "mix": mix,
         "bert_model": _text(options, "bert_model"),
@@ -140,15 +142,15 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _triton_http(options: argparse.Namespace) -> str:
+def _triton_http(options: argparse.Namespace) -> TritonTarget:
     """--triton-http, or Locust's -H/--host as a Locust user gives it (http://HOST:PORT): the
     suite's users send to Triton's addresses, so -H is read as Triton's HTTP one."""
     given = _text(options, "triton_http") or DEFAULT_TRITON_HTTP
-    http = check_endpoint("--triton-http", given, "http")
+    http = TritonTarget.parse("--triton-http", given, "http")
     host = _text(options, "host").rstrip("/")
     if not host:
         return http
-    from_host = check_endpoint("-H", host, "http")
+    from_host = TritonTarget.parse("-H", host, "http")
     if given != DEFAULT_TRITON_HTTP and from_host != http:
         raise SpecError(
             f"-H {host} and --triton-http {given} name different Triton addresses: give one of them "
@@ -176,7 +178,7 @@ def _header_texts(value: str | list[str] | None) -> list[str]:
     return [str(item).strip() for item in items if str(item).strip()]
 
 
-def _security(options: argparse.Namespace) -> ConnectionSecurity:
+def _security(options: argparse.Namespace, grpc: TritonTarget) -> ConnectionSecurity:
     """--ssl-* and --header; files checked here, so a bad one stops the run before any load."""
     tls = TlsFiles(
         ca=_path(options, "ssl_ca"),
@@ -187,7 +189,7 @@ def _security(options: argparse.Namespace) -> ConnectionSecurity:
     security = ConnectionSecurity(
         tls, tuple(parse_header(text) for text in _header_texts(getattr(options, "header", None)))
     )
-    if tls.insecure and _text(options, "triton_grpc").lower().startswith("grpcs://"):
+    if tls.insecure and grpc.tls:
         raise SpecError(
             "--ssl-insecure works with https:// only (grpcio, the gRPC pre-flight, always verifies): give --ssl-ca"
         )

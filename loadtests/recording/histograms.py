@@ -10,6 +10,7 @@ Open-loop traffic (loadtests/traffic/open_loop.py) records two latencies per req
 one from the actual send; `late` counts requests sent more than 1 ms after their
 intended time and `dropped` those never sent (not counted in `requests`).
 
+One request arrives as the client's RequestOutcome (clients/outcome.py), whole.
 A process's recorder (windows.WindowRecorder) records with `hold`: counts at once, latencies
 in a list that `fold` adds to the histograms in one numpy pass when the window is drained
 (batched_hdr.py; measured with `python -m bench.request_event`).
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from hdrh.histogram import HdrHistogram
 
 from loadtests.clients.failures import sent
+from loadtests.clients.outcome import RequestOutcome
 from loadtests.recording.batched_hdr import record_values
 from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.replica_counts import ReplicaCounts
@@ -47,7 +49,7 @@ class EndpointStats:
 
     Example:
         stats = EndpointStats("resnet50 [grpc]", "resnet50", "grpc")
-        stats.record(latency_us=850.2, batch_size=4, failure=None)
+        stats.record(RequestOutcome("resnet50 [grpc]", "resnet50", "grpc", latency_us=850.2, batch_size=4))
     """
 
     name: str
@@ -77,48 +79,23 @@ class EndpointStats:
     held: list[float] = field(default_factory=list, init=False, repr=False, compare=False)
     held_uncorrected: list[float] = field(default_factory=list, init=False, repr=False, compare=False)
 
-    def record(
-        self,
-        latency_us: float,
-        batch_size: int,
-        failure: str | None,
-        uncorrected_us: float | None = None,
-        late: bool = False,
-        sent_bytes: int = 0,
-        received_bytes: int = 0,
-        sequence_started: bool = False,
-        sequence_outcome: str | None = None,
-        replica: str | None = None,
-    ) -> None:
-        self._tag(latency_us, failure, sequence_started, sequence_outcome, replica)
-        if self._count(batch_size, failure, late, sent_bytes, received_bytes):
-            self.histogram.record_value(clamp_us(latency_us))
-            if uncorrected_us is not None:
+    def record(self, outcome: RequestOutcome) -> None:
+        """One request, its latencies added to the histograms at once."""
+        if self._count(outcome):
+            self.histogram.record_value(clamp_us(outcome.latency_us))
+            if outcome.uncorrected_us is not None:
                 if self.uncorrected is None:
                     self.uncorrected = new_histogram()
-                self.uncorrected.record_value(clamp_us(uncorrected_us))
+                self.uncorrected.record_value(clamp_us(outcome.uncorrected_us))
 
-    def hold(
-        self,
-        latency_us: float,
-        batch_size: int,
-        failure: str | None,
-        uncorrected_us: float | None = None,
-        late: bool = False,
-        sent_bytes: int = 0,
-        received_bytes: int = 0,
-        sequence_started: bool = False,
-        sequence_outcome: str | None = None,
-        replica: str | None = None,
-    ) -> None:
+    def hold(self, outcome: RequestOutcome) -> None:
         """`record`, with the latencies kept in a list until `fold` adds them in one numpy pass
         (the request path's cheapest form: recording/batched_hdr.py). Counts are current at
         once; the histograms are after `fold`, which every method reading them calls."""
-        self._tag(latency_us, failure, sequence_started, sequence_outcome, replica)
-        if self._count(batch_size, failure, late, sent_bytes, received_bytes):
-            self.held.append(latency_us)
-            if uncorrected_us is not None:
-                self.held_uncorrected.append(uncorrected_us)
+        if self._count(outcome):
+            self.held.append(outcome.latency_us)
+            if outcome.uncorrected_us is not None:
+                self.held_uncorrected.append(outcome.uncorrected_us)
             if len(self.held) >= FOLD_EVERY:
                 self.fold()
 
@@ -133,24 +110,12 @@ class EndpointStats:
             record_values(self.uncorrected, self.held_uncorrected)
             self.held_uncorrected = []
 
-    def _tag(
-        self,
-        latency_us: float,
-        failure: str | None,
-        sequence_started: bool,
-        sequence_outcome: str | None,
-        replica: str | None,
-    ) -> None:
-        """A sequence user's start and outcome; the replica a request went to."""
-        if sequence_started:
-            self.sequences["started"] += 1
-        if sequence_outcome is not None:
-            self.sequences[sequence_outcome] += 1
-        if replica is not None:
-            self.replicas.record(replica, failure, latency_us)
-
-    def _count(self, batch_size: int, failure: str | None, late: bool, sent_bytes: int, received_bytes: int) -> bool:
+    def _count(self, outcome: RequestOutcome) -> bool:
         """Everything of a request but its latencies; True if it succeeded (its latencies count)."""
+        # One unpacking of the tuple (the request path): cheaper than an attribute read per field.
+        (_, _, _, latency_us, batch_size, failure, _, late, sent_bytes, received_bytes, started, ended, replica) = (
+            outcome
+        )
         self.requests += 1
         self.batch_sizes[batch_size] += 1
         if failure is None or sent(failure):  # a refused connection put nothing on the wire
@@ -158,6 +123,12 @@ class EndpointStats:
             self.bytes_received += received_bytes
         if late:
             self.late += 1
+        if started:  # a sequence user's start and outcome
+            self.sequences["started"] += 1
+        if ended is not None:
+            self.sequences[ended] += 1
+        if replica is not None:  # the replica it went to
+            self.replicas.record(replica, failure, latency_us)
         if failure is None:
             # Only successful requests count as inferences, as Triton's inference_count does.
             self.inferences += batch_size

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from loadtests.clients.outcome import RequestOutcome
 from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.histograms import EndpointStats, add_message
 
@@ -45,47 +46,24 @@ class WindowRecorder:
         self.clock = clock
         self.pending: dict[int, dict[str, EndpointStats]] = {}
 
-    def record(
-        self,
-        name: str,
-        model: str,
-        protocol: str,
-        latency_us: float,
-        batch_size: int,
-        failure: str | None,
-        uncorrected_us: float | None = None,
-        late: bool = False,
-        sent_bytes: int = 0,
-        received_bytes: int = 0,
-        sequence_started: bool = False,
-        sequence_outcome: str | None = None,
-        replica: str | None = None,
-    ) -> None:
-        self._stats(name, model, protocol).hold(
-            latency_us,
-            batch_size,
-            failure,
-            uncorrected_us,
-            late,
-            sent_bytes,
-            received_bytes,
-            sequence_started,
-            sequence_outcome,
-            replica,
-        )
+    def record(self, outcome: RequestOutcome) -> None:
+        """One request, into its endpoint's stats in the window that holds now."""
+        self._stats(outcome).hold(outcome)
 
     def record_dropped(self, name: str, model: str, protocol: str) -> None:
         """An open-loop request that was due but not sent (--drop-when-saturated)."""
-        self._stats(name, model, protocol).record_dropped()
+        self._stats((name, model, protocol)).record_dropped()
 
-    def _stats(self, name: str, model: str, protocol: str) -> EndpointStats:
+    def _stats(self, endpoint: tuple) -> EndpointStats:
+        """The stats of `endpoint` (name, model, protocol: an outcome's first three fields) in
+        the window that holds now; by index, not by field name (the request path)."""
         key = window_key(self.clock(), self.window_s)
         window = self.pending.get(key)
         if window is None:
             window = self.pending[key] = {}
-        stats = window.get(name)
+        stats = window.get(endpoint[0])
         if stats is None:
-            stats = window[name] = EndpointStats(name, model, protocol)
+            stats = window[endpoint[0]] = EndpointStats(endpoint[0], endpoint[1], endpoint[2])
         return stats
 
     def drain(self) -> list[dict]:

@@ -32,7 +32,7 @@ from loadtests.run.process import SuiteProcess
 from loadtests.run.role import Role
 from loadtests.run.shipping import STOP_MESSAGE
 from loadtests.run.stopping import STOP_GRACE_S, StopGrace
-from loadtests.triton_stats.poller import ServerWatch, candidates, fetch_triton_info, first_replica, watched_models
+from loadtests.triton_stats.poller import ServerWatch, candidates, fetch_triton_info, watched_models
 from loadtests.triton_stats.statistics import compute_delta
 
 logger = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class RunLifecycle:
         # HTTP, or gRPC for a gRPC-only target (pre-flight asked; recording/statistics_address.py).
         stats_address = self.process.statistics_address or candidates(settings)[0]
         # Server and model metadata from the first replica (replicas serve the same models).
-        triton = fetch_triton_info(first_replica(stats_address), models, security=settings.security)
+        triton = fetch_triton_info(stats_address, models, security=settings.security)
         directory = RunDirectory.create(
             settings,
             [cls.__name__ for cls in self.environment.user_classes],

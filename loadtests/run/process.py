@@ -20,7 +20,7 @@ from locust.env import Environment
 
 from loadtests.clients import Connections
 from loadtests.clients.control import base_url
-from loadtests.config.addresses import address_list
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
@@ -76,7 +76,7 @@ class SuiteProcess:
         # The check of the current test's options failed: no run, no traffic (the process quits).
         self.rejected: StartupError | None = None
         # Where Triton's statistics are read (pre-flight's choice; None: not asked yet).
-        self.statistics_address: str | None = None
+        self.statistics_address: TritonTarget | None = None
         # The end-of-run text (held while Locust quits, printed after its own table).
         self.console = HeldConsole()
         self._user_seed = 0
@@ -136,10 +136,10 @@ def target_label(settings: Settings, user_classes: list[type]) -> str:
     """The Triton addresses the selected classes load, as the web UI's header shows them:
     'http://10.0.0.5:8000', 'grpc://10.0.0.5:8001', or both when classes of both protocols run."""
     protocols = {getattr(cls, "protocol", "") for cls in user_classes}
-    grpc = address_list(settings.triton_grpc)[0]
+    http, grpc = settings.triton_http, settings.triton_grpc
     labels = {
-        "http": base_url(address_list(settings.triton_http)[0]),
-        "grpc": grpc if grpc.startswith("grpcs://") else f"grpc://{grpc}",
+        "http": base_url(http.control_address_of(http.first)),
+        "grpc": grpc.control_address_of(grpc.first),
     }
     return ", ".join(label for protocol, label in labels.items() if protocol in protocols) or labels["http"]
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from loadtests.clients.outcome import RequestOutcome
 from loadtests.run.process import SuiteProcess
 
 
 class RequestRecording:
-    """Locust's `request` event -> this process's WindowRecorder (processes with users)."""
+    """Locust's `request` event -> this process's WindowRecorder (processes with users): the
+    client's RequestOutcome, the event's context, recorded whole."""
 
     def __init__(self, process: SuiteProcess) -> None:
         self.process = process
@@ -17,24 +19,10 @@ class RequestRecording:
     def on_request(
         self, request_type, name, response_time, response_length=0, exception=None, context=None, **_kwargs
     ) -> None:
-        endpoint = (context or {}).get("endpoint")
-        if endpoint is None:
+        # Every argument Locust passes is named: **_kwargs stays empty (no dict built per request).
+        if context.__class__ is not RequestOutcome:
             return  # not one of ours
         process = self.process
         if exception is None and response_time > process.slowest_ms:
             process.slowest_ms = response_time
-        process.recorder.record(
-            endpoint,
-            name,
-            request_type,
-            response_time * 1000.0,
-            context.get("batch_size", 1),
-            str(exception) if exception is not None else None,
-            context.get("uncorrected_us"),
-            context.get("late", False),
-            context.get("request_bytes", 0),
-            response_length or 0,
-            context.get("sequence_started", False),
-            context.get("sequence_outcome"),
-            context.get("replica"),
-        )
+        process.recorder.record(context)

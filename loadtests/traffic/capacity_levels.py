@@ -10,11 +10,11 @@ capacity_shape.py). No Locust here: tests feed it windows.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from loadtests.config.converters import above, whole
 from loadtests.errors import SpecError
 from loadtests.run_format import slo
 from loadtests.run_format.confidence import percentile_bounds_us
@@ -36,7 +36,7 @@ from loadtests.traffic.stability import (
     STABILITY_WINDOWS,
     is_stable,
 )
-from loadtests.traffic.sweep_args import int_arg, percent_arg
+from loadtests.traffic.sweep_args import percent
 from loadtests.traffic.sweep_levels import LevelResult, SweepController, Trial, merge_parts
 
 CAPACITY_KEYS = ("slo", "start", "growth", "precision", "stability", "max_trials", "settle", "users", "probe")
@@ -54,31 +54,17 @@ def slo_from_shape_arg(text: str) -> list[slo.Clause]:
     return clauses
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError("must be a positive number")
-    return value
-
-
-def _above_one(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 1:
-        raise ValueError("must be a number above 1")
-    return value
-
-
 _CONVERTERS: Mapping[str, Callable[[str], Any]] = MappingProxyType(
     {
         "slo": lambda text: (slo_from_shape_arg(text), text)[1],
-        "start": _positive,
-        "growth": _above_one,
-        "precision": _positive,
-        "stability": percent_arg,
-        "max_trials": int_arg(STABILITY_WINDOWS),
-        "settle": int_arg(0),
-        "users": int_arg(1),
-        "probe": _positive,
+        "start": above(0, "must be a positive number"),
+        "growth": above(1, "must be a number above 1"),
+        "precision": above(0, "must be a positive number"),
+        "stability": percent,
+        "max_trials": whole(STABILITY_WINDOWS),
+        "settle": whole(0),
+        "users": whole(1),
+        "probe": above(0, "must be a positive number"),
     }
 )
 

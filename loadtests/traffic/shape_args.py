@@ -8,11 +8,11 @@ own keys with the same `split_shape_args`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from loadtests.config.converters import above, at_least, listed, not_empty, number, one_of, whole
 from loadtests.errors import SpecError
 from loadtests.traffic.constants import TARGET_KINDS, USERS
 from loadtests.traffic.profiles import Profile, Ramp, Sine, read_trace, spike, staircase
@@ -24,60 +24,10 @@ class ShapeArgError(ValueError):
     """A bad `key=value` in --shape-args (the caller adds which shape and its accepted keys)."""
 
 
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError("is not a number") from None
-    if not math.isfinite(value):
-        raise ValueError("is not a finite number")
-    return value
-
-
-def _level(text: str) -> float:
-    value = _number(text)
-    if value < 0:
-        raise ValueError("must be >= 0")
-    return value
-
-
-def _positive(text: str) -> float:
-    value = _number(text)
-    if value <= 0:
-        raise ValueError("must be positive")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("is not a whole number") from None
-    if value < 1:
-        raise ValueError("must be at least 1")
-    return value
-
-
-def _targets(text: str) -> list[float]:
-    parts = [part.strip() for part in text.split(";") if part.strip()]
-    if not parts:
-        raise ValueError("is empty (expected e.g. targets=1;2;4)")
-    try:
-        return [_level(part) for part in parts]
-    except ValueError:
-        raise ValueError("must be numbers >= 0 separated by ';' (e.g. targets=1;2;4)") from None
-
-
-def _kind(text: str) -> str:
-    if text not in TARGET_KINDS:
-        raise ValueError(f"must be one of {', '.join(TARGET_KINDS)}")
-    return text
-
-
-def _file(text: str) -> str:
-    if not text:
-        raise ValueError("is empty")
-    return text
+_level = at_least(0)
+_positive = above(0)
+_count = whole(1)
+_targets = listed(_level, "e.g. targets=1;2;4", "must be numbers >= 0 separated by ';'")
 
 
 # key -> converter (raises ValueError with what is wrong)
@@ -85,7 +35,7 @@ _CONVERTERS: Mapping[str, Callable[[str], Any]] = MappingProxyType(
     {
         "targets": _targets,
         "start": _level,
-        "step": _number,  # a staircase may go down
+        "step": number,  # a staircase may go down
         "count": _count,
         "step_s": _positive,
         "end": _level,
@@ -96,11 +46,11 @@ _CONVERTERS: Mapping[str, Callable[[str], Any]] = MappingProxyType(
         "peak": _level,
         "at_s": _level,
         "spike_s": _positive,
-        "amplitude": _number,
+        "amplitude": number,
         "period_s": _positive,
-        "file": _file,
+        "file": not_empty,
         "scale": _positive,
-        "kind": _kind,
+        "kind": one_of(TARGET_KINDS),
         "spawn_rate": _positive,
         "users": _count,
     }

@@ -1,13 +1,12 @@
-"""`--shape-args` of the sweep shape (`levels=1;2;4,stability=10,...`), and the converters
-the capacity shape shares with it."""
+"""`--shape-args` of the sweep shape (`levels=1;2;4,stability=10,...`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from loadtests.config.converters import above, at_least, listed, one_of, whole
 from loadtests.errors import SpecError
 from loadtests.traffic.constants import RATE, USERS
 from loadtests.traffic.shape_args import ShapeArgError, split_shape_args
@@ -21,78 +20,18 @@ from loadtests.traffic.stability import (
 SWEEP_KEYS = ("levels", "kind", "stability", "max_trials", "latency_limit_ms", "settle", "users")
 
 
-def _levels_arg(text: str) -> list[float]:
-    parts = [part.strip() for part in text.split(";") if part.strip()]
-    if not parts:
-        raise ValueError("is empty (expected e.g. levels=1;2;4)")
-    try:
-        values = [float(part) for part in parts]
-    except ValueError:
-        raise ValueError("must be positive numbers separated by ';' (e.g. levels=1;2;4)") from None
-    if any(not math.isfinite(v) or v <= 0 for v in values):
-        raise ValueError("must be positive numbers separated by ';' (e.g. levels=1;2;4)")
-    return values
-
-
-def percent_arg(text: str) -> float:
-    """A percentage >= 0 (`stability=`)."""
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError("must be a percentage >= 0")
-    return value
-
-
-def int_arg(minimum: int) -> Callable[[str], int]:
-    """A whole number of at least `minimum` (`max_trials=`, `settle=`, `users=`)."""
-
-    def convert(text: str) -> int:
-        value = int(text)
-        if value < minimum:
-            raise ValueError(f"must be at least {minimum}")
-        return value
-
-    return convert
-
-
-def _limit_arg(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError("must be >= 0 (0: no limit)")
-    return value
-
-
-def _kind_arg(text: str) -> str:
-    if text not in (USERS, RATE):
-        raise ValueError(f"must be one of {USERS}, {RATE}")
-    return text
-
-
-def _worded(convert: Callable[[str], Any]) -> Callable[[str], Any]:
-    """Python's own conversion errors ("could not convert string to float") read as 'is not a number'."""
-
-    def checked(text: str) -> Any:
-        try:
-            return convert(text)
-        except ValueError as error:
-            if str(error).startswith(("must", "is")):
-                raise
-            raise ValueError("is not a number") from None
-
-    return checked
-
+# The stability tolerance (`stability=`): shared with the capacity shape.
+percent = at_least(0, "must be a percentage >= 0")
 
 _CONVERTERS: Mapping[str, Callable[[str], Any]] = MappingProxyType(
     {
-        key: _worded(convert)
-        for key, convert in {
-            "levels": _levels_arg,
-            "kind": _kind_arg,
-            "stability": percent_arg,
-            "max_trials": int_arg(STABILITY_WINDOWS),
-            "latency_limit_ms": _limit_arg,
-            "settle": int_arg(0),
-            "users": int_arg(1),
-        }.items()
+        "levels": listed(above(0), "e.g. levels=1;2;4", "must be positive numbers separated by ';'"),
+        "kind": one_of((USERS, RATE)),
+        "stability": percent,
+        "max_trials": whole(STABILITY_WINDOWS),
+        "latency_limit_ms": at_least(0, "must be >= 0 (0: no limit)"),
+        "settle": whole(0),
+        "users": whole(1),
     }
 )
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl, metrics_url
 from loadtests.clients.replicas import ReplicaSet
-from loadtests.config.addresses import endpoint_tls
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
 from loadtests.triton_stats.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
@@ -192,7 +192,7 @@ class MetricsPoller:
     bytes each, until write_csv().
 
     Example:
-        poller = MetricsPoller("localhost:8002", interval_s=5.0)
+        poller = MetricsPoller(settings.triton_metrics, interval_s=5.0)
         poller.start()
         ...  # the load
         poller.stop()
@@ -201,7 +201,7 @@ class MetricsPoller:
 
     def __init__(
         self,
-        metrics_address: str,
+        target: TritonTarget,
         interval_s: float = DEFAULT_INTERVAL_S,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         prefixes: tuple[str, ...] = KEPT_PREFIXES,
@@ -210,10 +210,9 @@ class MetricsPoller:
         csv_path: str | Path | None = None,
         security: ConnectionSecurity | None = None,
     ) -> None:
-        self.metrics_address = metrics_address
-        authority, tls = endpoint_tls(metrics_address)  # https://: every replica speaks TLS
-        self._scheme = "https://" if tls else ""
-        self._replicas = ReplicaSet(authority)
+        self.target = target
+        self.metrics_address = target.text  # https://: every replica speaks TLS
+        self._replicas = ReplicaSet(target)
         self.security = security
         self.timeout_s = timeout_s
         self.prefixes = prefixes
@@ -246,7 +245,7 @@ class MetricsPoller:
         addresses = self._replicas.current()
         for address in addresses:
             try:
-                found = scrape(self._scheme + address, self.timeout_s, self.prefixes, self.security)
+                found = scrape(self.target.control_address_of(address), self.timeout_s, self.prefixes, self.security)
             except ServerError as error:
                 errors.append(str(error))
                 continue

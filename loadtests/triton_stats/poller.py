@@ -25,7 +25,8 @@ over gRPC only. Chosen in pre-flight, before any load, by asking for the run's m
 - otherwise HTTP first; when it does not answer, gRPC (a warning says so);
 - neither answers: one error line saying what to type, exit 2, nothing sent.
 
-    address = statistics_address(settings, ["identity"])   # "127.0.0.1:8000" or "grpc://10.0.0.5:8001"
+    target = statistics_address(settings, ["identity"])   # settings.triton_http, or its triton_grpc
+    target.control_address                                  # "127.0.0.1:8000" or "grpc://10.0.0.5:8001"
 
 What the run was measured against: Triton's server metadata and each model's metadata and config.
 """
@@ -43,9 +44,9 @@ import gevent
 from loadtests.clients.control import DEFAULT_TIMEOUT_S
 from loadtests.clients.control_grpc import open_control
 from loadtests.clients.replicas import ReplicaSet
-from loadtests.config.addresses import address_list, endpoint_tls
+from loadtests.config.addresses import TritonTarget
 from loadtests.config.security import ConnectionSecurity
-from loadtests.config.settings import DEFAULT_TRITON_GRPC, DEFAULT_TRITON_HTTP, Settings
+from loadtests.config.settings import DEFAULT_GRPC_TARGET, DEFAULT_HTTP_TARGET, Settings
 from loadtests.errors import ServerError
 from loadtests.run_format.ensembles import composing_models
 from loadtests.triton_stats import statistics as server_stats
@@ -62,37 +63,39 @@ from loadtests.triton_stats.statistics import (
 
 
 def take_snapshot(
-    http_address: str,
+    target: TritonTarget,
     models: list[str],
     timeout_s: float = DEFAULT_TIMEOUT_S,
     clock: Callable[[], float] = time.time,
     security: ConnectionSecurity | None = None,
 ) -> StatsSnapshot:
-    """The models' raw statistics, stamped with the time the answers arrived.
+    """The models' raw statistics at the target's first replica, stamped with the time the
+    answers arrived.
 
     All models or none (ServerError): a snapshot missing a model would make the next delta
     count that model's whole history.
     """
-    stats = open_control(http_address, timeout_s=timeout_s, security=security).statistics(models)
+    stats = open_control(target, timeout_s=timeout_s, security=security).statistics(models)
     return StatsSnapshot(clock(), stats)
 
 
 def take_replica_snapshot(
-    addresses: tuple[str, ...],
+    replicas: ReplicaSet,
     models: list[str],
     previous: StatsSnapshot | None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     clock: Callable[[], float] = time.time,
     security: ConnectionSecurity | None = None,
-    scheme: str = "",
 ) -> tuple[StatsSnapshot, list[str]]:
-    """Every replica's statistics in one snapshot, and the errors of those that did not answer
-    (their last entries carried forward). ServerError when none answered."""
+    """Every current replica's statistics in one snapshot, and the errors of those that did not
+    answer (their last entries carried forward). ServerError when none answered."""
     merged: dict[str, dict] = {model: {} for model in models}
     errors = []
+    addresses = replicas.current()
     for address in addresses:
+        replica = replicas.target.only(replicas.endpoint(address))
         try:
-            stats = open_control(scheme + address, timeout_s=timeout_s, security=security).statistics(models)
+            stats = open_control(replica, timeout_s=timeout_s, security=security).statistics(models)
         except ServerError as error:
             errors.append(str(error))
             stats = _last_entries(previous, address)
@@ -122,7 +125,7 @@ class ServerStatsPoller:
     (traffic/boundary_snapshots.py).
 
     Example:
-        poller = ServerStatsPoller("localhost:8000", ["resnet50"], interval_s=5.0, stream_to=run_dir)
+        poller = ServerStatsPoller(settings.triton_http, ["resnet50"], interval_s=5.0, stream_to=run_dir)
         poller.start()
         ...  # the load
         poller.stop()
@@ -132,7 +135,7 @@ class ServerStatsPoller:
 
     def __init__(
         self,
-        http_address: str,
+        target: TritonTarget,
         models: list[str],
         interval_s: float = DEFAULT_INTERVAL_S,
         timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -142,13 +145,10 @@ class ServerStatsPoller:
         stream_to: Path | None = None,
         on_snapshot: Callable[[StatsSnapshot], None] | None = None,
     ) -> None:
-        self.http_address = http_address
+        self.target = target
+        self.http_address = target.control_address  # as server_stats.json names it
         # Several addresses (or a name with several): one snapshot asks every replica.
-        # The scheme (https://, grpc://, grpcs://) applies to every replica.
-        authority, _tls = endpoint_tls(http_address)
-        scheme, separator, _rest = http_address.partition("://")
-        self._scheme = f"{scheme}://" if separator else ""
-        self._replicas = ReplicaSet(authority)
+        self._replicas = ReplicaSet(target)
         self.security = security
         self.models = list(models)
         # Read at every snapshot: the end of a run shortens it (ServerWatch.stop).
@@ -163,13 +163,10 @@ class ServerStatsPoller:
 
     def _take(self) -> None:
         if self._replicas.single:  # plain version keys: a one-server run's file as it always was
-            self._keep(
-                take_snapshot(self.http_address, self.models, self.timeout_s, self._sampler.clock, self.security)
-            )
+            self._keep(take_snapshot(self.target, self.models, self.timeout_s, self._sampler.clock, self.security))
             return
-        addresses = self._replicas.current()
         snapshot, errors = take_replica_snapshot(
-            addresses, self.models, self.series.last, self.timeout_s, self._sampler.clock, self.security, self._scheme
+            self._replicas, self.models, self.series.last, self.timeout_s, self._sampler.clock, self.security
         )
         self._keep(snapshot)
         for error in errors:
@@ -258,14 +255,14 @@ class ServerWatch:
     """Starts both pollers at test start; at the end writes their files and returns the breakdown.
 
     Example:
-        watch = ServerWatch("127.0.0.1:8000", "127.0.0.1:8002", ["bert_qa"], interval_s=5.0)
+        watch = ServerWatch(settings.triton_http, settings.triton_metrics, ["bert_qa"], interval_s=5.0)
         watch.start(); ...; summary["server"] = watch.stop(run_directory)
     """
 
     def __init__(
         self,
-        http_address: str,
-        metrics_address: str,
+        stats_target: TritonTarget,
+        metrics_target: TritonTarget,
         models: list[str],
         interval_s: float,
         before_tick: Callable[[], None] | None = None,
@@ -276,7 +273,7 @@ class ServerWatch:
     ) -> None:
         # Streamed to the run directory as taken (server_snapshots.jsonl, server_intervals.jsonl).
         self.stats = ServerStatsPoller(
-            http_address,
+            stats_target,
             models,
             interval_s=interval_s,
             before_tick=before_tick,
@@ -286,7 +283,7 @@ class ServerWatch:
         )
         # Streamed to the run directory as scraped (server_metrics.csv), not held in memory.
         self.metrics = MetricsPoller(
-            metrics_address, interval_s=interval_s, before_tick=before_tick, csv_path=metrics_csv, security=security
+            metrics_target, interval_s=interval_s, before_tick=before_tick, csv_path=metrics_csv, security=security
         )
 
     def start(self) -> None:
@@ -320,37 +317,25 @@ class ServerWatch:
 logger = logging.getLogger(__name__)
 
 
-def grpc_statistics_address(triton_grpc: str) -> str:
-    """--triton-grpc as the statistics reader's address: grpc://HOST:PORT (grpcs:// kept)."""
-    return triton_grpc if triton_grpc.startswith("grpcs://") else f"grpc://{triton_grpc}"
+def candidates(settings: Settings) -> list[TritonTarget]:
+    """The statistics targets to try, in order (see the module docstring)."""
+    http, grpc = settings.triton_http, settings.triton_grpc
+    only_grpc = http == DEFAULT_HTTP_TARGET and grpc != DEFAULT_GRPC_TARGET
+    return [grpc, http] if only_grpc else [http, grpc]
 
 
-def candidates(settings: Settings) -> list[str]:
-    """The statistics addresses to try, in order (see the module docstring)."""
-    grpc = grpc_statistics_address(settings.triton_grpc)
-    only_grpc = settings.triton_http == DEFAULT_TRITON_HTTP and settings.triton_grpc != DEFAULT_TRITON_GRPC
-    return [grpc, settings.triton_http] if only_grpc else [settings.triton_http, grpc]
-
-
-def first_replica(address: str) -> str:
-    """The first address of a list, its scheme kept: 'grpc://a:1,b:2' -> 'grpc://a:1'."""
-    authority, _tls = endpoint_tls(address)
-    scheme, separator, _rest = address.partition("://")
-    return f"{scheme}://" * bool(separator) + address_list(authority)[0]
-
-
-def statistics_address(settings: Settings, models: list[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+def statistics_address(settings: Settings, models: list[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> TritonTarget:
     """The first candidate whose Triton answers the models' statistics; raises ServerError."""
     errors = []
-    for address in candidates(settings):
+    for target in candidates(settings):
         try:
-            open_control(first_replica(address), timeout_s=timeout_s, security=settings.security).statistics(models)
+            open_control(target, timeout_s=timeout_s, security=settings.security).statistics(models)
         except ServerError as error:
             errors.append(str(error))
             continue
         if errors:
-            logger.warning("Triton's statistics are read at %s instead: %s", address, errors[0])
-        return address
+            logger.warning("Triton's statistics are read at %s instead: %s", target.control_address, errors[0])
+        return target
     raise ServerError(
         f"cannot read Triton's statistics of {', '.join(models)} (the server-side numbers): "
         f"{'; '.join(errors)}; give --triton-http HOST:PORT (Triton's HTTP port, 8000 by default) or "
@@ -360,7 +345,7 @@ def statistics_address(settings: Settings, models: list[str], timeout_s: float =
 
 
 def fetch_triton_info(
-    http_address: str,
+    target: TritonTarget,
     models: list[str],
     timeout_s: float = DEFAULT_TIMEOUT_S,
     security: ConnectionSecurity | None = None,
@@ -372,10 +357,12 @@ def fetch_triton_info(
     (`"part_of": ["bert_ensemble"]`): Triton runs and counts every step's model on its own,
     so the server-side breakdown watches them too (`watched_models`).
 
-    Example: fetch_triton_info("127.0.0.1:8000", ["bert_qa"])["models"]["bert_qa"]["config"]["max_batch_size"]
+    Asks the target's first replica (replicas serve the same models).
+
+    Example: fetch_triton_info(settings.triton_http, ["bert_qa"])["models"]["bert_qa"]["config"]["max_batch_size"]
     """
-    control = open_control(http_address, timeout_s=timeout_s, security=security)  # or grpc://HOST:PORT
-    info: dict = {"http": http_address, "models": {}}
+    control = open_control(target, timeout_s=timeout_s, security=security)  # over HTTP or gRPC
+    info: dict = {"http": target.control_address_of(target.first), "models": {}}
     try:
         info["server"] = control.server_metadata()
     except ServerError as error:

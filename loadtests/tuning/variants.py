@@ -17,47 +17,27 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from loadtests.config.converters import one_of, switch, whole
 from loadtests.errors import SpecError
 
 INSTANCE_KINDS = ("KIND_CPU", "KIND_GPU", "KIND_AUTO")
-SWITCH = {"on": True, "off": False}
-
-
-def _count(text: str, minimum: int) -> int:
-    if not re.fullmatch(r"\d+", text) or int(text) < minimum:
-        raise ValueError(f"a whole number >= {minimum}")
-    return int(text)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
     """Preferred batch sizes of one variant: 4, or several joined by +: 4+8."""
-    return tuple(_count(part, 1) for part in text.split("+"))
-
-
-def _kind(text: str) -> str:
-    kind = text.upper()
-    if kind not in INSTANCE_KINDS:
-        raise ValueError(f"one of {', '.join(INSTANCE_KINDS)}")
-    return kind
-
-
-def _switch(text: str) -> bool:
-    if text.lower() not in SWITCH:
-        raise ValueError("on or off")
-    return SWITCH[text.lower()]
+    return tuple(whole(1)(part) for part in text.split("+"))
 
 
 # The axes --vary knows: how one value is read, and an example for the error message.
 AXES = {
-    "instances": (lambda text: _count(text, 1), "instances=1,2,4"),
-    "kind": (_kind, "kind=KIND_CPU,KIND_GPU"),
-    "dynamic_batching": (_switch, "dynamic_batching=off,on"),
-    "max_batch_size": (lambda text: _count(text, 0), "max_batch_size=8,16,32"),
-    "max_queue_delay_us": (lambda text: _count(text, 0), "max_queue_delay_us=0,100,1000"),
+    "instances": (whole(1), "instances=1,2,4"),
+    "kind": (one_of(INSTANCE_KINDS, str.upper), "kind=KIND_CPU,KIND_GPU"),
+    "dynamic_batching": (switch, "dynamic_batching=off,on"),
+    "max_batch_size": (whole(0), "max_batch_size=8,16,32"),
+    "max_queue_delay_us": (whole(0), "max_queue_delay_us=0,100,1000"),
     "preferred_batch_size": (_sizes, "preferred_batch_size=4,8,4+8"),
 }
 BATCHER_AXES = ("max_queue_delay_us", "preferred_batch_size")
@@ -106,7 +86,7 @@ def parse_axes(specs: list[str]) -> dict[str, list[Any]]:
             try:
                 parsed.append(read(text.strip()))
             except ValueError as error:
-                raise SpecError(f"--vary {spec!r}: {text.strip()!r} is not {error} (e.g. {example})") from None
+                raise SpecError(f"--vary {spec!r}: {text.strip()!r} {error} (e.g. {example})") from None
         if len(set(parsed)) != len(parsed):
             raise SpecError(f"--vary {spec!r} repeats a value")
         axes[name] = parsed

@@ -153,9 +153,8 @@ def _http_port_hint(client: TritonClient) -> str:
 
 def _model_hint(client: TritonClient, name: str) -> str:
     """Why a model is not ready, from Triton's repository index: a did-you-mean and the models it has."""
-    scheme = client.scheme or ("grpc://" if client.protocol == "grpc" else "")
     try:
-        index = open_control(scheme + client.address, security=getattr(client, "security", None)).repository_index()
+        index = open_control(client.target, security=getattr(client, "security", None)).repository_index()
     except ServerError:
         return "unknown, or failed to load"
     entries = {entry.get("name", ""): entry for entry in index}
