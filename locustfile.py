@@ -6,17 +6,12 @@
 See README.md and docs/ for the options and the run directory this writes.
 """
 
-# grpcio must be told to cooperate with gevent before any gRPC channel exists.
-from loadtests.clients.grpc import enable_gevent
+from locust import events
 
-enable_gevent()
-
-from locust import events  # noqa: E402
-
-from loadtests import run  # noqa: E402
+from loadtests import run
 
 # Every user class of the workload kinds' table (loadtests/workloads/kinds.py): Locust offers
 # the classes it finds in this module, so a new kind's classes appear here with no edit.
-from loadtests.workloads.users import *  # noqa: E402, F403
+from loadtests.workloads.users import *  # noqa: F403
 
 run.install(events)

@@ -69,12 +69,12 @@ print(json.dumps({"connections": counts, "failures": failures}))
 
 def test_users_share_connections_as_the_policy_says(triton):
     """7 users: per-user 7 connections, per-process 1, 6 per connection 2 (perf_analyzer's
-    sharing), 3 per connection 3, each plus the pre-flight's grpcio channel; none left once
-    the users close."""
+    sharing), 3 per connection 3; the pre-flight's calls (on the suite's own wire, a connection
+    per call closed once answered) leave none open, and none is left once the users close."""
     before = model_stats(triton.http_address, "identity")["requests"]
     result = run_cli(["-c", POLICY_PROBE, triton.grpc_address, "7", "1", "0", "6", "3"], timeout=300)
     probe = json.loads(result.stdout.strip().splitlines()[-1])
-    assert probe == {"connections": [7 + 1, 0, 1 + 1, 0, 2 + 1, 0, 3 + 1, 0], "failures": []}, result.stderr[-2000:]
+    assert probe == {"connections": [7, 0, 1, 0, 2, 0, 3, 0], "failures": []}, result.stderr[-2000:]
     assert model_stats(triton.http_address, "identity")["requests"] - before == 4 * 7
 
 

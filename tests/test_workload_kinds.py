@@ -124,11 +124,7 @@ def test_the_options_a_kind_reads_are_settings_fields():
 
 FAKE_LOCUSTFILE = '''
 """A kind that only this file knows: the generic kind's parts under another name."""
-from loadtests.clients.grpc import enable_gevent
-
-enable_gevent()
-
-import dataclasses  # noqa: E402
+import dataclasses
 
 from locust import events  # noqa: E402
 

@@ -1,4 +1,5 @@
-"""The one reader of Triton's control plane over gRPC: statistics, metadata and config.
+"""The one reader of Triton's control plane over gRPC: liveness, readiness, statistics, metadata,
+config and the repository index, on the suite's own HTTP/2 wire (no grpcio channel).
 
     control = TritonGrpcControl(settings.triton_grpc)        # its first replica, e.g. 127.0.0.1:8001
     control.statistics(["identity"])["identity"]["1"]["inference_count"]   # as over HTTP
@@ -9,13 +10,20 @@ over gRPC only is observed as fully as one over HTTP. The answers are the same d
 as HTTP's `/v2/models/<m>/stats`, `/v2/models/<m>` and `/v2/models/<m>/config` (protobuf
 as JSON, field names as in the .proto), with protobuf's JSON rules: 64-bit counters come
 as strings ("12", turned back into numbers here) and zero counters are left out (the
-statistics' readers default a missing counter to 0: recording/server_stats.py).
+statistics' readers default a missing counter to 0: triton_stats/statistics.py).
+
+Each call is one unary call on a connection of its own (grpc_wire.Connection, TLS for
+grpcs://, --header as metadata), closed when it is answered: the control plane makes a few
+calls per run and per statistics interval, never on the timed path. So the Locust process
+has one gRPC stack, the data plane's; grpcio is not used (tritonclient's generated protobuf
+messages are).
 
 `open_control(target)` picks the reader by the target's protocol: gRPC this one, HTTP the
 HTTP one (loadtests/clients/control.py).
 
 Failures: one ServerError line naming the call, e.g.
-    gRPC ModelStatistics 127.0.0.1:8001: UNAVAILABLE: failed to connect to all addresses
+    gRPC ModelStatistics grpc://127.0.0.1:8001: connection refused: [Errno 111] Connection refused
+    gRPC ModelMetadata grpc://127.0.0.1:8001: NOT_FOUND: Request for unknown model: 'x' is not found
 """
 
 from __future__ import annotations
@@ -24,11 +32,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
+from tritonclient.grpc import service_pb2
 
+from loadtests.clients.connections import CONNECT_TIMEOUT_S
 from loadtests.clients.control import DEFAULT_TIMEOUT_S, TritonControl
+from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, prepare_call
+from loadtests.clients.grpc_pool import ConnectionPool
+from loadtests.clients.grpc_tls import ALPN_H2
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
+
+SERVICE = "/inference.GRPCInferenceService/"
 
 
 def open_control(
@@ -53,52 +68,69 @@ class TritonGrpcControl:
         """The address as the run directory records it (grpc://HOST:PORT)."""
         return self.target.control_address_of(self.target.first)
 
+    def server_live(self) -> bool:
+        return self._call("ServerLive", service_pb2.ServerLiveRequest(), service_pb2.ServerLiveResponse).live
+
+    def model_ready(self, model: str) -> bool:
+        request = service_pb2.ModelReadyRequest(name=model)
+        return self._call("ModelReady", request, service_pb2.ModelReadyResponse).ready
+
     def server_metadata(self) -> dict[str, Any]:
-        return self._call("ServerMetadata", lambda client, kw: client.get_server_metadata(**kw))
+        return _document(
+            self._call("ServerMetadata", service_pb2.ServerMetadataRequest(), service_pb2.ServerMetadataResponse)
+        )
 
     def model_metadata(self, model: str) -> dict[str, Any]:
-        return self._call("ModelMetadata", lambda client, kw: client.get_model_metadata(model, **kw))
+        request = service_pb2.ModelMetadataRequest(name=model)
+        return _document(self._call("ModelMetadata", request, service_pb2.ModelMetadataResponse))
 
     def model_config(self, model: str) -> dict[str, Any]:
-        answer = self._call("ModelConfig", lambda client, kw: client.get_model_config(model, **kw))
+        request = service_pb2.ModelConfigRequest(name=model)
+        answer = _document(self._call("ModelConfig", request, service_pb2.ModelConfigResponse))
         return answer.get("config", answer)
 
     def repository_index(self) -> list[dict[str, Any]]:
         """Every model in the repositories: [{"name", "version", "state", "reason"}] (as over HTTP)."""
-        answer = self._call("RepositoryIndex", lambda client, kw: client.get_model_repository_index(**kw))
+        request = service_pb2.RepositoryIndexRequest()
+        answer = _document(self._call("RepositoryIndex", request, service_pb2.RepositoryIndexResponse))
         return list(answer.get("models", []))
 
     def statistics(self, models: list[str] | None = None) -> dict[str, dict[str, dict]]:
         """Raw statistics per model and loaded version, as TritonControl.statistics returns them."""
         out: dict[str, dict[str, dict]] = {}
         for model in models if models is not None else [""]:
-            answer = self._call("ModelStatistics", lambda client, kw, m=model: client.get_inference_statistics(m, **kw))
+            request = service_pb2.ModelStatisticsRequest(name=model)
+            answer = _document(self._call("ModelStatistics", request, service_pb2.ModelStatisticsResponse))
             for entry in answer.get("model_stats", []):
                 out.setdefault(entry["name"], {})[str(entry.get("version", ""))] = _counters(entry)
             if model:
                 out.setdefault(model, {})
         return out
 
-    def _call(self, what: str, call) -> dict[str, Any]:
-        import tritonclient.grpc as grpcclient
-        from tritonclient.utils import InferenceServerException
-
-        from loadtests.clients.grpc import enable_gevent, grpcio_tls
-
-        enable_gevent()  # grpcio cooperates with gevent only if told before its first channel
+    def _call(self, method: str, request, response_type):
+        """One unary call on a connection of its own; ServerError (one line) when it fails."""
         security = self.security or ConnectionSecurity()
-        kwargs = {"client_timeout": self.timeout_s, "headers": dict(security.headers) or None}
+        context = security.context(ALPN_H2) if self.target.tls else None
+        pool = ConnectionPool(self.target.replicas[0], 1, min(self.timeout_s, CONNECT_TIMEOUT_S), context)
+        slot = pool.slot_for_new_user()
+        call = prepare_call(
+            self.target.first, SERVICE + method, request.SerializeToString(), self.timeout_s, security.headers,
+            self.target.tls,
+        )  # fmt: skip
         try:
-            client = grpcclient.InferenceServerClient(self.target.first, **grpcio_tls(security, self.target.tls))
-        except InferenceServerException as error:
-            raise ServerError(f"gRPC {what} {self.address}: {_reason(error)}") from None
-        try:
-            answer = call(client, kwargs)
-        except InferenceServerException as error:
-            raise ServerError(f"gRPC {what} {self.address}: {_reason(error)}") from None
+            raw = pool.connection(slot).unary(call, self.timeout_s)
+        except CallFailure as error:
+            raise ServerError(f"gRPC {method} {self.address}: {_reason(error)}") from None
         finally:
-            client.close()
-        return MessageToDict(answer, preserving_proto_field_name=True)
+            pool.release(slot)
+        try:
+            return response_type.FromString(raw)
+        except Exception as error:  # protobuf's DecodeError
+            raise ServerError(f"gRPC {method} {self.address}: undecodable answer ({error})") from None
+
+
+def _document(message) -> dict[str, Any]:
+    return MessageToDict(message, preserving_proto_field_name=True)
 
 
 def _counters(value: Any, key: str = "") -> Any:
@@ -113,7 +145,9 @@ def _counters(value: Any, key: str = "") -> Any:
     return value
 
 
-def _reason(error: Exception) -> str:
-    """tritonclient's "[StatusCode.UNAVAILABLE] ..." on one line, the status first."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text.replace("[StatusCode.", "").replace("] ", ": ", 1)[:200]
+def _reason(error: CallFailure) -> str:
+    """The status name and Triton's message ("NOT_FOUND: Request for unknown model ..."), or
+    what the wire saw itself ("connection refused: ...", "timeout: ..."), on one line."""
+    what = GRPC_STATUS_NAMES.get(error.status, str(error.status)) if error.kind == "status" else error.kind
+    detail = " ".join(str(error.detail).split())
+    return f"{what}: {detail}"[:200] if detail else what

@@ -4,8 +4,10 @@ The ModelInfer request is protobuf bytes encoded before the test, framed once (H
 header block and gRPC length prefix, see `grpc_wire.py`), and the response stays bytes
 unless it is validated: no protobuf work and no thread hand-off on the timed path.
 grpcio under gevent moves every call between an OS thread and the hub (`init_gevent`);
-that cost 3-5x perf_analyzer's CPU per request (docs/explanation/performance.md). grpcio is still
-what the control plane (pre-flight calls) uses, so `enable_gevent()` still runs first.
+that cost 3-5x perf_analyzer's CPU per request (docs/explanation/performance.md). The control
+plane (pre-flight, statistics) uses the same wire (control_grpc.py): no grpcio channel exists
+in the Locust process, so grpcio is never told about gevent (tritonclient's generated
+protobuf messages and its InferResult decoder are all it uses of tritonclient.grpc).
 
 Connections: `users_per_connection` users share one HTTP/2 connection (streams are
 multiplexed), 1 is a connection per user and 0 one per process (`--grpc-connections`).
@@ -24,6 +26,7 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype, ser
 
 from loadtests.clients.base import CONTROL_TIMEOUT_S, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
+from loadtests.clients.control_grpc import TritonGrpcControl
 from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, grpc_failure
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
@@ -37,36 +40,6 @@ MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
 # perf_analyzer's gRPC client shares one channel (one TCP connection) between up to 6 of its
 # concurrent contexts (TRITON_CLIENT_GRPC_CHANNEL_MAX_SHARE_COUNT in tritonclient's C++ library).
 DEFAULT_USERS_PER_CONNECTION = 6
-
-
-def enable_gevent() -> None:
-    """Make grpcio cooperate with gevent. Must run before the first channel is created.
-
-    Once per interpreter: a second init_gevent() would start a second pool of grpcio's
-    callback greenlets. grpcio records that it ran (cygrpc.g_gevent_activated), so the
-    record is grpcio's own, not a flag of ours."""
-    from grpc._cython import cygrpc
-
-    if not getattr(cygrpc, "g_gevent_activated", False):
-        import grpc.experimental.gevent as grpc_gevent
-
-        grpc_gevent.init_gevent()
-
-
-def grpcio_tls(security: ConnectionSecurity, tls: bool) -> dict:
-    """tritonclient's TLS arguments for the control plane's grpcio channel (files by path).
-
-    grpcio cannot skip verification, so --ssl-insecure is refused for grpcs:// when the options are read.
-    """
-    if not tls:
-        return {}
-    files = security.tls
-    return {
-        "ssl": True,
-        "root_certificates": str(files.ca) if files.ca else None,
-        "private_key": str(files.key) if files.key else None,
-        "certificate_chain": str(files.cert) if files.cert else None,
-    }
 
 
 def _tensor_bytes(array: np.ndarray) -> bytes:
@@ -109,23 +82,16 @@ class GrpcClient(TritonClient):
         self.security = security or ConnectionSecurity()
         self._chooser = connections.chooser(target, balance)
         super().__init__(target, timeout_s, request_event)
-        enable_gevent()  # for the control plane's grpcio channel
         self._connections = connections
         self.users_per_connection = users_per_connection
         # This user's slot in the pool of each replica it has sent to.
         self._slots: dict[str, tuple[ConnectionPool, int]] = {}
-        self._control: grpcclient.InferenceServerClient | None = None
 
     # -- control plane ----------------------------------------------------------------
     @property
-    def control(self) -> grpcclient.InferenceServerClient:
-        if self._control is None:
-            self._control = grpcclient.InferenceServerClient(self.address, **grpcio_tls(self.security, self._tls))
-        return self._control
-
-    def _calls(self) -> dict:
-        """What every control-plane call takes: the timeout and --header as gRPC metadata."""
-        return {"client_timeout": CONTROL_TIMEOUT_S, "headers": dict(self.security.headers) or None}
+    def control(self) -> TritonGrpcControl:
+        """Pre-flight's calls to this client's first replica, on the suite's own wire."""
+        return TritonGrpcControl(self.target.only(self.target.replicas[0]), CONTROL_TIMEOUT_S, self.security)
 
     def server_live(self) -> bool:
         if self._tls:  # the data plane's own handshake first: its failure names the reason in one line
@@ -134,15 +100,14 @@ class GrpcClient(TritonClient):
                 pool.connection(slot)
             except CallFailure as error:
                 raise ServerError(error.detail) from None
-        return bool(self.control.is_server_live(**self._calls()))
+        return self.control.server_live()
 
     def model_ready(self, model: str) -> bool:
-        return bool(self.control.is_model_ready(model, **self._calls()))
+        return self.control.model_ready(model)
 
     def model_metadata_and_config(self, model: str) -> tuple[dict, dict]:
-        metadata = self.control.get_model_metadata(model, as_json=True, **self._calls())
-        config = self.control.get_model_config(model, as_json=True, **self._calls())
-        return metadata, config.get("config", config)
+        control = self.control
+        return control.model_metadata(model), control.model_config(model)
 
     def replica_clients(self) -> list[TritonClient]:
         replicas = self._chooser.replicas
@@ -229,10 +194,3 @@ class GrpcClient(TritonClient):
         slots, self._slots = self._slots, {}
         for pool, slot in slots.values():
             pool.release(slot)
-        if self._control is not None:
-            # Dropped here, while the hub runs: left to the interpreter's exit, tritonclient's
-            # __del__ closes the grpcio channel again and waits on a hub that is gone (a hang
-            # seen in tests/test_grpc_transport.py's deadline probe).
-            control, self._control = self._control, None
-            control.close()
-            del control
