@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers import read_summary, run_cli
 
 
+@pytest.mark.triton  # the demo starts its own
 def test_demo_runs_both_models_and_writes_reports_and_a_comparison(tiny_weights, tmp_path):
     root = tmp_path / "demo"
     command = ["-m", "loadtests", "demo", "--users", "1;2", "--step-s", "3", "--run-dir", str(root)]

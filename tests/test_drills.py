@@ -510,6 +510,7 @@ def test_single_process_interrupted(healthy_triton, tmp_path, sig):
     )  # fmt: skip
 
 
+@pytest.mark.triton  # starts its own
 def test_a_healthy_slow_model_is_not_cut_at_the_end(tmp_path):
     # Each request takes 5 s: at -t (7 s) every user has one in flight with 3 s to go, more than
     # the 2-s grace a frozen server gets. The grace follows the slowest success seen (twice it),

@@ -150,6 +150,7 @@ def test_bytes_model_round_trips_strings(triton, transport):
     assert decoded == REVERSED
 
 
+@pytest.mark.triton  # starts its own
 def test_launcher_stop_leaves_no_process_behind(tmp_path):
     server = LocalTriton([TEST_REPOSITORY], log_file=tmp_path / "triton.log")
     with server:
@@ -162,6 +163,7 @@ def test_launcher_stop_leaves_no_process_behind(tmp_path):
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.triton  # starts its own
 def test_a_killed_triton_leaves_no_shared_memory_behind(tmp_path):
     # SIGKILL (a drill, the OOM killer) gives the Python backend no chance to unlink its 1-MB
     # regions in /dev/shm; without cleanup, each kill leaked one per model instance.
@@ -187,6 +189,7 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
+@pytest.mark.triton  # starts its own
 def test_triton_stops_when_its_launcher_is_killed(tmp_path):
     """A launcher killed without cleanup (SIGKILL) must not leave Triton running."""
     import subprocess

@@ -282,6 +282,7 @@ def test_schemes_header_values_and_redaction(tmp_path):
     assert redact_header("Authorization: env:TOKEN") == "Authorization: env:TOKEN"
 
 
+@pytest.mark.triton  # starts its own
 def test_tritons_own_grpc_mutual_tls(pki, tmp_path):
     """Triton's own gRPC TLS (`--grpc-use-ssl-mutual`, no proxy): a Triton serving only `identity`."""
     from loadtests.server import TEST_REPOSITORY, LocalTriton
