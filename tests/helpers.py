@@ -30,6 +30,18 @@ def model_stats(http_address: str, model: str) -> dict[str, int]:
     }
 
 
+def repository_of(repository: Path, *names: str) -> Path:
+    """A model repository of a few of models/test_repository's models: a Triton a test starts
+    for its process handling starts in seconds, not with every test model's Python stub."""
+    import shutil
+
+    from loadtests.server import TEST_REPOSITORY
+
+    for name in names:
+        shutil.copytree(TEST_REPOSITORY / name, repository / name)
+    return repository
+
+
 def triton_options(triton, server_stats_interval: float | None = None) -> list[str]:
     """The suite's options that point a run at the session's local Triton (all three endpoints)."""
     extra = ["--server-stats-interval", f"{server_stats_interval:g}"] if server_stats_interval is not None else []

@@ -14,7 +14,7 @@ import pytest
 
 from loadtests.errors import ServerError
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonInstallation, TritonPorts
-from tests.helpers import REPO_ROOT, run_cli
+from tests.helpers import REPO_ROOT, repository_of, run_cli
 
 STUB_NAME = "triton_python_backend_stub"
 
@@ -53,8 +53,9 @@ def processes_with_arg(argument: str) -> list[psutil.Process]:
 def test_serve_prints_urls_and_stops_everything_on_sigterm(tmp_path):
     ports = TritonPorts.free()
     log = tmp_path / "triton.log"
+    repository = repository_of(tmp_path / "repository", "identity", "text_reverse")  # Python stubs to stop too
     with subprocess.Popen(
-        [sys.executable, *serve_args(ports, "--model-repository", str(TEST_REPOSITORY), "--log-file", str(log))],
+        [sys.executable, *serve_args(ports, "--model-repository", str(repository), "--log-file", str(log))],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
