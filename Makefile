@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 TINY_WEIGHTS := models/weights/tiny/build.json
 
-.PHONY: setup test-tools demo test lint format bench bench-master serve clean
+.PHONY: setup test-tools demo test check lint format bench bench-master serve clean
 
 setup: $(INSTALLED) $(TINY_WEIGHTS)
 
@@ -34,6 +34,11 @@ test-tools:
 # Every test runs: a test that would skip for a missing tool fails instead (tests/conftest.py).
 test: setup test-tools
 	TRITON_LOADTEST_REQUIRE_ALL=1 $(PY) -m pytest
+
+# The fast loop (about a minute): lint, then every test that needs no Triton, browser or k8s tool
+# (tests/conftest.py marks those by the fixtures they use).
+check: lint
+	$(PY) -m pytest -m "not triton and not browser and not k8s"
 
 lint: setup
 	$(VENV)/bin/ruff check .

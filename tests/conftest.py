@@ -2,6 +2,12 @@
 
 It serves the demo repository (tiny weights) and the test repository side by side,
 as `python -m loadtests serve --model-repository models/test_repository --include-demo` would.
+
+Markers by fixture use (`make check` runs what needs none of them, `-m "not triton and not
+browser and not k8s"`): a test that uses a fixture whose name ends in `triton` (the session's
+or its own) is `triton`; one that uses `browser` is `browser`; one that renders the manifests
+(`renders`) is `k8s`. A test that starts a Triton, a browser or a k8s tool in its body carries
+the marker itself.
 """
 
 from __future__ import annotations
@@ -28,6 +34,17 @@ def triton(tiny_weights, tmp_path_factory):
     )
     with server:
         yield server
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if any(name.endswith("triton") for name in names):
+            item.add_marker(pytest.mark.triton)
+        if "browser" in names:
+            item.add_marker(pytest.mark.browser)
+        if "renders" in names:
+            item.add_marker(pytest.mark.k8s)
 
 
 # `make test` sets this: on the README's test command every test runs, so a missing tool

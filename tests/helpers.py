@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import tritonclient.http as httpclient
@@ -48,6 +49,18 @@ def model_stats(http_address: str, model: str) -> dict[str, int]:
     }
 
 
+def repository_of(repository: Path, *names: str) -> Path:
+    """A model repository of a few of models/test_repository's models: a Triton a test starts
+    for its process handling starts in seconds, not with every test model's Python stub."""
+    import shutil
+
+    from loadtests.server import TEST_REPOSITORY
+
+    for name in names:
+        shutil.copytree(TEST_REPOSITORY / name, repository / name)
+    return repository
+
+
 def triton_options(triton, server_stats_interval: float | None = None) -> list[str]:
     """The suite's options that point a run at the session's local Triton (all three endpoints)."""
     extra = ["--server-stats-interval", f"{server_stats_interval:g}"] if server_stats_interval is not None else []
@@ -77,27 +90,85 @@ def run_cli(args: list[str], timeout: float = 300, env: dict[str, str] | None = 
     )
 
 
+def run_clis(commands: list[list[str]], timeout: float = 300) -> list[subprocess.CompletedProcess]:
+    """run_cli over several commands, two at a time (most of each is Python starting up and
+    importing, one core's work; this machine has two): the results in the commands' order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda args: run_cli(args, timeout=timeout), commands))
+
+
 def run_locust(
-    user_classes: list[str], options: list[str], users: int = 2, run_time: str = "4s", timeout: float = 180
+    user_classes: list[str],
+    options: list[str],
+    users: int = 2,
+    run_time: str | None = "4s",
+    timeout: float = 180,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """A headless Locust run of the project's locustfile, as a user would type it."""
-    args = [
-        "-m",
-        "locust",
-        "-f",
-        "locustfile.py",
-        "--headless",
-        "--only-summary",
-        "-u",
-        str(users),
-        "-r",
-        str(max(users, 1) * 10),
-        "-t",
-        run_time,
-        *user_classes,
-        *options,
-    ]
-    return run_cli(args, timeout=timeout)
+    """A headless Locust run of the project's locustfile, as a user would type it. run_time
+    None: no -u/-r/-t (a --load-shape decides the users and the end)."""
+    head = ["-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary"]
+    if run_time is not None:
+        head += ["-u", str(users), "-r", str(max(users, 1) * 10), "-t", run_time]
+    return run_cli([*head, *user_classes, *options], timeout=timeout, env=env)
+
+
+@dataclass(frozen=True)
+class LocustRun:
+    """A finished Locust run against a Triton: its process, run directory and Triton's counts
+    (model_stats) of each watched model before and after it."""
+
+    result: subprocess.CompletedProcess
+    run_dir: Path
+    before: dict[str, dict[str, int]]
+    after: dict[str, dict[str, int]]
+
+    @property
+    def summary(self) -> dict | None:
+        """summary.json, or None when the run wrote none (refused before any load)."""
+        return read_summary(self.run_dir) if (self.run_dir / "summary.json").exists() else None
+
+    def served(self, model: str | None = None, count: str = "requests") -> int:
+        """What Triton counted for `model` (default: the one watched) during the run (a
+        model_stats key)."""
+        if model is None:
+            (model,) = self.before
+        return self.after[model][count] - self.before[model][count]
+
+
+def run_against_triton(
+    triton,
+    run_dir: Path,
+    user_classes: list[str],
+    options: list[str],
+    *,
+    models: tuple[str, ...] = (),
+    users: int = 2,
+    run_time: str | None = "4s",
+    expect_exit: int | None = 0,
+    target: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
+) -> LocustRun:
+    """Run Locust against `triton` (the session's, or a test's own) into `run_dir`, reading
+    Triton's statistics of `models` before and after. `target` replaces the options that point
+    the run at `triton` (a proxy in front of it, say); expect_exit None: any exit code."""
+    addresses = triton_options(triton) if target is None else target
+    before = {model: model_stats(triton.http_address, model) for model in models}
+    result = run_locust(
+        user_classes,
+        [*addresses, "--run-dir", str(run_dir), *options],
+        users=users,
+        run_time=run_time,
+        timeout=timeout,
+        env=env,
+    )
+    if expect_exit is not None:
+        assert result.returncode == expect_exit, result.stdout[-2000:] + result.stderr[-3000:]
+    after = {model: model_stats(triton.http_address, model) for model in models}
+    return LocustRun(result, Path(run_dir), before, after)
 
 
 def locust_request_counts(csv_prefix: Path) -> dict[tuple[str, str], int]:

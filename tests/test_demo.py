@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from analysis.dataset import load
 from analysis.diagnosis import Diagnosis, diagnose
 from tests.helpers import read_summary, run_cli
 from tests.test_docs import check_loadtests_command, check_locust_options, words
 
 
+@pytest.mark.triton  # the demo starts its own
 def test_demo_runs_both_models_and_writes_reports_and_a_comparison(tiny_weights, tmp_path):
     root = tmp_path / "demo"
     command = ["-m", "loadtests", "demo", "--users", "1;2", "--step-s", "3", "--run-dir", str(root)]

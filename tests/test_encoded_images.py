@@ -72,10 +72,10 @@ def write_repository(repository: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def decoders(tmp_path_factory):
+def decoding_triton(tmp_path_factory):
     """A Triton serving only the decoding models (Python stubs: kept out of the session's Triton)."""
     repository = write_repository(tmp_path_factory.mktemp("decoders"))
-    with LocalTriton([repository], log_file=tmp_path_factory.mktemp("decoders-log") / "triton.log") as triton:
+    with LocalTriton([repository], log_file=tmp_path_factory.mktemp("decoding_triton-log") / "triton.log") as triton:
         yield triton
 
 
@@ -97,9 +97,9 @@ def _run(triton, run_dir: Path, model: str) -> tuple[dict, dict, dict]:
 
 
 @pytest.mark.parametrize("model", list(MODELS))
-def test_every_request_decodes_and_counts_equal_triton(decoders, tmp_path, model):
+def test_every_request_decodes_and_counts_equal_triton(decoding_triton, tmp_path, model):
     datatype, _, max_batch_size, image_format = MODELS[model]
-    summary, config, delta = _run(decoders, tmp_path / model, model)
+    summary, config, delta = _run(decoding_triton, tmp_path / model, model)
     endpoints = {endpoint["protocol"]: endpoint for endpoint in summary["endpoints"]}
     assert set(endpoints) == {"http", "grpc"}
     for endpoint in endpoints.values():
@@ -119,7 +119,7 @@ def test_every_request_decodes_and_counts_equal_triton(decoders, tmp_path, model
         assert payload["input"].startswith("IMAGE " + ("UINT8" if datatype == "TYPE_UINT8" else "BYTES"))
 
 
-def test_decoded_sizes_are_the_files_and_a_wrong_payload_fails(decoders):
+def test_decoded_sizes_are_the_files_and_a_wrong_payload_fails(decoding_triton):
     """Row by row, the decoder's sizes are those of the files the rows hold (padding included);
     a PNG sent to the JPEG model and a cut file fail with the decoder's message."""
     import tritonclient.http as httpclient
@@ -128,7 +128,7 @@ def test_decoded_sizes_are_the_files_and_a_wrong_payload_fails(decoders):
     from loadtests.config.model_spec import ModelSpec
     from loadtests.workloads import EncodedImageWorkload
 
-    client = httpclient.InferenceServerClient(decoders.http_address)
+    client = httpclient.InferenceServerClient(decoding_triton.http_address)
     try:
         spec = ModelSpec.from_triton(client.get_model_metadata("decode_raw"), client.get_model_config("decode_raw"))
         workload = EncodedImageWorkload(spec)

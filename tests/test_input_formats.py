@@ -21,7 +21,7 @@ from loadtests.config.settings import Settings
 from loadtests.errors import PayloadError, SpecError
 from loadtests.options.reading import settings_from
 from loadtests.workloads import GenericWorkload
-from tests.helpers import http_target, model_stats, read_summary, run_locust, triton_options
+from tests.helpers import http_target, model_stats, run_against_triton, run_locust, triton_options
 from tests.test_preflight import assert_startup_error
 
 WRONG = "validation: OUTPUT0 differs from validation_data"
@@ -203,14 +203,13 @@ def identity_file(path: Path, expected_value: float) -> Path:
 
 
 def run_identity(triton, tmp_path, user_class: str, *options: str):
-    run_dir = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"  # a used run directory is refused
-    result = run_locust(
-        [user_class],
-        [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir), *options],
-        users=1,
-        run_time="2s",
+    """A 2-s run of one user on identity, each into a run directory of its own (a used one is
+    refused): (the process, its endpoint from summary.json or None)."""
+    run_dir = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
+    run = run_against_triton(
+        triton, run_dir, [user_class], ["--model", "identity", *options], users=1, run_time="2s", expect_exit=None
     )
-    return result, read_summary(run_dir)["endpoints"][0] if (run_dir / "summary.json").exists() else None
+    return run.result, run.summary["endpoints"][0] if run.summary else None
 
 
 @pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])

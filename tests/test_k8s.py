@@ -394,6 +394,7 @@ def test_triton_probes_and_ports_match_the_local_triton(objects, triton):
             assert response.status == 200
 
 
+@pytest.mark.triton  # starts its own
 @needs_kubectl
 def test_cpu_overlay_triton_args_and_model_volume_start_the_same_tritonserver(objects, tmp_path):
     """The rendered Triton arguments and the /models layout of overlays/cpu (the identity
@@ -732,6 +733,7 @@ def test_headless_job_commands_run_locally_and_merge_the_workers_requests(object
 # --- the image -----------------------------------------------------------------------------
 
 
+@pytest.mark.k8s  # hadolint
 def test_dockerfile_lints_clean():
     tool = _tool("hadolint")
     result = subprocess.run([tool, str(REPO_ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60)

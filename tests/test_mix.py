@@ -26,11 +26,8 @@ from loadtests.workloads.mix import _validator_by_model, parse_mix
 from tests.helpers import (
     REPO_ROOT,
     locust_request_counts,
-    model_stats,
-    read_summary,
+    run_against_triton,
     run_cli,
-    run_locust,
-    triton_options,
 )
 
 WEIGHTS = {"identity": 0.6, "sleep": 0.3, "text_reverse": 0.1}
@@ -73,27 +70,18 @@ def assert_counts_equal_tritons(summary: dict, before: dict, after: dict) -> Non
         assert inferences == after[model]["inferences"] - before[model]["inferences"], model
 
 
-def run_mix(triton, tmp_path: Path, options: list[str], users: int, run_time: str) -> tuple[dict, dict, dict, Path]:
-    before = {model: model_stats(triton.http_address, model) for model in WEIGHTS}
-    run_dir = tmp_path / "run"
-    result = run_locust(
-        ["TritonHttpUser", "TritonGrpcUser"],
-        [*triton_options(triton), *options, "--run-dir", str(run_dir), "--csv", str(tmp_path / "locust")],
-        users=users,
-        run_time=run_time,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    after = {model: model_stats(triton.http_address, model) for model in WEIGHTS}
-    return read_summary(run_dir), before, after, run_dir
+BOTH_PROTOCOLS = ["TritonHttpUser", "TritonGrpcUser"]
 
 
 @pytest.fixture(scope="module")
 def closed_loop_mix(triton, tmp_path_factory) -> tuple[dict, dict, dict, Path]:
     """A real closed-loop mix over HTTP and gRPC: 3 models x 2 protocols, 8 users, 5 s; its report written."""
     tmp_path = tmp_path_factory.mktemp("mix")
-    summary, before, after, run_dir = run_mix(
-        triton, tmp_path, ["--mix", MIX, "--shape", "INPUT0:16"], users=8, run_time="5s"
+    options = ["--mix", MIX, "--shape", "INPUT0:16", "--csv", str(tmp_path / "locust")]
+    run = run_against_triton(
+        triton, tmp_path / "run", BOTH_PROTOCOLS, options, models=tuple(WEIGHTS), users=8, run_time="5s"
     )
+    summary, before, after, run_dir = run.summary, run.before, run.after, run.run_dir
     result = run_cli(["-m", "analysis", "report", str(run_dir)])
     assert result.returncode == 0, result.stderr[-2000:]
     return summary, before, after, run_dir
@@ -178,13 +166,11 @@ def test_mix_findings_are_grouped_by_model_and_none_is_dropped(closed_loop_mix, 
 def test_open_loop_mix_from_the_example_file(triton, tmp_path):
     """The one schedule's sends pick the model (the rate split by weight); the docs' example file
     gives identity its own batch SPEC, sleep its shape, text_reverse its input (and expected) data."""
-    summary, before, after, _ = run_mix(
-        triton,
-        tmp_path,
-        ["--mix", str(EXAMPLE_FILE), "--traffic", "poisson", "--rate", "400", "--validate-responses"],
-        users=4,
-        run_time="6s",
+    options = ["--mix", str(EXAMPLE_FILE), "--traffic", "poisson", "--rate", "400", "--validate-responses"]
+    run = run_against_triton(
+        triton, tmp_path / "run", BOTH_PROTOCOLS, options, models=tuple(WEIGHTS), users=4, run_time="6s"
     )
+    summary, before, after = run.summary, run.before, run.after
     assert summary["traffic"]["mode"] == "poisson"
     assert_shares_follow_weights(summary["mix"])
     assert_counts_equal_tritons(summary, before, after)
@@ -257,17 +243,9 @@ def test_an_ensembles_composing_model_has_its_server_side_breakdown(triton, tmp_
     """Driving `identity_ensemble` (one step: `identity`) also watches `identity`: Triton ran it once
     per ensemble request, and summary.json, config.json and the report say so."""
     models = ("identity_ensemble", "identity", "text_reverse")
-    before = {model: model_stats(triton.http_address, model) for model in models}
-    run_dir = tmp_path / "run"
-    result = run_locust(
-        ["TritonHttpUser"],
-        [*triton_options(triton), "--mix", "identity_ensemble:0.7,text_reverse:0.3", "--run-dir", str(run_dir)],
-        users=2,
-        run_time="3s",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    after = {model: model_stats(triton.http_address, model) for model in models}
-    summary = read_summary(run_dir)
+    options = ["--mix", "identity_ensemble:0.7,text_reverse:0.3"]
+    run = run_against_triton(triton, tmp_path / "run", ["TritonHttpUser"], options, models=models, run_time="3s")
+    summary, before, after, run_dir = run.summary, run.before, run.after, run.run_dir
     sent = summary["mix"]["requests"]["identity_ensemble"]
     assert sent > 0 and {e["model"] for e in summary["endpoints"]} == {"identity_ensemble", "text_reverse"}
     for model in ("identity_ensemble", "identity"):  # the step ran once per ensemble request

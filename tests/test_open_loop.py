@@ -23,7 +23,15 @@ from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.hdr import PERCENTILES, UNCORRECTED, read_logs, summarise_us
 from loadtests.server import TritonPorts
 from loadtests.traffic.open_loop import ArrivalSchedule, RatePlan
-from tests.helpers import REPO_ROOT, model_stats, read_summary, request_outcome, run_locust, triton_options
+from tests.helpers import (
+    REPO_ROOT,
+    LocustRun,
+    model_stats,
+    request_outcome,
+    run_against_triton,
+    run_locust,
+    triton_options,
+)
 
 
 class FakeClock:
@@ -206,27 +214,26 @@ def test_summary_equals_hdrh_own_calls():
 # --- against the real local Triton ------------------------------------------------------------
 
 
-def run_open_loop(triton, tmp_path, user_class, model, users, run_time, *options):
-    run_dir = tmp_path / "run"
-    before = model_stats(triton.http_address, model)
-    result = run_locust(
-        [user_class],
-        [*triton_options(triton), "--model", model, "--shape", "INPUT0:16", "--run-dir", str(run_dir), *options],
-        users=users,
-        run_time=run_time,
+def open_loop_run(triton, tmp_path, user_classes, model, users, run_time, *options) -> LocustRun:
+    """One of this file's runs: `model` with 16-value inputs, Triton's count of it watched;
+    user_classes one name or several, space-separated."""
+    options = ("--model", model, "--shape", "INPUT0:16", *options)
+    classes = user_classes.split()
+    return run_against_triton(
+        triton, tmp_path / "run", classes, list(options), models=(model,), users=users, run_time=run_time
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    after = model_stats(triton.http_address, model)
-    return result, read_summary(run_dir), after["requests"] - before["requests"], run_dir
 
 
-@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
-def test_gamma_traffic_reaches_triton_bursty_and_exactly_counted(triton, tmp_path, user_class):
-    cv, rate, seconds = 2.0, 100.0, 10
-    _result, summary, served, run_dir = run_open_loop(
+def test_gamma_traffic_over_grpc_reaches_triton_bursty_and_exactly_counted(triton, tmp_path):
+    """Over HTTP, test_gamma_traffic_reaches_its_rate checks the same (and more) on its run."""
+    user_class, cv, rate, seconds = "TritonGrpcUser", 2.0, 100.0, 10
+    run = open_loop_run(
         triton, tmp_path, user_class, "identity", 2, f"{seconds}s",
         "--traffic", "gamma", "--burstiness", str(cv), "--rate", str(rate),
     )  # fmt: skip
+    summary = run.summary
+    served = run.served()
+    run_dir = run.run_dir
     (endpoint,) = summary["endpoints"]
     assert served == endpoint["requests"] and endpoint["failures"] == 0
     assert summary["traffic"]["mode"] == "gamma" and summary["traffic"]["burstiness"] == cv
@@ -246,9 +253,11 @@ def test_gamma_traffic_reaches_triton_bursty_and_exactly_counted(triton, tmp_pat
 def test_open_loop_delivers_the_rate_whatever_the_user_count(triton, tmp_path, traffic, users, user_class):
     # 200 requests/s at 20+ ms each needs several requests in flight: 4 closed-loop users
     # could not send it, 4 open-loop users can (and 40 do not send more).
-    _result, summary, served, _ = run_open_loop(
+    run = open_loop_run(
         triton, tmp_path, user_class, "sleep_batch", users, "20s", "--traffic", traffic, "--rate", "200"
     )
+    summary = run.summary
+    served = run.served()
     (endpoint,) = summary["endpoints"]
     assert served == endpoint["requests"]
     assert served / 20.0 == pytest.approx(200.0, rel=0.05)
@@ -262,10 +271,12 @@ def test_open_loop_delivers_the_rate_whatever_the_user_count(triton, tmp_path, t
 
 
 def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(triton, tmp_path):
-    _r, open_summary, _served, run_dir = run_open_loop(
+    run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "stall", 4, "10s", "--traffic", "constant", "--rate", "100",
         "--max-in-flight", "4",
     )  # fmt: skip
+    open_summary = run.summary
+    run_dir = run.run_dir
     (endpoint,) = open_summary["endpoints"]
     corrected, uncorrected = endpoint["latency_us"], endpoint["latency_uncorrected_us"]
     # Requests due during a 1-s stall wait for it: the corrected p99 is most of a second...
@@ -284,15 +295,9 @@ def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(tri
     (whole_run,) = log.merge([(-1e9, 1e9)], log.base_epoch)
     assert summarise_us(whole_run) == uncorrected
 
-    closed_dir = tmp_path / "closed"
-    result = run_locust(
-        ["TritonHttpUser"],
-        [*triton_options(triton), "--model", "stall", "--shape", "INPUT0:16", "--run-dir", str(closed_dir)],
-        users=4,
-        run_time="10s",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    (closed,) = read_summary(closed_dir)["endpoints"]
+    options = ["--model", "stall", "--shape", "INPUT0:16"]
+    closed_run = run_against_triton(triton, tmp_path / "closed", ["TritonHttpUser"], options, users=4, run_time="10s")
+    (closed,) = closed_run.summary["endpoints"]
     assert "latency_uncorrected_us" not in closed and "late" not in closed
     # Closed loop: each user waited out the stall with one request, then went on; the stall
     # is in the max but gone from the percentiles.
@@ -301,10 +306,13 @@ def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(tri
 
 
 def test_late_and_dropped_beyond_what_the_machine_can_send(triton, tmp_path):
-    result, summary, served, _ = run_open_loop(
+    run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "identity", 4, "4s", "--traffic", "constant", "--rate", "20000",
         "--max-in-flight", "2", "--drop-when-saturated",
     )  # fmt: skip
+    result = run.result
+    summary = run.summary
+    served = run.served()
     (endpoint,) = summary["endpoints"]
     assert endpoint["dropped"] > 0 and endpoint["late"] > 0, endpoint
     assert served == endpoint["requests"]  # dropped requests were never sent
@@ -320,9 +328,9 @@ def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path):
     probe = subprocess.Popen(
         [sys.executable, "-m", "tests.timer_probe", "50", "6"], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
     )
-    _result, summary, served, _ = run_open_loop(
-        triton, tmp_path, "TritonHttpUser", "identity", 4, "5s", "--traffic", "poisson", "--rate", "50"
-    )
+    run = open_loop_run(triton, tmp_path, "TritonHttpUser", "identity", 4, "5s", "--traffic", "poisson", "--rate", "50")
+    summary = run.summary
+    served = run.served()
     baseline = json.loads(probe.communicate(timeout=60)[0])
     (endpoint,) = summary["endpoints"]
     assert endpoint["dropped"] == 0
@@ -336,10 +344,13 @@ def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path):
 
 
 def test_rate_shape_drives_the_target_rate(triton, tmp_path):
-    _r, summary, served, run_dir = run_open_loop(
+    run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "sleep_batch", 4, "12s", "--traffic", "constant",
         "--load-shape", "steps", "--shape-args", "kind=rate,targets=50;150,step_s=5",
     )  # fmt: skip
+    summary = run.summary
+    served = run.served()
+    run_dir = run.run_dir
     steps = json.loads((run_dir / "steps.json").read_text())
     assert steps["kind"] == "rate" and [s["target"] for s in steps["steps"]] == [50, 150]
     assert summary["traffic"]["rate_shape"] == "steps"
@@ -357,10 +368,13 @@ def test_rate_shape_drives_the_target_rate(triton, tmp_path):
 
 def test_distributed_workers_share_the_rate(triton, tmp_path):
     port = str(TritonPorts.free().http)  # not Locust's default 5557: other masters may be running
-    _r, summary, served, run_dir = run_open_loop(
+    run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "sleep_batch", 4, "10s", "--traffic", "constant", "--rate", "100",
         "--processes", "2", "--master-bind-port", port, "--master-port", port,
     )  # fmt: skip
+    summary = run.summary
+    served = run.served()
+    run_dir = run.run_dir
     (endpoint,) = summary["endpoints"]
     assert served == endpoint["requests"]
     # Once both workers run, together they send the whole rate (the first window can be short
@@ -391,13 +405,19 @@ def test_traffic_errors_exit_2_before_any_load(triton, tmp_path, options, messag
 
 def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
     rate, cv = 100.0, 3.0
-    _result, summary, served, run_dir = run_open_loop(
+    run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "identity", 4, "10s",
         "--traffic", "gamma", "--burstiness", f"{cv:g}", "--rate", f"{rate:g}",
     )  # fmt: skip
+    summary = run.summary
+    served = run.served()
+    run_dir = run.run_dir
     (endpoint,) = summary["endpoints"]
     assert summary["traffic"]["mode"] == "gamma" and summary["traffic"]["burstiness"] == cv
     assert served == endpoint["requests"] and endpoint["failures"] == 0 and endpoint["dropped"] == 0
+    # A gamma count over T seconds has a standard deviation of about sqrt(rate x T) x CV.
+    expected = rate * endpoint["duration_s"]
+    assert abs(served - expected) <= 4 * math.sqrt(expected) * cv, (served, expected)
     with (run_dir / "timeseries.csv").open() as file:
         rows = [row for row in csv.DictReader(file) if row["endpoint"] == endpoint["name"]]
     steady = rows[1:-1]  # the first window holds the start-up, the last one the stop
@@ -422,18 +442,11 @@ def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
 def test_open_loop_splits_the_rate_over_the_user_classes(triton, tmp_path):
     # One HTTP and one gRPC user take turns at the schedule: each protocol sends about half the
     # requests, as in closed loop (where the user classes' weights set how many users each gets).
-    run_dir = tmp_path / "run"
-    before = model_stats(triton.http_address, "identity")
-    result = run_locust(
-        ["TritonHttpUser", "TritonGrpcUser"],
-        [*triton_options(triton), "--model", "identity", "--shape", "INPUT0:16", "--run-dir", str(run_dir),
-         "--traffic", "constant", "--rate", "40"],
-        users=2,
-        run_time="6s",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    served = model_stats(triton.http_address, "identity")["requests"] - before["requests"]
-    by_protocol = {endpoint["protocol"]: endpoint["requests"] for endpoint in read_summary(run_dir)["endpoints"]}
+    run = open_loop_run(
+        triton, tmp_path, "TritonHttpUser TritonGrpcUser", "identity", 2, "6s", "--traffic", "constant", "--rate", "40"
+    )
+    served = run.served()
+    by_protocol = {endpoint["protocol"]: endpoint["requests"] for endpoint in run.summary["endpoints"]}
     assert sum(by_protocol.values()) == served
     # A fair coin's split of n requests differs by 4 standard deviations (4 sqrt(n)) at most.
     assert abs(by_protocol.get("http", 0) - by_protocol.get("grpc", 0)) <= 4 * math.sqrt(served), by_protocol

@@ -14,7 +14,7 @@ import pytest
 
 from loadtests.errors import ServerError
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonInstallation, TritonPorts
-from tests.helpers import REPO_ROOT, run_cli
+from tests.helpers import REPO_ROOT, repository_of, run_cli
 
 STUB_NAME = "triton_python_backend_stub"
 
@@ -49,11 +49,13 @@ def processes_with_arg(argument: str) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.triton  # starts its own
 def test_serve_prints_urls_and_stops_everything_on_sigterm(tmp_path):
     ports = TritonPorts.free()
     log = tmp_path / "triton.log"
+    repository = repository_of(tmp_path / "repository", "identity", "text_reverse")  # Python stubs to stop too
     with subprocess.Popen(
-        [sys.executable, *serve_args(ports, "--model-repository", str(TEST_REPOSITORY), "--log-file", str(log))],
+        [sys.executable, *serve_args(ports, "--model-repository", str(repository), "--log-file", str(log))],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -100,6 +102,7 @@ def test_missing_model_repository_is_a_one_line_error(tmp_path):
     assert_one_line_error(result, f"model repository {missing} does not exist")
 
 
+@pytest.mark.triton  # starts its own
 def test_model_that_fails_to_load_shows_tritons_reason(tmp_path):
     model_dir = tmp_path / "repo" / "broken" / "1"
     model_dir.mkdir(parents=True)
@@ -122,6 +125,7 @@ def test_missing_python_runtime_library_is_reported(tmp_path):
         TritonInstallation.locate(python_libdir=tmp_path)
 
 
+@pytest.mark.triton  # starts its own
 def test_users_own_python_model_imports_the_suites_packages(tmp_path):
     """A model that is not ours (no sys.path tricks) imports the venv's numpy and onnxruntime."""
     import numpy

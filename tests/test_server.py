@@ -15,7 +15,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from loadtests.server import TEST_REPOSITORY, LocalTriton
-from tests.helpers import model_stats
+from tests.helpers import model_stats, repository_of
 
 DEMO_MODELS = ("bert_qa", "bert_qa_dynbatch", "resnet50")
 SEQ_LEN = 128
@@ -150,8 +150,10 @@ def test_bytes_model_round_trips_strings(triton, transport):
     assert decoded == REVERSED
 
 
+@pytest.mark.triton  # starts its own
 def test_launcher_stop_leaves_no_process_behind(tmp_path):
-    server = LocalTriton([TEST_REPOSITORY], log_file=tmp_path / "triton.log")
+    repository = repository_of(tmp_path / "repository", "identity", "text_reverse", "reject")
+    server = LocalTriton([repository], log_file=tmp_path / "triton.log")
     with server:
         started = server.started_pids
         # Triton itself plus one stub per model instance (3 test models, one instance each).
@@ -162,14 +164,13 @@ def test_launcher_stop_leaves_no_process_behind(tmp_path):
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.triton  # starts its own
 def test_a_killed_triton_leaves_no_shared_memory_behind(tmp_path):
     # SIGKILL (a drill, the OOM killer) gives the Python backend no chance to unlink its 1-MB
     # regions in /dev/shm; without cleanup, each kill leaked one per model instance.
-    import shutil
     import signal
 
-    repository = tmp_path / "repository"
-    shutil.copytree(TEST_REPOSITORY / "identity", repository / "identity")
+    repository = repository_of(tmp_path / "repository", "identity")
     server = LocalTriton([repository], log_file=tmp_path / "triton.log")
     with server:
         regions = list(Path("/dev/shm").glob(f"{server.shm_prefix}*"))
@@ -187,16 +188,18 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
+@pytest.mark.triton  # starts its own
 def test_triton_stops_when_its_launcher_is_killed(tmp_path):
     """A launcher killed without cleanup (SIGKILL) must not leave Triton running."""
     import subprocess
     import sys
     import time
 
+    repository = repository_of(tmp_path / "repository", "identity")
     script = (
         "import sys, time\n"
-        "from loadtests.server import TEST_REPOSITORY, LocalTriton\n"
-        f"t = LocalTriton([TEST_REPOSITORY], log_file=r'{tmp_path / 'triton.log'}')\n"
+        "from loadtests.server import LocalTriton\n"
+        f"t = LocalTriton([r'{repository}'], log_file=r'{tmp_path / 'triton.log'}')\n"
         "t.start()\n"
         "print(t.process.pid, flush=True)\n"
         "time.sleep(600)\n"

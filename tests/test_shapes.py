@@ -23,7 +23,7 @@ from loadtests.traffic.shape import RampShape, SineShape, SpikeShape, StepsShape
 from loadtests.traffic.shape_args import build_profile
 from loadtests.traffic.steps import Step, steps_json
 from loadtests.traffic.table import SHAPE_KEYS, parse_shape_args
-from tests.helpers import run_cli
+from tests.helpers import run_against_triton
 
 
 # -- pure profiles ------------------------------------------------------------------------
@@ -484,36 +484,10 @@ def test_web_ui_selects_the_shape_by_name(monkeypatch):
 
 # -- headless runs against the local Triton -------------------------------------------------
 def run_shape(triton, tmp_path: Path, shape: str, shape_args: str):
-    run_dir = tmp_path / shape
-    result = run_cli(
-        [
-            "-m",
-            "locust",
-            "-f",
-            "locustfile.py",
-            "--headless",
-            "--only-summary",
-            "TritonHttpUser",
-            "--model",
-            "identity",
-            "--triton-http",
-            triton.http_address,
-            "--triton-grpc",
-            triton.grpc_address,
-            "--triton-metrics",
-            triton.metrics_address,
-            "--run-dir",
-            str(run_dir),
-            "--window",
-            "1",
-            "--load-shape",
-            shape,
-            "--shape-args",
-            shape_args,
-        ],
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    """A run whose --load-shape sets the users and the end: (the process, (time_s, users) per window)."""
+    options = ["--model", "identity", "--window", "1", "--load-shape", shape, "--shape-args", shape_args]
+    run = run_against_triton(triton, tmp_path / shape, ["TritonHttpUser"], options, run_time=None, timeout=120)
+    result, run_dir = run.result, run.run_dir
     with (run_dir / "timeseries.csv").open() as file:
         rows = list(csv.DictReader(file))
     assert rows, result.stderr[-3000:]

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust
+from tests.helpers import REPO_ROOT, LocustRun, model_stats, read_summary, run_against_triton, run_locust
 from tests.tls_support import Pki, TlsProxy, make_pki
 
 SECRET = "s3cr3t-token-value-0d9f"
@@ -61,11 +61,12 @@ def targets(triton, http: str | None = None, grpc: str | None = None) -> list[st
     ]  # fmt: skip
 
 
-def run_with_env(user: str, options: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    from tests.helpers import run_cli
-
-    args = ["-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary", "-u", "2", "-r", "20", "-t", "3s"]
-    return run_cli([*args, user, *options], timeout=180, env=env)
+def tls_run(triton, run_dir, user: str, target: list[str], options: list[str], env: dict[str, str]) -> LocustRun:
+    """A 3-s run through `target` (a TLS proxy in front of `triton`, or a Triton of its own),
+    identity's count watched; any exit code."""
+    return run_against_triton(
+        triton, run_dir, [user], options, target=target, models=("identity",), run_time="3s", env=env, expect_exit=None
+    )
 
 
 def secret_free(run_dir, *texts: str) -> None:
@@ -81,15 +82,14 @@ def error_lines(result: subprocess.CompletedProcess) -> list[str]:
 
 
 def test_https_with_the_right_ca_and_the_header_on_every_request(triton, pki, https_proxy, tmp_path):
-    before = model_stats(triton.http_address, "identity")
     seen_before = https_proxy.counts.with_header
-    options = [*targets(triton, http=f"https://{https_proxy.address}"), "--ssl-ca", str(pki.ca), *HEADER_OPTION]
-    result = run_with_env("TritonHttpUser", [*options, "--run-dir", str(tmp_path / "run")], ENV)
+    target = targets(triton, http=f"https://{https_proxy.address}")
+    run = tls_run(triton, tmp_path / "run", "TritonHttpUser", target, ["--ssl-ca", str(pki.ca), *HEADER_OPTION], ENV)
+    result = run.result
     assert result.returncode == 0, result.stderr[-3000:]
-    (endpoint,) = read_summary(tmp_path / "run")["endpoints"]
-    after = model_stats(triton.http_address, "identity")
+    (endpoint,) = run.summary["endpoints"]
     assert endpoint["failures"] == 0 and endpoint["requests"] > 0
-    assert endpoint["requests"] == after["requests"] - before["requests"]
+    assert endpoint["requests"] == run.served()
     # Every request through the proxy carried the header: inference, pre-flight, statistics.
     assert https_proxy.counts.without_header == 0
     assert https_proxy.counts.with_header - seen_before > endpoint["requests"]
@@ -97,14 +97,13 @@ def test_https_with_the_right_ca_and_the_header_on_every_request(triton, pki, ht
 
 
 def test_grpcs_with_the_right_ca_sends_the_header_as_metadata(triton, pki, grpcs_proxy, tmp_path):
-    before = model_stats(triton.http_address, "identity")
-    options = [*targets(triton, grpc=f"grpcs://{grpcs_proxy.address}"), "--ssl-ca", str(pki.ca), *HEADER_OPTION]
-    result = run_with_env("TritonGrpcUser", [*options, "--run-dir", str(tmp_path / "run")], ENV)
+    target = targets(triton, grpc=f"grpcs://{grpcs_proxy.address}")
+    run = tls_run(triton, tmp_path / "run", "TritonGrpcUser", target, ["--ssl-ca", str(pki.ca), *HEADER_OPTION], ENV)
+    result = run.result
     assert result.returncode == 0, result.stderr[-3000:]
-    (endpoint,) = read_summary(tmp_path / "run")["endpoints"]
-    after = model_stats(triton.http_address, "identity")
+    (endpoint,) = run.summary["endpoints"]
     assert endpoint["failures"] == 0 and endpoint["requests"] > 0
-    assert endpoint["requests"] == after["requests"] - before["requests"]
+    assert endpoint["requests"] == run.served()
     assert grpcs_proxy.counts.without_header == 0  # grpcio's pre-flight calls included
     assert grpcs_proxy.counts.with_header >= endpoint["requests"]
     secret_free(tmp_path / "run", result.stdout, result.stderr)
@@ -112,16 +111,15 @@ def test_grpcs_with_the_right_ca_sends_the_header_as_metadata(triton, pki, grpcs
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_a_wrong_ca_is_one_preflight_error(triton, pki, https_proxy, grpcs_proxy, tmp_path, protocol):
-    before = model_stats(triton.http_address, "identity")
     if protocol == "http":
-        user, options = "TritonHttpUser", targets(triton, http=f"https://{https_proxy.address}")
+        user, target = "TritonHttpUser", targets(triton, http=f"https://{https_proxy.address}")
     else:
-        user, options = "TritonGrpcUser", targets(triton, grpc=f"grpcs://{grpcs_proxy.address}")
-    result = run_with_env(user, [*options, "--ssl-ca", str(pki.other_ca), *HEADER_OPTION], ENV)
-    assert result.returncode == 2, result.stderr[-3000:]
-    (line,) = error_lines(result)
+        user, target = "TritonGrpcUser", targets(triton, grpc=f"grpcs://{grpcs_proxy.address}")
+    run = tls_run(triton, tmp_path / "run", user, target, ["--ssl-ca", str(pki.other_ca), *HEADER_OPTION], ENV)
+    assert run.result.returncode == 2, run.result.stderr[-3000:]
+    (line,) = error_lines(run.result)
     assert "certificate verify failed" in line.lower() or "CERTIFICATE_VERIFY_FAILED" in line, line
-    assert model_stats(triton.http_address, "identity") == before
+    assert run.after == run.before
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
@@ -129,21 +127,21 @@ def test_mutual_tls_needs_the_client_certificate(triton, pki, tmp_path, protocol
     upstream = triton.http_address if protocol == "http" else triton.grpc_address
     proxy = TlsProxy(upstream, pki, HEADER, mode=protocol, client_ca=pki.ca)
     if protocol == "http":
-        user, options = "TritonHttpUser", targets(triton, http=f"https://{proxy.address}")
+        user, target = "TritonHttpUser", targets(triton, http=f"https://{proxy.address}")
     else:
-        user, options = "TritonGrpcUser", targets(triton, grpc=f"grpcs://{proxy.address}")
-    options += ["--ssl-ca", str(pki.ca), *HEADER_OPTION]
+        user, target = "TritonGrpcUser", targets(triton, grpc=f"grpcs://{proxy.address}")
+    options = ["--ssl-ca", str(pki.ca), *HEADER_OPTION]
     try:
-        refused = run_with_env(user, options, ENV)
+        refused = tls_run(triton, tmp_path / "refused", user, target, options, ENV).result
         client = ["--ssl-cert", str(pki.client_cert), "--ssl-key", str(pki.client_key)]
-        accepted = run_with_env(user, [*options, *client, "--run-dir", str(tmp_path / "run")], ENV)
+        accepted = tls_run(triton, tmp_path / "run", user, target, [*options, *client], ENV)
     finally:
         proxy.close()
     assert refused.returncode == 2, refused.stderr[-3000:]
     (line,) = error_lines(refused)
     assert line.startswith("error: cannot reach Triton"), line
-    assert accepted.returncode == 0, accepted.stderr[-3000:]
-    assert read_summary(tmp_path / "run")["endpoints"][0]["requests"] > 0
+    assert accepted.result.returncode == 0, accepted.result.stderr[-3000:]
+    assert accepted.summary["endpoints"][0]["requests"] > 0
     assert proxy.counts.without_header == 0
 
 
@@ -164,11 +162,8 @@ def test_bad_header_and_tls_options_are_one_line_each(triton, tmp_path):
 
 
 def test_literal_header_is_redacted_in_config_json(triton, tmp_path):
-    result = run_with_env(
-        "TritonHttpUser",
-        [*targets(triton), "--header", f"X-Literal: {SECRET}", "--run-dir", str(tmp_path / "run")],
-        {},
-    )
+    header = ["--header", f"X-Literal: {SECRET}"]
+    result = tls_run(triton, tmp_path / "run", "TritonHttpUser", targets(triton), header, {}).result
     assert result.returncode == 0, result.stderr[-3000:]
     config = (tmp_path / "run" / "config.json").read_text()
     assert '"X-Literal: <redacted>"' in config
@@ -285,6 +280,7 @@ def test_schemes_header_values_and_redaction(tmp_path):
     assert redact_header("Authorization: env:TOKEN") == "Authorization: env:TOKEN"
 
 
+@pytest.mark.triton  # starts its own
 def test_tritons_own_grpc_mutual_tls(pki, tmp_path):
     """Triton's own gRPC TLS (`--grpc-use-ssl-mutual`, no proxy): a Triton serving only `identity`."""
     from loadtests.server import TEST_REPOSITORY, LocalTriton
@@ -299,17 +295,11 @@ def test_tritons_own_grpc_mutual_tls(pki, tmp_path):
         f"--grpc-root-cert={pki.ca}",
     ]
     with LocalTriton([repository], log_file=tmp_path / "triton.log", extra_args=tls_args) as server:
-        options = [
-            "--triton-http", server.http_address,
-            "--triton-grpc", f"grpcs://{server.grpc_address}",
-            "--triton-metrics", server.metrics_address,
-            "--model", "identity", "--ssl-ca", str(pki.ca),
-        ]  # fmt: skip
+        target = targets(server, grpc=f"grpcs://{server.grpc_address}")
         client = ["--ssl-cert", str(pki.client_cert), "--ssl-key", str(pki.client_key)]
-        refused = run_with_env("TritonGrpcUser", options, {})
-        before = model_stats(server.http_address, "identity")
-        accepted = run_with_env("TritonGrpcUser", [*options, *client, "--run-dir", str(tmp_path / "run")], {})
-        after = model_stats(server.http_address, "identity")
+        refused = tls_run(server, tmp_path / "refused", "TritonGrpcUser", target, ["--ssl-ca", str(pki.ca)], {}).result
+        run = tls_run(server, tmp_path / "run", "TritonGrpcUser", target, ["--ssl-ca", str(pki.ca), *client], {})
+        accepted, before, after = run.result, run.before["identity"], run.after["identity"]
     assert refused.returncode == 2, refused.stderr[-3000:]
     (line,) = error_lines(refused)
     # TLS 1.3: the server refuses a missing client certificate after the handshake, so the line

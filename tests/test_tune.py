@@ -34,7 +34,7 @@ from loadtests.tuning.repository_api import (
 )
 from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
 from models.conformance import CONFORMANCE_REPOSITORY
-from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli, triton_options
+from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli, run_clis, triton_options
 
 MODEL = "sleep_40ms_batch4"
 NO_BATCH_MODEL = "echo_fp32_nobatch"
@@ -226,27 +226,17 @@ def test_bad_input_is_refused_before_anything_is_loaded(explicit_triton, tmp_pat
         (["--model", MODEL, "--vary", "instances=0"], "whole number >= 1"),
         (["--model", MODEL], "--vary is required"),
         (["--model", MODEL, "--vary", "instances=2", "--run-dir", "x"], "--run-dir is set by tune"),
+        (["--model", MODEL, "--vary", "instances=2", "--slo", "rps>5"], "upper limits"),
+        # A clause on a model the search does not drive: refused as capacity refuses it, before
+        # any variant is loaded (the same check, commands/args.py::search_slo_clauses).
+        (["--model", MODEL, "--vary", "instances=2", "--slo", "other:p99<5ms"], f"the search drives {MODEL} only"),
     ]
-    for extra, fragment in cases:
-        slo = [] if "--slo" in extra else ["--slo", SLO]
-        result = run_cli(tune_args(explicit_triton, tmp_path / "never", *extra, *slo))
+    commands = [
+        tune_args(explicit_triton, tmp_path / "never", *extra, *([] if "--slo" in extra else ["--slo", SLO]))
+        for extra, _ in cases
+    ]
+    for (_, fragment), result in zip(cases, run_clis(commands), strict=True):
         assert_one_line_error(result, fragment)
-    assert_one_line_error(
-        run_cli(
-            tune_args(explicit_triton, tmp_path / "never", "--model", MODEL, "--vary", "instances=2", "--slo", "rps>5")
-        ),
-        "upper limits",
-    )
-    # A clause on a model the search does not drive: refused as capacity refuses it, before
-    # any variant is loaded (the same check, commands/args.py::search_slo_clauses).
-    assert_one_line_error(
-        run_cli(
-            tune_args(
-                explicit_triton, tmp_path / "never", "--model", MODEL, "--vary", "instances=2", "--slo", "other:p99<5ms"
-            )
-        ),
-        f"the search drives {MODEL} only",
-    )
     assert not (tmp_path / "never").exists()
     assert {model: api.config(model) for model in configs} == configs
     assert {model: model_stats(explicit_triton.http_address, model) for model in stats} == stats

@@ -28,7 +28,7 @@ class RequestOutcome(NamedTuple):
     # From the intended send time in open loop (corrected for coordinated omission), else from the send.
     latency_us: float
     batch_size: int = 1
-    failure: str | None = None  # its stable name and detail (docs/failures.md); None: a success
+    failure: str | None = None  # its stable name and detail (docs/reference/failures.md); None: a success
     uncorrected_us: float | None = None  # open loop only: from the actual send
     late: bool = False  # open loop only: sent more than LATE_NS after its intended time
     sent_bytes: int = 0  # the request body on the wire
