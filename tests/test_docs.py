@@ -100,7 +100,7 @@ def broken_links_at(page: Path) -> list[str]:
 #   parser, and the options it passes on to Locust with the suite's (into Settings);
 # - `make TARGET`: the Makefile has the target;
 # - anything else (kubectl, gcloud, shell loops over variables): not checked here; the
-#   manifests are checked by tests/test_k8s.py.
+#   manifests are checked by tests/server/test_k8s.py.
 PLACEHOLDERS = {
     "my_bert": "bert_qa",
     "my_model": "identity",

@@ -4,7 +4,7 @@ contract lays them out (loadtests/workloads/encoded_images.py).
 The contracts are NVIDIA's: a BYTES element per image (the demo ensemble `resnet50_jpeg`), or
 the file's raw bytes as UINT8 [-1] (python_backend's examples/preprocessing and dali_backend's
 ResNet-50 ensemble, `max_batch_size` 256, the client sending shape [1, file length]).
-tests/test_encoded_images.py sends them to models that decode them on a real Triton.
+tests/workloads/test_encoded_images.py sends them to models that decode them on a real Triton.
 """
 
 from __future__ import annotations

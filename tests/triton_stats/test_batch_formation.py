@@ -10,7 +10,7 @@ from analysis.report import write_report
 from loadtests.recording.histograms import EndpointStats
 from loadtests.triton_stats.statistics import compute_delta, fold, server_stats_document
 from tests.helpers import model_stats, read_summary, request_outcome, run_locust, triton_options
-from tests.test_server_stats import entry, snapshot
+from tests.triton_stats.test_server_stats import entry, snapshot
 
 MODEL = "bert_qa_dynbatch"
 # Requests of 1 and 2: whatever batch larger than 2 Triton ran, its dynamic batcher formed.

@@ -1,5 +1,5 @@
 """The report's charts read without colour alone, with no legend or label over the data, and
-over-time charts on one time axis. Real runs against the local Triton (tests/test_report.py)."""
+over-time charts on one time axis. Real runs against the local Triton (tests/analysis/test_report.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from analysis import plots
 from analysis.compare import write_comparison
 from analysis.dataset import load
-from tests.test_report import over_time_figures, stepped_run, two_class_run  # noqa: F401  (fixtures: real runs)
+from tests.analysis.test_report import over_time_figures, stepped_run, two_class_run  # noqa: F401  (fixtures: real runs)
 
 
 def drawn(figure):

@@ -14,7 +14,7 @@ import tracemalloc
 from loadtests.triton_stats.poller import ServerStatsPoller
 from loadtests.triton_stats.statistics import StatsSnapshot, compute_delta, fold, replica_key
 from tests.helpers import http_target
-from tests.test_server_stats import entry, send
+from tests.triton_stats.test_server_stats import entry, send
 
 MODELS = ["identity", "sleep", "sleep_batch"]
 WARM_UP = 20  # connection pools, interned keys, first-use caches: allocated once, then reused

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRAFFIC = ROOT / "loadtests" / "traffic"
 EVERY_SHAPE = ("steps", "ramp", "spike", "sine", "trace", "sweep", "capacity")
 MAX_MODULE_LINES = 400

@@ -440,8 +440,8 @@ def test_install_selects_by_name_or_leaves_plain_runs_alone():
         "SpikeShape",
         "SineShape",
         "TraceShape",
-        "SweepShape",  # loadtests/traffic/sweep_shape.py (tests/test_sweep.py)
-        "CapacityShape",  # loadtests/traffic/capacity_shape.py (tests/test_capacity*.py)
+        "SweepShape",  # loadtests/traffic/sweep_shape.py (tests/traffic/test_sweep.py)
+        "CapacityShape",  # loadtests/traffic/capacity_shape.py (tests/traffic/test_capacity*.py)
     }
 
     chosen = make_environment(

@@ -3,7 +3,7 @@
 Against the session's real Triton: three models weighted 0.6/0.3/0.1 over HTTP and gRPC at
 once (both generic classes in one run), closed loop and open loop; every model's share of the
 requests follows its weight, every model's client count equals Triton's statistics delta for
-it, and the report shows the mix. Bad mixes are in tests/test_bad_input.py's table.
+it, and the report shows the mix. Bad mixes are in tests/run/test_bad_input.py's table.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from loadtests.clients.control import TritonControl
 from loadtests.errors import ServerError
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTROL_MODULE = REPO_ROOT / "loadtests" / "clients" / "control.py"
 # A timeout far below the 5 s default, so an answer within a few of them shows the given one applied.
 SHORT_TIMEOUT_S = 0.3

@@ -64,7 +64,7 @@ def test_every_grammar_uses_the_one_set():
     import ast
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "loadtests"
+    root = Path(__file__).resolve().parents[2] / "loadtests"
     grammars = ["traffic/shape_args.py", "traffic/sweep_args.py", "traffic/capacity_levels.py", "tuning/variants.py"]
     own = {
         f"{name}:{node.name}"

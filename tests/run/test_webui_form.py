@@ -10,7 +10,7 @@ from selenium.webdriver.common.by import By
 
 from loadtests.options.groups import form_order, labels
 from tests.helpers import model_stats, triton_options
-from tests.test_webui_browser import (  # noqa: F401  (fixtures)
+from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     browser,
     fill,
     header_text,

@@ -34,7 +34,7 @@ from tests.helpers import (
     run_cli,
     run_locust,
 )
-from tests.test_bad_input import assert_one_error
+from tests.run.test_bad_input import assert_one_error
 
 MODEL = "identity"
 

@@ -31,7 +31,7 @@ from loadtests.workloads import (
 from loadtests.workloads.bert_qa import DEFAULT_PAYLOAD, _doc_spans
 from loadtests.workloads.images import IMAGENET_MEAN, IMAGENET_STD
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLS, SEP = 101, 102
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from analysis.compare import write_comparison
 from analysis.report import write_report
-from tests.test_report import stepped_run, two_class_run  # noqa: F401  (module fixtures: real runs)
-from tests.test_webui_browser import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401  (the Selenium fixture)
+from tests.analysis.test_report import stepped_run, two_class_run  # noqa: F401  (module fixtures: real runs)
+from tests.run.test_webui_browser import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401  (the Selenium fixture)
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM.exists() and CHROMEDRIVER.exists()),

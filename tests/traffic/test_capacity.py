@@ -14,7 +14,7 @@ import json
 import pytest
 
 from tests.helpers import model_stats, run_cli, run_clis, triton_options
-from tests.test_sweep import PROTOCOLS, check_mix_endpoints
+from tests.traffic.test_sweep import PROTOCOLS, check_mix_endpoints
 
 MODEL = "sleep_10ms_single"
 SLO = "p99<50ms"

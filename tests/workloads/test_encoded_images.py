@@ -25,7 +25,7 @@ from loadtests.server import LocalTriton
 from loadtests.workloads.encoded_images import select_encoded_files
 from tests.helpers import model_stats, read_summary, run_locust
 
-DECODER_SOURCE = Path(__file__).with_name("image_decoder_model.py")
+DECODER_SOURCE = Path(__file__).parents[1] / "image_decoder_model.py"
 MAX_BATCH_SIZE = 8
 # model -> (input datatype, dims, max_batch_size, image format)
 MODELS = {
@@ -62,7 +62,7 @@ def _config(name: str, datatype: str, dims: str, max_batch_size: int, image_form
 
 def write_repository(repository: Path) -> Path:
     """The decoding models in `repository` (docs/guides/ensembles.md serves them to measure the contracts:
-    `python -c "from pathlib import Path; from tests.test_encoded_images import write_repository as w;
+    `python -c "from pathlib import Path; from tests.workloads.test_encoded_images import write_repository as w;
     w(Path('/tmp/decoders'))"`, then `python -m loadtests serve --model-repository /tmp/decoders`)."""
     for name, contract in MODELS.items():
         (repository / name / "1").mkdir(parents=True)

@@ -26,7 +26,7 @@ from models.build import (
     is_up_to_date,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BERT_INPUTS = ("input_ids", "segment_ids", "input_mask")
 VOCAB = 30522
 

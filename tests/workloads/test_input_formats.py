@@ -22,7 +22,7 @@ from loadtests.errors import PayloadError, SpecError
 from loadtests.options.reading import settings_from
 from loadtests.workloads import GenericWorkload
 from tests.helpers import http_target, model_stats, run_against_triton, run_locust, triton_options
-from tests.test_preflight import assert_startup_error
+from tests.run.test_preflight import assert_startup_error
 
 WRONG = "validation: OUTPUT0 differs from validation_data"
 

@@ -1,6 +1,6 @@
 """The gRPC wire (`grpc_wire.Connection`, `grpc_pool.ConnectionPool`) frame by frame against a
 scripted HTTP/2 server (tests/scripted_peer.py) for what Triton does not do on demand. What Triton
-itself sends is covered by tests/test_grpc_transport.py and every gRPC run."""
+itself sends is covered by tests/clients/test_grpc_transport.py and every gRPC run."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ import pytest
 
 from analysis.__main__ import main as analysis_main
 from analysis.compare import NotComparableError, write_comparison
+from tests.analysis.test_report import markdown_table
 from tests.helpers import REPO_ROOT, read_summary, run_cli, run_locust, triton_options
-from tests.test_report import markdown_table
 
 PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
 
