@@ -242,44 +242,28 @@ def _failures(data: Dataset) -> list[Diagnosis]:
         evidence = f"{endpoint.failures:,} of {endpoint.requests:,} requests failed ({evidence})"
         model = endpoint.model
         if overload >= max(unreachable, 1):
-            out.append(
-                Diagnosis(
-                    "failures",
-                    model,
-                    "over the whole run",
-                    evidence,
-                    "Triton refused requests its queue could not hold or serve in time: the offered load is above "
-                    "what this configuration serves.",
-                    "find the highest rate it serves within the latency target",
-                    f'python -m loadtests capacity --model {model} --slo "p99<100ms,fail_ratio<0.001"',
-                )
+            why, step = (
+                "Triton refused requests its queue could not hold or serve in time: the offered load is above "
+                "what this configuration serves.",
+                "find the highest rate it serves within the latency target",
             )
+            command = f'python -m loadtests capacity --model {model} --slo "p99<100ms,fail_ratio<0.001"'
         elif unreachable:
-            out.append(
-                Diagnosis(
-                    "failures",
-                    model,
-                    "over the whole run",
-                    evidence,
-                    "The requests did not reach a serving Triton (refused, reset, unavailable or stopping): an outage "
-                    "or a restart, not the model's speed. The report's faults say when.",
-                    "rerun once Triton is stable; every number of this run is read in the outage's light",
-                    "",
-                )
+            why, step = (
+                "The requests did not reach a serving Triton (refused, reset, unavailable or stopping): an outage "
+                "or a restart, not the model's speed. The report's faults say when.",
+                "rerun once Triton is stable; every number of this run is read in the outage's light",
             )
+            command = ""
         else:
-            out.append(
-                Diagnosis(
-                    "failures",
-                    model,
-                    "over the whole run",
-                    evidence,
-                    "Triton or the model rejected the requests themselves (their shape, type or content).",
-                    "check the payload against the model's metadata, answers checked",
-                    f"locust -f locustfile.py --headless -u 1 -t 10s TritonHttpUser --model {model} "
-                    "--validate-responses",
-                )
+            why, step = (
+                "Triton or the model rejected the requests themselves (their shape, type or content).",
+                "check the payload against the model's metadata, answers checked",
             )
+            command = (
+                f"locust -f locustfile.py --headless -u 1 -t 10s TritonHttpUser --model {model} --validate-responses"
+            )
+        out.append(Diagnosis("failures", model, "over the whole run", evidence, why, step, command))
     return out
 
 
