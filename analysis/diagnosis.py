@@ -473,25 +473,26 @@ def _plateau(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
     config = view.config
     peak = config.peak_concurrency if config else None
     rows = list(judged.itertuples(index=False))
-    for before, after in itertools.pairwise(rows):
+    flat = _flat_pair(rows)
+    if flat is not None:
+        before, after = flat
         grew = after.rps / before.rps - 1 if before.rps else math.inf
         slower = after.mean_us / before.mean_us - 1 if before.mean_us else 0.0
-        if grew < LIMITS.plateau_growth and slower >= LIMITS.plateau_latency_growth:
-            below = f", below the {peak} of 2 x max batch x instances" if peak and after.level < peak else ""
-            return [
-                Diagnosis(
-                    "plateau",
-                    view.model,
-                    f"from {before.label} to {after.label}",
-                    f"throughput {before.rps:,.1f} -> {after.rps:,.1f} requests/s ({grew:+.0%}) while the mean latency "
-                    f"went {_ms(before.mean_us)} -> {_ms(after.mean_us)} ({slower:+.0%}){below}",
-                    "More concurrent requests only queue once the server is saturated: the added load shows up as "
-                    "latency, not throughput.",
-                    "find the highest rate that meets a latency target, then change the configuration that limits it",
-                    f'python -m loadtests capacity --model {view.model} --slo "p99<{_slo_ms(before._asdict())}"'
-                    f"{_shape_options(view)}",
-                )
-            ]
+        below = f", below the {peak} of 2 x max batch x instances" if peak and after.level < peak else ""
+        return [
+            Diagnosis(
+                "plateau",
+                view.model,
+                f"from {before.label} to {after.label}",
+                f"throughput {before.rps:,.1f} -> {after.rps:,.1f} requests/s ({grew:+.0%}) while the mean latency "
+                f"went {_ms(before.mean_us)} -> {_ms(after.mean_us)} ({slower:+.0%}){below}",
+                "More concurrent requests only queue once the server is saturated: the added load shows up as "
+                "latency, not throughput.",
+                "find the highest rate that meets a latency target, then change the configuration that limits it",
+                f'python -m loadtests capacity --model {view.model} --slo "p99<{_slo_ms(before._asdict())}"'
+                f"{_shape_options(view)}",
+            )
+        ]
     last = rows[-1]
     if peak and last.level < peak:
         return [
@@ -509,6 +510,40 @@ def _plateau(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
             )
         ]
     return []
+
+
+def _flat_pair(rows: list):
+    """The first two consecutive levels between which throughput stopped growing while the mean
+    latency grew (the server saturated), or None."""
+    for before, after in itertools.pairwise(rows):
+        grew = after.rps / before.rps - 1 if before.rps else math.inf
+        slower = after.mean_us / before.mean_us - 1 if before.mean_us else 0.0
+        if grew < LIMITS.plateau_growth and slower >= LIMITS.plateau_latency_growth:
+            return before, after
+    return None
+
+
+def headlines(data: Dataset) -> list[str]:
+    """Per model, one line: the highest throughput reached and at what load, where it saturated
+    (closed loop), and the capacity under the SLO when a capacity search measured it."""
+    out = []
+    for view in _views(data):
+        judged = _judged(view.frame)
+        if judged.empty:
+            continue
+        best = judged.loc[judged["rps"].idxmax()]
+        where = "" if data.level_kind == "run" else f" {_where(best, data)}"
+        line = (
+            f"{view.model}: at most {best['rps']:,.1f} requests/s ({best['infer_per_s']:,.1f} inferences/s){where}, "
+            f"p99 {_ms(best['p99_us'])} there"
+        )
+        flat = _flat_pair(list(judged.itertuples(index=False))) if data.level_kind in ("step", "concurrency") else None
+        if flat is not None and not data.open_loop:
+            line += f"; saturated from {flat[0].label} (throughput flat from there while latency grew)"
+        if data.capacity and data.capacity.get("capacity_rps") is not None:
+            line += f"; capacity {data.capacity['capacity_rps']:g} requests/s under {data.capacity.get('slo')}"
+        out.append(line + ".")
+    return out
 
 
 def _compute(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:

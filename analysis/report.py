@@ -13,7 +13,7 @@ from pathlib import Path
 
 from analysis import plots, replicas, tables
 from analysis.dataset import Dataset, load
-from analysis.diagnosis import RULE_TITLES, CannotJudge, Diagnosis, diagnose
+from analysis.diagnosis import RULE_TITLES, CannotJudge, Diagnosis, diagnose, headlines
 from analysis.document import Document
 from analysis.finding_groups import grouped_findings
 from analysis.findings import findings
@@ -78,6 +78,7 @@ def _diagnosis_section(doc: Document, data: Dataset) -> None:
     found = [item for item in items if isinstance(item, Diagnosis)]
     unjudged = [item for item in items if isinstance(item, CannotJudge)]
     doc.heading("Diagnosis and next steps")
+    doc.bullets(headlines(data))
     if not found:
         doc.paragraph(
             "No rule found a limit in this run: none of the conditions in docs/reference/reports.md#diagnosis held."

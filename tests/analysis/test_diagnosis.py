@@ -131,6 +131,12 @@ def test_the_report_opens_with_the_ranked_next_steps(runs, tmp_path):
     assert any("Queue-bound: sleep_10ms_single" in title for title in titles), section
     assert any("Throughput plateau: sleep_10ms_single" in title for title in titles), section
     assert "`python -m loadtests tune --model sleep_10ms_single" in section
+    # The headline: the highest throughput reached, where, and from where it was saturated.
+    frame = runs["queue"].levels["sleep_10ms_single [http]"]
+    best = frame.loc[frame["rps"].idxmax()]
+    assert f"- sleep_10ms_single: at most {best['rps']:,.1f} requests/s" in section
+    assert f"at {best['label']}" in section.split("\n- sleep_10ms_single: ", 1)[1].split("\n", 1)[0]
+    assert "saturated from step" in section
 
 
 def test_small_batches_with_one_user_not_with_sixteen(runs):
