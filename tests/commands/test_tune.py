@@ -223,7 +223,7 @@ def test_bad_input_is_refused_before_anything_is_loaded(explicit_triton, tmp_pat
         (["--model", MODEL, "--vary", "preferred_batch_size=8", "--vary", "dynamic_batching=on"], "above max_batch"),
         (["--model", MODEL, "--vary", "max_queue_delay_us=100"], "needs dynamic batching"),
         (["--model", MODEL, "--vary", "threads=2"], "NAME one of"),
-        (["--model", MODEL, "--vary", "instances=0"], "whole number >= 1"),
+        (["--model", MODEL, "--vary", "instances=0"], "must be at least 1"),
         (["--model", MODEL], "--vary is required"),
         (["--model", MODEL, "--vary", "instances=2", "--run-dir", "x"], "--run-dir is set by tune"),
         (["--model", MODEL, "--vary", "instances=2", "--slo", "rps>5"], "upper limits"),
