@@ -7,6 +7,7 @@ Against the session's Triton, four short runs side by side:
 - `resnet50` over HTTP with its 602 KB FP32 tensors as JSON: payload-bound; the same model
   behind `resnet50_jpeg`, sent as JPEG files of a few KB: not;
 - `queue_limited` (a queue of one request) under 6 users: overload failures;
+- open loop at 20,000 requests/s with 2 in flight: the load generator cannot keep the schedule;
 - `sleep_20ms_dynbatch4` (dynamic batching up to 4) with one user: batches of one, and the reason
   is the client (fewer requests in flight than the batcher's size); with 12 users: full batches.
 """
@@ -33,6 +34,12 @@ RUNS = {
     "tensor": (["ResNetHttpUser"], ["--http-json"], 2, "4s"),
     "jpeg": (["ResNetHttpUser"], ["--image-format", "jpeg"], 4, "4s"),
     "overload": (["TritonHttpUser"], ["--model", "queue_limited", "--shape", "INPUT0:16"], 6, "3s"),
+    "late": (
+        ["TritonHttpUser"],
+        ["--model", "identity", "--traffic", "constant", "--rate", "20000", "--max-in-flight", "2"],
+        4,
+        "3s",
+    ),
     "batch_alone": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 1, "4s"),
     "batch_full": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 12, "4s"),
 }  # fmt: skip
@@ -158,3 +165,21 @@ def test_host_rule_names_exactly_the_busy_steps(runs):
             busy.append(label)
     host = fired(data, "host")
     assert [item.where for item in host] == ([f"at {', '.join(busy)}"] if busy else []), (busy, host)
+
+
+def test_a_schedule_the_generator_cannot_keep_is_blamed_on_the_generator(runs):
+    late = [item for item in fired(runs["late"], "generator") if "open-loop requests went out" in item.evidence]
+    assert len(late) == 1, diagnose(runs["late"])
+    (endpoint,) = runs["late"].endpoints
+    assert f"{endpoint.late:,} of {endpoint.requests:,} open-loop requests" in late[0].evidence
+    # Closed loop keeps no schedule: nothing is late there.
+    assert not [item for item in fired(runs["queue"], "generator") if "open-loop" in item.evidence]
+
+
+def test_compute_growth_not_claimed_where_the_work_is_fixed(runs):
+    """`sleep_10ms_single` sleeps 10 ms per execution whatever the load: its compute per request
+    stays put, so the compute rule must not fire on it (a run that makes compute grow with the
+    load on demand needs instances contending for a core, which this host cannot promise)."""
+    frame = runs["queue"].levels["sleep_10ms_single [http]"]
+    assert frame["compute_infer_us"].max() / frame["compute_infer_us"].min() < 1 + LIMITS.compute_growth
+    assert not fired(runs["queue"], "compute")

@@ -33,6 +33,8 @@ pytestmark = pytest.mark.drill
 
 # The promise under test: a run ends within this long after its -t, whatever the server does.
 END_WITHIN_S = 5.0
+# A worker's report in flight when it is killed (the master stamps it on arrival).
+REPORT_TRANSIT_S = 0.25
 USERS = 2
 
 
@@ -421,7 +423,9 @@ def test_a_worker_killed_mid_run(healthy_triton, tmp_path):
     faults = summary["faults"]
     (lost,) = faults["workers_lost"]
     assert killed_s < lost["lost_at_s"] <= killed_s + 6
-    assert lost["last_report_s"] <= killed_s and lost["users"] == 2 and lost["users_respawned"]
+    # The master stamps a report when it arrives: one the worker sent just before the kill can
+    # land a moment after this process read its clock (seen: 6.008 against 6.0075).
+    assert lost["last_report_s"] <= killed_s + REPORT_TRANSIT_S and lost["users"] == 2 and lost["users_respawned"]
     # The client count misses what the lost worker never reported; the estimate fills the gap,
     # bounded by what its 2 users can send between its last report and its death.
     estimate = faults["unreported_requests_estimate"]["identity"]
