@@ -286,7 +286,7 @@ def _generator(data: Dataset) -> list[Diagnosis]:
                     f"({share:.0%} of a core per process)",
                     "A saturated load generator sends late and times its own queueing: its latencies include it.",
                     "spread the users over more processes",
-                    "locust -f locustfile.py --processes -1 ...   (or --workers N for sweep and capacity)",
+                    _rerun_command(data, "--processes -1"),
                 )
             )
     late = sum(endpoint.late or 0 for endpoint in data.endpoints)
@@ -300,10 +300,24 @@ def _generator(data: Dataset) -> list[Diagnosis]:
                 f"{late:,} of {sent:,} open-loop requests went out more than 1 ms late",
                 "The schedule could not be kept: the client, not the server, set part of the timing.",
                 "spread the rate over more processes",
-                "locust -f locustfile.py --processes -1 ...",
+                _rerun_command(data, "--processes -1"),
             )
         )
     return out
+
+
+def _rerun_command(data: Dataset, extra: str) -> str:
+    """The run's own locust command (its user classes, users, length, model and traffic options)
+    with `extra` added: what the suggestion changes, and nothing else."""
+    config = data.run.config if data.run is not None else {}
+    options = config.get("options") or {}
+    classes = " ".join(config.get("user_classes") or options.get("user_classes") or [])
+    parts = ["locust -f locustfile.py --headless", extra, f"-u {options.get('num_users') or 4} -t 1m", classes]
+    for option, key in (("--model", "model"), ("--shape", "shape"), ("--traffic", "traffic"), ("--rate", "rate")):
+        value = options.get(key)
+        if value and not (key == "traffic" and value == "closed"):
+            parts.append(f"{option} {value}")
+    return " ".join(part for part in parts if part)
 
 
 def _host(data: Dataset, views: list[ModelView]) -> list[Diagnosis | CannotJudge]:
