@@ -114,7 +114,7 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         "triton_metrics": TritonTarget.parse(
             "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS, "http"
         ),
-        "security": _security(options, grpc),
+        "security": _security(options),
         "model": _text(options, "model"),
         "mix": mix,
         "bert_model": _text(options, "bert_model"),
@@ -178,7 +178,7 @@ def _header_texts(value: str | list[str] | None) -> list[str]:
     return [str(item).strip() for item in items if str(item).strip()]
 
 
-def _security(options: argparse.Namespace, grpc: TritonTarget) -> ConnectionSecurity:
+def _security(options: argparse.Namespace) -> ConnectionSecurity:
     """--ssl-* and --header; files checked here, so a bad one stops the run before any load."""
     tls = TlsFiles(
         ca=_path(options, "ssl_ca"),
@@ -189,10 +189,6 @@ def _security(options: argparse.Namespace, grpc: TritonTarget) -> ConnectionSecu
     security = ConnectionSecurity(
         tls, tuple(parse_header(text) for text in _header_texts(getattr(options, "header", None)))
     )
-    if tls.insecure and grpc.tls:
-        raise SpecError(
-            "--ssl-insecure works with https:// only (grpcio, the gRPC pre-flight, always verifies): give --ssl-ca"
-        )
     if tls != TlsFiles():
         security.context()  # raises SpecError for an unreadable or malformed file
     return security

@@ -123,6 +123,23 @@ def test_a_wrong_ca_is_one_preflight_error(triton, pki, https_proxy, grpcs_proxy
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_ssl_insecure_accepts_an_unknown_certificate_on_both_protocols(
+    triton, pki, https_proxy, grpcs_proxy, tmp_path, protocol
+):
+    """No CA given: without --ssl-insecure the certificate is refused (see above); with it the
+    run goes through, pre-flight and statistics included, on https:// and grpcs:// alike."""
+    if protocol == "http":
+        user, target = "TritonHttpUser", targets(triton, http=f"https://{https_proxy.address}")
+    else:
+        user, target = "TritonGrpcUser", targets(triton, grpc=f"grpcs://{grpcs_proxy.address}")
+    run = tls_run(triton, tmp_path / "run", user, target, ["--ssl-insecure", *HEADER_OPTION], ENV)
+    assert run.result.returncode == 0, run.result.stdout[-2000:] + run.result.stderr[-3000:]
+    (endpoint,) = run.summary["endpoints"]
+    assert endpoint["failures"] == 0 and endpoint["requests"] > 0
+    assert endpoint["requests"] == run.served()
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_mutual_tls_needs_the_client_certificate(triton, pki, tmp_path, protocol):
     upstream = triton.http_address if protocol == "http" else triton.grpc_address
     proxy = TlsProxy(upstream, pki, HEADER, mode=protocol, client_ca=pki.ca)
