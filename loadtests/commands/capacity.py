@@ -30,6 +30,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from loadtests.clients.control import TritonControl
 from loadtests.commands.args import (
     add_load_generator_arguments,
     add_stability_arguments,
@@ -42,11 +43,11 @@ from loadtests.commands.args import (
     subcommand,
 )
 from loadtests.commands.sweep import choose_user_classes
-from loadtests.errors import SpecError
+from loadtests.errors import ServerError, SpecError
 from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
 from loadtests.traffic.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
 from loadtests.traffic.capacity_levels import DEFAULT_START_RATE, parse_capacity_args
-from loadtests.traffic.capacity_search import DEFAULT_GROWTH, DEFAULT_PRECISION
+from loadtests.traffic.capacity_search import DEFAULT_GROWTH, DEFAULT_PRECISION, MIN_PROBE_USERS, probe_users
 from loadtests.traffic.stability import STABILITY_WINDOWS
 
 
@@ -72,9 +73,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument(
         "--probe-users",
         type=int,
-        default=DEFAULT_PROBE_USERS,
+        default=None,
         metavar="N",
-        help=f"closed-loop users of the saturation probe run first; 0: no probe (default {DEFAULT_PROBE_USERS})",
+        help="closed-loop users of the saturation probe run first; 0: no probe (default: from the model's "
+        f"configuration, 2 x max batch x instances with a dynamic batcher, at least {MIN_PROBE_USERS})",
     )
     search.add_argument(
         "--probe-time",
@@ -108,10 +110,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run_capacity, pass_through=True)
 
 
-# The saturation probe: closed-loop users, enough to saturate one or a few instances of a model
-# that batches a little (perf_analyzer's rule of thumb wants 2 x max batch x instances for peak
-# throughput: a larger deployment needs --probe-users).
-DEFAULT_PROBE_USERS = 16
+# The saturation probe: closed-loop users for a few seconds (users: probe_users, from the model's
+# configuration, perf_analyzer's rule of thumb of 2 x max batch x instances for peak throughput).
 DEFAULT_PROBE_S = 4.0
 # The search starts at this share of the probe's throughput (it meets an SLO somewhat below the
 # saturated throughput); the probe's throughput itself is the next level.
@@ -145,7 +145,7 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
         raise SpecError("--settle-windows and --workers must be >= 0")
     if args.max_in_flight is not None and args.max_in_flight < 1:
         raise SpecError("--max-in-flight must be at least 1")
-    if args.probe_users < 0 or not (math.isfinite(args.probe_time) and args.probe_time > 0):
+    if (args.probe_users or 0) < 0 or not (math.isfinite(args.probe_time) and args.probe_time > 0):
         raise SpecError("--probe-users must be >= 0 and --probe-time positive")
     if args.stop_below is not None and not (math.isfinite(args.stop_below) and args.stop_below > 0):
         raise SpecError(f"--stop-below must be a positive rate, got {args.stop_below:g}")
@@ -172,14 +172,30 @@ def capacity_command(args: argparse.Namespace, extra: list[str]) -> tuple[list[s
 
 def wants_probe(args: argparse.Namespace) -> bool:
     """A probe runs unless the user chose the start (--start-rate) or turned it off."""
-    return args.start_rate is None and args.probe_users > 0
+    return args.start_rate is None and args.probe_users != 0
 
 
-def probe_command(args: argparse.Namespace, extra: list[str], run_dir: Path) -> list[str]:
-    """The saturation probe's Locust command: --probe-users closed-loop users for --probe-time s."""
+def sized_probe_users(args: argparse.Namespace) -> int:
+    """--probe-users, or enough users to saturate the model as Triton configured it (for a mix,
+    or a configuration that cannot be read here, MIN_PROBE_USERS: the probe's pre-flight then
+    says what is wrong with the server)."""
+    if args.probe_users is not None:
+        return args.probe_users
+    model = load_target(args).model
+    if model is None:
+        return MIN_PROBE_USERS
+    try:
+        return probe_users(TritonControl(args.triton_http, timeout_s=5.0).model_config(model))
+    except ServerError as error:
+        print(f"capacity: {model}'s configuration not read ({error}): the probe uses {MIN_PROBE_USERS} users")
+        return MIN_PROBE_USERS
+
+
+def probe_command(args: argparse.Namespace, extra: list[str], run_dir: Path, users: int) -> list[str]:
+    """The saturation probe's Locust command: `users` closed-loop users for --probe-time s."""
     target = load_target(args)
     user_classes = choose_user_classes(target.user_class_model, args.protocol, args.user_class)
-    users = str(args.probe_users)
+    users = str(users)
     return locust_command(
         *user_classes,
         *target.options,
@@ -197,10 +213,10 @@ def probe_command(args: argparse.Namespace, extra: list[str], run_dir: Path) -> 
 def probe_rps(args: argparse.Namespace, extra: list[str], run_dir: Path) -> tuple[int, float | None]:
     """Run the probe: Locust's exit code and the requests/s it completed (None if it could not
     measure: the search then starts from the default rate)."""
-    print(f"capacity: saturation probe, {args.probe_users} closed-loop users for {args.probe_time:g} s", flush=True)
-    probe = subprocess.run(
-        probe_command(args, extra, run_dir), cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+    users = sized_probe_users(args)
+    print(f"capacity: saturation probe, {users} closed-loop users for {args.probe_time:g} s", flush=True)
+    command = probe_command(args, extra, run_dir, users)
+    probe = subprocess.run(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     code = probe.returncode
     if code == 2:  # the pre-flight refused the options: its one error line, not Locust's log
         print("\n".join(line for line in probe.stderr.splitlines() if line.startswith("error:")), file=sys.stderr)

@@ -35,7 +35,7 @@ from loadtests.commands.args import search_slo_clauses
 from loadtests.errors import SpecError, StartupError
 from loadtests.run_format.output_paths import directory_problem
 from loadtests.tuning import ranking
-from loadtests.tuning.measure import REPO_ROOT, Target, capacity_command, probe_users, rate_command, run_command
+from loadtests.tuning.measure import REPO_ROOT, Target, capacity_command, rate_command, run_command
 from loadtests.tuning.ranking import compare_variants
 from loadtests.tuning.repository_api import PbtxtError, RepositoryApi, RepositoryError, config_pbtxt, restore_original
 from loadtests.tuning.variants import AXES, Variant, build_variants, parse_axes
@@ -163,9 +163,8 @@ def measure_variant(
         return ranking.failed_result(variant, variant.config, f"load failed: {error}", None)
     (variant_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     capacity_dir = variant_dir / "capacity"
-    probe = [] if any(item.startswith("--probe-users") for item in target.forwarded) else ["--probe-users"]
-    sized = [*search, *probe, str(probe_users(config))] if probe else search
-    code = run_command(capacity_command(target, capacity_dir, sized))
+    # The capacity command sizes its probe from the variant's configuration, now loaded.
+    code = run_command(capacity_command(target, capacity_dir, search))
     if not (capacity_dir / "capacity.json").exists():
         if code == 2 and first:
             raise MeasurementRefused(

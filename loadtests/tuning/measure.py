@@ -33,20 +33,6 @@ class Target:
     forwarded: list[str] = field(default_factory=list)
 
 
-# The capacity command's own default (loadtests/commands/capacity.py DEFAULT_PROBE_USERS).
-PROBE_USERS = 16
-
-
-def probe_users(config: dict) -> int:
-    """Closed-loop users enough for a variant's saturation probe to saturate it: the probe's
-    throughput is the bound tune compares with the best capacity so far (--stop-below), and
-    a batching variant is only saturated with about 2 x max batch x instances requests in
-    flight (16 users left a one-instance batcher of 64 at 894 requests/s; its capacity was 2,349)."""
-    instances = sum(int(group.get("count", 1) or 1) for group in config.get("instance_group") or [{"count": 1}])
-    batch = int(config.get("max_batch_size") or 0) if "dynamic_batching" in config else 1
-    return max(PROBE_USERS, 2 * max(batch, 1) * instances)
-
-
 def capacity_command(target: Target, run_dir: Path, search: list[str]) -> list[str]:
     return [
         sys.executable,

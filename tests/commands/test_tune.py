@@ -23,7 +23,6 @@ from loadtests.errors import SpecError
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.serve import model_control_args
 from loadtests.tuning import ranking
-from loadtests.tuning.measure import probe_users
 from loadtests.tuning.repository_api import (
     RepositoryApi,
     RepositoryError,
@@ -391,16 +390,3 @@ def test_options_the_search_refuses_stop_tune_after_restoring(explicit_triton, t
     assert "--measurement-interval must be positive" in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("error: the capacity search refused its options")
     assert api.config(MODEL) == before
-
-
-def test_each_variant_is_probed_with_enough_users_to_saturate_it():
-    """The probe's throughput is the bound --stop-below compares with the best capacity, so it must
-    saturate the variant: about 2 x max batch x instances requests in flight for a batcher (16
-    users left one instance batching up to 64 at 894 requests/s, where its capacity was 2,349,
-    and a two-instance batcher was skipped as 'cannot beat the best')."""
-    no_batcher = {"max_batch_size": 64, "instance_group": [{"count": 2}]}
-    assert probe_users(no_batcher) == 16
-    batcher = {**no_batcher, "dynamic_batching": {}}
-    assert probe_users(batcher) == 2 * 64 * 2
-    assert probe_users({"max_batch_size": 4, "dynamic_batching": {}, "instance_group": [{"count": 1}]}) == 16
-    assert probe_users({"max_batch_size": 0, "instance_group": [{"count": 1}, {"count": 3}]}) == 16

@@ -121,6 +121,28 @@ def test_the_probe_starts_the_search_near_the_answer(triton, tmp_path):
     assert len(levels) <= 8, [(level["rate"], level["passed"], level["stopped_because"]) for level in levels]
 
 
+@pytest.mark.parametrize("model", ["identity", MODEL])
+def test_the_probe_is_sized_from_the_models_batcher(triton, tmp_path, model):
+    """Without --probe-users the probe saturates what Triton configured: 2 x max batch x
+    instances closed-loop users when the model batches dynamically (identity: 64, one
+    instance), at least 16. --stop-below ends the command after the probe."""
+    config = json.loads(
+        run_cli(["-c", f"import json; from loadtests.clients.control import TritonControl; "
+                       f"print(json.dumps(TritonControl('{triton.http_address}').model_config('{model}')))"]).stdout
+    )  # fmt: skip
+    instances = sum(group.get("count", 1) for group in config["instance_group"])
+    batch = config.get("max_batch_size", 0) if "dynamic_batching" in config else 1
+    expected = max(16, 2 * max(batch, 1) * instances)
+    run_dir = tmp_path / "capacity"
+    args = capacity_args(triton, run_dir, "--probe-time", "1", "--stop-below", "1e9")
+    args[args.index("--model") + 1] = model
+    result = run_cli(args, timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"saturation probe, {expected} closed-loop users" in result.stdout, result.stdout
+    probe = json.loads((run_dir / "probe" / "config.json").read_text())
+    assert probe["options"]["num_users"] == expected
+
+
 def test_bad_input_is_refused_before_any_load(triton, tmp_path):
     before = model_stats(triton.http_address, MODEL)
     cases = (

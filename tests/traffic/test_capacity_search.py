@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadtests.run_format.slo import parse_slo
-from loadtests.traffic.capacity_search import CapacitySearch, clearly_failing
+from loadtests.traffic.capacity_search import CapacitySearch, clearly_failing, probe_users
 from tests.helpers import request_outcome
 
 
@@ -252,3 +252,17 @@ def test_wilson_bounds_hold_a_ratio():
     low, high = wilson_bounds(5, 1000)
     assert low < 0.005 < high and high < 0.012
     assert wilson_bounds(0, 0) == (0.0, 1.0)
+
+
+def test_the_probe_has_enough_users_to_saturate_a_batcher():
+    """The probe's throughput is the bound --stop-below compares with the best capacity, so it
+    must saturate the model (a tune variant, or a capacity run's model): about 2 x max batch x
+    instances requests in flight for a batcher (16 users left one instance batching up to 64
+    at 894 requests/s, where its capacity was 2,349, and a two-instance batcher was skipped as
+    'cannot beat the best')."""
+    no_batcher = {"max_batch_size": 64, "instance_group": [{"count": 2}]}
+    assert probe_users(no_batcher) == 16
+    batcher = {**no_batcher, "dynamic_batching": {}}
+    assert probe_users(batcher) == 2 * 64 * 2
+    assert probe_users({"max_batch_size": 4, "dynamic_batching": {}, "instance_group": [{"count": 1}]}) == 16
+    assert probe_users({"max_batch_size": 0, "instance_group": [{"count": 1}, {"count": 3}]}) == 16
