@@ -32,8 +32,11 @@ test-tools:
 	bash tests/install_browser.sh
 
 # Every test runs: a test that would skip for a missing tool fails instead (tests/conftest.py).
+# The suite mostly waits (fixed-length runs, sleeping models), so its files are dealt to
+# TEST_SHARDS pytest processes side by side, each with its own Triton (tests/shards.py).
+TEST_SHARDS ?= 3
 test: setup test-tools
-	TRITON_LOADTEST_REQUIRE_ALL=1 $(PY) -m pytest
+	TRITON_LOADTEST_REQUIRE_ALL=1 $(PY) -m tests.shards --shards $(TEST_SHARDS)
 
 # The fast loop (about a minute): lint, then every test that needs no Triton, browser or k8s tool
 # (tests/conftest.py marks those by the fixtures they use).

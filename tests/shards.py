@@ -1,0 +1,206 @@
+"""`make test` in several pytest processes at once: `python -m tests.shards [--shards N] [pytest args]`.
+
+Most of this suite waits rather than computes: Locust runs of a fixed length, models that
+sleep, capacity levels of whole windows, Triton starting. One pytest process leaves a core
+idle most of the time, so the test files are dealt to N processes ("shards"), each with its
+own session Triton on its own free ports and its own temporary directory, and the shards run
+side by side.
+
+Files are dealt longest first to the shard with the least work so far, by each file's
+measured time in `tests/durations.json` (a file missing there counts as the median file).
+`--update-durations` rewrites that file from this run's JUnit XML: do it after adding slow
+tests, on a quiet machine.
+
+Each shard's full output goes to `.pytest_shards/<this process id>/shard-K.log` (the
+directories of runs no longer running are removed at the next start). This prints one line per shard
+as it ends, the failures of any shard that failed, the slowest tests over all shards, and
+exits with the first non-zero pytest exit code (0 when every shard passed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DURATIONS = REPO_ROOT / "tests" / "durations.json"
+OUTPUT = REPO_ROOT / ".pytest_shards"
+SLOWEST = 30
+PROGRESS_EVERY_S = 60.0
+
+
+def test_files(under: list[str]) -> list[str]:
+    """Every test file (below the given paths, if any), relative to the repository."""
+    roots = [(REPO_ROOT / path).resolve() for path in under] or [REPO_ROOT / "tests"]
+    found = set()
+    for root in roots:
+        found.update([root] if root.is_file() else root.rglob("test_*.py"))
+    return sorted(str(path.relative_to(REPO_ROOT)) for path in found)
+
+
+def deal(files: list[str], durations: dict[str, float], shards: int) -> list[list[str]]:
+    """Longest file first, each to the shard with the least work so far (ties: fewer files).
+
+    >>> deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2)
+    [['a', 'd'], ['b', 'c']]
+    """
+    known = [durations[name] for name in files if name in durations]
+    default = statistics.median(known) if known else 1.0
+    load = [0.0] * shards
+    dealt: list[list[str]] = [[] for _ in range(shards)]
+    for name in sorted(files, key=lambda name: (-durations.get(name, default), name)):
+        lightest = min(range(shards), key=lambda index: (load[index], len(dealt[index]), index))
+        dealt[lightest].append(name)
+        load[lightest] += durations.get(name, default)
+    return [sorted(names) for names in dealt if names]
+
+
+def output_directory() -> Path:
+    """This run's own directory (runs side by side must not share logs); finished runs' go."""
+    for old in OUTPUT.glob("*") if OUTPUT.is_dir() else ():
+        if old.is_dir() and old.name.isdigit() and not Path(f"/proc/{old.name}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    directory = OUTPUT / str(os.getpid())
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def start_shard(output: Path, index: int, files: list[str], pytest_args: list[str]) -> tuple[subprocess.Popen, Path]:
+    log = output / f"shard-{index}.log"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *files,
+        *pytest_args,
+        "-p",
+        "no:cacheprovider",
+        "--durations=0",
+        f"--junitxml={output / f'shard-{index}.xml'}",
+        f"--basetemp={output / f'tmp-{index}'}",
+    ]
+    with open(log, "w") as output:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT)
+    return process, log
+
+
+def last_line(log: Path) -> str:
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip("= ") if lines else "(no output)"
+
+
+def failures_section(log: Path) -> str:
+    """The shard's output from its first FAILURES/ERRORS header on (or its last 60 lines)."""
+    lines = log.read_text(errors="replace").splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("=") and (" FAILURES " in line or " ERRORS " in line):
+            return "\n".join(lines[index:])
+    return "\n".join(lines[-60:])
+
+
+def progress(log: Path) -> str:
+    """The shard's last pytest progress mark ('[ 45%]'), or '-' before its first."""
+    with open(log, "rb") as file:
+        file.seek(max(0, log.stat().st_size - 4096))
+        marks = re.findall(rb"\[ *(\d+)%\]", file.read())
+    return f"{int(marks[-1])}%" if marks else "-"
+
+
+def wait_all(running: dict[int, tuple[subprocess.Popen, Path]], started: float) -> dict[int, int]:
+    """Wait for every shard; print each as it ends, and the progress of all every minute.
+    Ctrl-C stops them all."""
+    codes: dict[int, int] = {}
+    next_report = started + PROGRESS_EVERY_S
+    try:
+        while len(codes) < len(running):
+            if time.monotonic() >= next_report:
+                next_report += PROGRESS_EVERY_S
+                marks = ", ".join(f"shard {index} {progress(log)}" for index, (_, log) in running.items())
+                print(f"after {time.monotonic() - started:.0f} s: {marks}", flush=True)
+            for index, (process, log) in running.items():
+                if index in codes or process.poll() is None:
+                    continue
+                codes[index] = process.returncode
+                print(f"shard {index} ended after {time.monotonic() - started:.0f} s: {last_line(log)}", flush=True)
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        for process, _ in running.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        for process, _ in running.values():
+            process.wait()
+        raise
+    return codes
+
+
+def file_of(classname: str) -> str:
+    """'tests.run.test_x.TestClass' -> 'tests/run/test_x.py' (the longest prefix that is a file)."""
+    parts = classname.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = "/".join(parts[:end]) + ".py"
+        if (REPO_ROOT / candidate).is_file():
+            return candidate
+    return classname
+
+
+def timings(output: Path, shards: list[int]) -> tuple[list[tuple[float, str]], dict[str, float]]:
+    """Every test's time (setup + call + teardown, as JUnit counts it) and each file's total."""
+    tests: list[tuple[float, str]] = []
+    files: dict[str, float] = {}
+    for index in shards:
+        path = output / f"shard-{index}.xml"
+        if not path.is_file():
+            continue
+        for case in ElementTree.parse(path).getroot().iter("testcase"):
+            seconds = float(case.get("time") or 0.0)
+            key = file_of(case.get("classname", ""))
+            tests.append((seconds, f"{key}::{case.get('name')}"))
+            files[key] = files.get(key, 0.0) + seconds
+    return sorted(tests, reverse=True), files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--shards", type=int, default=int(os.environ.get("TEST_SHARDS", "2")))
+    parser.add_argument("--update-durations", action="store_true", help="rewrite tests/durations.json")
+    options, rest = parser.parse_known_args(argv)
+    if options.shards < 1:
+        parser.error("--shards must be at least 1")
+    paths = [item for item in rest if not item.startswith("-") and (REPO_ROOT / item).exists()]
+    pytest_args = [item for item in rest if item not in paths]
+    durations = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    output = output_directory()
+    dealt = deal(test_files(paths), durations, options.shards)
+    started = time.monotonic()
+    running = {}
+    for index, files in enumerate(dealt):
+        running[index] = start_shard(output, index, files, pytest_args)
+        estimate = sum(durations.get(name, 0.0) for name in files)
+        print(f"shard {index}: {len(files)} files (about {estimate:.0f} s), log {running[index][1]}", flush=True)
+    codes = wait_all(running, started)
+    for index, code in sorted(codes.items()):
+        if code != 0:
+            print(f"\n===== shard {index} (exit {code}) =====\n{failures_section(running[index][1])}")
+    tests, files = timings(output, sorted(codes))
+    print(f"\n===== slowest {SLOWEST} tests =====")
+    for seconds, name in tests[:SLOWEST]:
+        print(f"{seconds:8.2f}s {name}")
+    print(f"\n{len(tests)} tests in {len(codes)} shards, {time.monotonic() - started:.0f} s wall")
+    if options.update_durations and all(code == 0 for code in codes.values()):
+        DURATIONS.write_text(json.dumps({name: round(files[name], 1) for name in sorted(files)}, indent=1) + "\n")
+        print(f"wrote {DURATIONS.relative_to(REPO_ROOT)}")
+    return next((code for _, code in sorted(codes.items()) if code != 0), 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
