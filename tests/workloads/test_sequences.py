@@ -106,8 +106,16 @@ def check_report_sections(run_dir, endpoints: dict[str, dict], tmp_path) -> None
         assert f"plain: {name}" not in compared.split("## Sequences")[1].split("##")[0]
 
 
-def _sender(client, endpoint, ids: SequenceIds, seed: int) -> SequenceSender:
-    return SequenceSender(client, endpoint, ids, BatchSizeSpec.parse("6"), random.Random(seed), lambda: False)
+def _sender(client, endpoint, ids: SequenceIds, seed: int, stopping=lambda: False) -> SequenceSender:
+    return SequenceSender(client, endpoint, ids, BatchSizeSpec.parse("6"), random.Random(seed), stopping)
+
+
+def _yield_then_go_on() -> bool:
+    """A sender's "stopping?" check before each step that lets the other greenlet take a step:
+    on a busy host Triton's answer is often in the socket before the client reads, the read
+    does not yield, and one generator ran all its sequences before the other began."""
+    gevent.sleep(0)
+    return False
 
 
 def test_two_generators_sharing_ids_fail_the_state_check(triton):
@@ -125,7 +133,8 @@ def test_two_generators_sharing_ids_fail_the_state_check(triton):
         endpoint = prepare_endpoint(SEQUENCE, clients[0], MODEL, settings)
         # Both use worker 0, slot 0: what two single-process generators would do without coordination.
         senders = [
-            _sender(client, endpoint, SequenceIds(IdLayout(), 0, 0), seed) for seed, client in enumerate(clients)
+            _sender(client, endpoint, SequenceIds(IdLayout(), 0, 0), seed, _yield_then_go_on)
+            for seed, client in enumerate(clients)
         ]
         gevent.joinall([gevent.spawn(lambda s=s: [s.run_one() for _ in range(5)]) for s in senders], raise_error=True)
     finally:
