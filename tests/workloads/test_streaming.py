@@ -4,9 +4,13 @@ Triton's statistics of the model."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import tritonclient.http as httpclient
 
+from analysis.compare import write_comparison
+from analysis.report import write_report
 from tests.helpers import run_against_triton
 
 # HdrHistogram with 3 significant digits: a recorded value is within 0.1 % of the true one.
@@ -84,6 +88,28 @@ def test_timings_recovered_and_merged_over_worker_processes(triton, tmp_path):
     assert endpoint["requests"] == endpoint["stream"]["requests"] == run.served()
     _assert_timetable_recovered(endpoint["stream"], params)
     assert summary["overall"]["stream"]["first_response_us"] == endpoint["stream"]["first_response_us"]
+    _assert_report_and_comparison_show(run.run_dir, endpoint, tmp_path)
+
+
+def _assert_report_and_comparison_show(run_dir, endpoint: dict, tmp_path) -> None:
+    """The report's and a comparison's Streaming section: this endpoint's row, from summary.json."""
+    other = tmp_path / "other"
+    shutil.copytree(run_dir, other)
+    write_report(run_dir)
+    write_comparison([run_dir, other], ["one", "two"], tmp_path / "compare")
+    stream = endpoint["stream"]
+    first, gap = stream["first_response_us"], stream["gap_us"]
+    cells = [
+        str(stream["requests"]),
+        f"{stream['responses_per_request']['mean']:.2f}",
+        str(stream["requests_without_response"]),
+        f"{stream['responses_per_s']:.1f}",
+        *(f"{value / 1e3:.3f}" for value in (first["p50"], first["p99"], gap["p50"], gap["p99"])),
+    ]
+    row = " | ".join(cells)
+    assert f"| {endpoint['name']} | {row} |" in (run_dir / "report.md").read_text()
+    compared = (tmp_path / "compare" / "compare.md").read_text()
+    assert "## Streaming" in compared and f"| two: {endpoint['name']} | {row} |" in compared
 
 
 def test_open_loop_times_the_stream_from_the_intended_send(triton, tmp_path):
