@@ -107,7 +107,7 @@ class GrpcStreamClient(GrpcClient):
             responses.read(timed_messages(chunks), request.wire.request_id, validate, self, request)
         except CallFailure as error:
             responses.failure = _failure(error)
-        failure = responses.failure or self._ended(responses, broken, end - start)
+        failure = responses.failure or self._ended(responses, broken, start)
         if failure is not None:
             if failure.failure_class.backs_off:
                 self._chooser.failed(replica)
@@ -117,11 +117,13 @@ class GrpcStreamClient(GrpcClient):
         self._report(request, start, responses.final_ns, intended_ns, responses.length, None, timings)
         return None
 
-    def _ended(self, responses: _Responses, broken: CallFailure | None, elapsed_ns: int) -> RequestFailure | None:
+    def _ended(self, responses: _Responses, broken: CallFailure | None, start_ns: int) -> RequestFailure | None:
         """The failure of a stream whose messages were all well-formed, if it had one."""
         if responses.final_ns is not None:
-            if responses.final_ns - responses.origin_ns > self._timeout_ns:
-                return RequestFailure(TIMEOUT.name, f"final response after {elapsed_ns / 1e6:.1f} ms")
+            # The deadline runs from the actual send, as for a unary request (clients/base.py).
+            if responses.final_ns - start_ns > self._timeout_ns:
+                elapsed_ms = (responses.final_ns - start_ns) / 1e6
+                return RequestFailure(TIMEOUT.name, f"final response after {elapsed_ms:.1f} ms")
             return None
         if broken is None:
             return RequestFailure(BAD_RESPONSE.name, "the stream ended without the final response")

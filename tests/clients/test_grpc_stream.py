@@ -12,6 +12,7 @@ from locust.event import EventHook
 
 from loadtests.clients import Connections
 from loadtests.clients.base import PreparedRequest
+from loadtests.clients.grpc_frames import MESSAGE_PREFIX, CallFailure, TimedChunks, timed_messages
 from loadtests.clients.grpc_stream import GrpcStreamClient
 from loadtests.config.model_spec import ModelSpec
 from tests.helpers import grpc_target
@@ -107,3 +108,29 @@ def test_the_deadline_bounds_the_whole_stream(triton):
         # Triton enforces the same deadline (grpc-timeout, whole milliseconds) and may answer
         # DEADLINE_EXCEEDED up to a millisecond before the client's own timer (seen: 34.4 ms of 35).
         assert (timeout_s * 1e3 - 1) * 1e3 <= outcome.latency_us < final_ms * 1e3  # not held to the final response
+
+
+def test_messages_are_timed_by_the_frame_that_completes_them():
+    """No server: DATA payloads as the hub appends them, a message split over frames and two in one."""
+    framed = [MESSAGE_PREFIX.pack(0, len(body)) + body for body in (b"first", b"second", b"third")]
+    stream = framed[0] + framed[1] + framed[2]
+    cuts = [3, len(framed[0]) + 4, len(stream)]  # message 1 ends in frame 2; messages 2 and 3 in frame 3
+    chunks = TimedChunks()
+    for begin, end in zip([0, *cuts], cuts, strict=False):
+        chunks.append(stream[begin:end])
+    assert chunks.times == sorted(chunks.times) and len(chunks.times) == 3
+    assert timed_messages(chunks) == [
+        (b"first", chunks.times[1]),
+        (b"second", chunks.times[2]),
+        (b"third", chunks.times[2]),
+    ]
+    short = TimedChunks()
+    short.append(framed[0][:-1])
+    with pytest.raises(CallFailure) as cut:
+        timed_messages(short)
+    assert cut.value.kind == "protocol" and "cut short" in cut.value.detail
+    compressed = TimedChunks()
+    compressed.append(MESSAGE_PREFIX.pack(1, 1) + b"x")
+    with pytest.raises(CallFailure) as packed:
+        timed_messages(compressed)
+    assert "compressed" in packed.value.detail
