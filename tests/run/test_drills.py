@@ -568,7 +568,10 @@ def test_triton_killed_under_streamed_requests(tmp_path):
     (endpoint,) = assert_complete(run_dir)["endpoints"]
     failures = endpoint["failures_by_class"]
     assert failures.get("stream broken: connection reset", 0) == USERS, failures
-    assert set(failures) <= {"stream broken: connection reset", "connection refused", "connection reset"}, failures
+    # After the kill: reconnections refused, or (a killed process's socket still closing on a busy
+    # host, seen under `make check`) a connection that never answers, cut by the run's stop.
+    after_kill = {"connection refused", "connection reset", "interrupted"}
+    assert set(failures) <= {"stream broken: connection reset", *after_kill}, failures
     successes = endpoint["requests"] - endpoint["failures"]
     assert endpoint["stream"]["requests"] == successes > 0
     # Nothing lost: Triton counts a decoupled request when the model's execute() returns (at its
