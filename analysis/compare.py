@@ -23,6 +23,7 @@ from analysis.levels import PERCENTILE_KEYS
 from analysis.resources import resource_findings
 from analysis.sequences import sequence_section, sequence_table
 from analysis.series import Series, match, series_of, who
+from analysis.streams import stream_section, stream_table
 from analysis.verdicts import figure_verdicts, first_screen, level_verdicts
 
 RUNS_ROOT = Path("runs")
@@ -227,6 +228,7 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
         )
         doc.table(*server_table)
     _sequence_section(doc, datasets, labels)
+    stream_section(doc, _labelled_rows(stream_table, datasets, labels))
     for index, group in enumerate(groups, 1):
         _group_section(doc, index, group, datasets[0])
     return doc.write(Path(out_dir), "compare")
@@ -283,13 +285,12 @@ def _first_screen(base: Series, other: Series) -> list[str]:
 
 def _sequence_section(doc: Document, datasets: list[Dataset], labels: list[str]) -> None:
     """Runs with sequence users: each run's sequence endpoints, labelled (no section without any)."""
-    rows = [
-        row
-        for data, label in zip(datasets, labels, strict=True)
-        if data.run
-        for row in sequence_table(data.run, label)[1]
-    ]
-    sequence_section(doc, rows)
+    sequence_section(doc, _labelled_rows(sequence_table, datasets, labels))
+
+
+def _labelled_rows(table, datasets: list[Dataset], labels: list[str]) -> list[list[str]]:
+    """A per-endpoint table's rows (sequences, streams) of every run, each labelled with its run's label."""
+    return [row for data, label in zip(datasets, labels, strict=True) if data.run for row in table(data.run, label)[1]]
 
 
 def server_comparison(datasets: list[Dataset], labels: list[str]) -> tuple[list[str], list[list[str]]] | None:

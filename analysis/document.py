@@ -100,6 +100,13 @@ class Document:
             f"<details><summary>All {len(headers)} columns</summary>\n{_html_table(headers, rows, True)}\n</details>"
         )
 
+    def noted_table(self, title: str, note: str, headers: list[str], rows: list[list[str]]) -> None:
+        """A section of one table under a heading and a note; nothing without rows."""
+        if rows:
+            self.heading(title)
+            self.paragraph(note, True)
+            self.table(headers, rows)
+
     def image(self, filename: str, png: bytes, alt: str) -> None:
         self.images[filename] = png
         self._md += [f"![{alt}]({filename})", ""]

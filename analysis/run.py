@@ -59,6 +59,8 @@ class EndpointSummary:
     replicas: dict[str, dict] = field(default_factory=dict)
     # Sequence users only: {"started", "completed", "failed", "ended_early"} ({} otherwise).
     sequences: dict[str, int] = field(default_factory=dict)
+    # A streamed endpoint (a decoupled model over gRPC): summary.json's `stream` object ({} otherwise).
+    stream: dict = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -85,6 +87,7 @@ class EndpointSummary:
             requested_batch_sizes={str(k): int(v) for k, v in (entry.get("requested_batch_sizes") or {}).items()},
             replicas=dict(entry.get("replicas") or {}),
             sequences={key: int(entry[f"sequences_{key}"]) for key in SEQUENCE_COUNTS if f"sequences_{key}" in entry},
+            stream=dict(entry.get("stream") or {}),
         )
 
 

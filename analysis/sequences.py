@@ -50,7 +50,4 @@ SEQUENCE_NOTE = (
 
 def sequence_section(doc: Document, rows: list[list[str]]) -> None:
     """The section itself, for a report (one run) and a comparison (labelled rows); none without rows."""
-    if rows:
-        doc.heading("Sequences")
-        doc.paragraph(SEQUENCE_NOTE, True)
-        doc.table(SEQUENCE_HEADERS, rows)
+    doc.noted_table("Sequences", SEQUENCE_NOTE, SEQUENCE_HEADERS, rows)

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from loadtests.config.settings import Settings
 
 PROTOCOLS = ("http", "grpc")
+# open_client's name for a gRPC client that streams each request (a decoupled model's endpoint,
+# grpc_stream.py); it reports as "grpc".
+GRPC_STREAM = "grpc-stream"
 
 
 def open_client(protocol: str, settings: Settings, request_event, connections: Connections) -> TritonClient:
@@ -31,10 +34,11 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
             balance=settings.balance,
             security=settings.security,
         )
-    if protocol == "grpc":
+    if protocol in ("grpc", GRPC_STREAM):
         from loadtests.clients.grpc import GrpcClient
+        from loadtests.clients.grpc_stream import GrpcStreamClient
 
-        return GrpcClient(
+        return (GrpcStreamClient if protocol == GRPC_STREAM else GrpcClient)(
             settings.triton_grpc,
             settings.request_timeout_s,
             request_event,
@@ -46,4 +50,12 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
     raise ValueError(f"unknown protocol {protocol!r}")
 
 
-__all__ = ["PROTOCOLS", "Connections", "PreparedRequest", "RequestFailure", "TritonClient", "open_client"]
+__all__ = [
+    "GRPC_STREAM",
+    "PROTOCOLS",
+    "Connections",
+    "PreparedRequest",
+    "RequestFailure",
+    "TritonClient",
+    "open_client",
+]

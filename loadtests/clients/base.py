@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from loadtests.clients.failures import INTERRUPTED, TIMEOUT, RequestFailure
-from loadtests.clients.outcome import RequestOutcome
+from loadtests.clients.outcome import RequestOutcome, StreamTimings
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 
@@ -223,6 +223,7 @@ class TritonClient(ABC):
         intended_ns: int | None,
         length: int,
         exception: RequestFailure | None,
+        stream: StreamTimings | None = None,
     ) -> None:
         failure = None
         if exception is not None:
@@ -255,6 +256,7 @@ class TritonClient(ABC):
                 started,
                 ended,
                 self.replica,
+                stream,
             ),
         )
         # The outcome is the event's context: the recording takes it whole (run/requests.py).

@@ -28,6 +28,8 @@ name ("timeout", "connection refused"). The server's full message goes in the fa
     connection reset            the connection closed or broke under the request            yes
     connection error            any other socket error                                      yes
     bad response                a response the protocol does not allow                      no
+    stream broken               a streamed request's connection broke or was reset after    yes
+                                its first response (the server had the request)
     interrupted                 the run stopped while the request was in flight             no
     validation: <what>          the response arrived but is wrong (--validate-responses)    no
 
@@ -35,6 +37,11 @@ name ("timeout", "connection refused"). The server's full message goes in the fa
 any other outcome) and the replica is set aside for a moment (replicas.py): a server that is not
 there or is going away is measured, not hammered. Overload is never backed off: it is what a
 capacity search or a spike is looking for, and both protocols must meet it at the same rate.
+
+A streamed request (a decoupled model, clients/grpc_stream.py) can also fail inside its stream:
+Triton sends a response carrying `error_message` instead of closing the call with a status. It
+is classed by its message like any answer, with the code "gRPC stream error" (before any
+response) or "gRPC stream error after responses" (the model failed mid-stream).
 
 Triton answers a full queue before counting the request (its statistics and
 `nv_inference_request_failure` do not count "queue full"), but counts a queue timeout as a
@@ -75,6 +82,7 @@ CONNECTION_REFUSED = FailureClass("connection refused", backs_off=True, sent=Fal
 CONNECTION_RESET = FailureClass("connection reset", backs_off=True, sent=False, counted_by_triton=False)
 CONNECTION_ERROR = FailureClass("connection error", backs_off=True, sent=False, counted_by_triton=False)
 BAD_RESPONSE = FailureClass("bad response", backs_off=False)
+STREAM_BROKEN = FailureClass("stream broken", backs_off=True)
 INTERRUPTED = FailureClass("interrupted", backs_off=False)
 VALIDATION = FailureClass("validation", backs_off=False)
 SEQUENCE_STATE = FailureClass("sequence state", backs_off=False)
@@ -96,6 +104,7 @@ CLASSES = MappingProxyType(
             CONNECTION_RESET,
             CONNECTION_ERROR,
             BAD_RESPONSE,
+            STREAM_BROKEN,
             INTERRUPTED,
             VALIDATION,
             SEQUENCE_STATE,
@@ -227,6 +236,18 @@ def grpc_failure(status: str, message: str) -> RequestFailure:
     elif status == "NOT_FOUND" and UNKNOWN_MODEL_MESSAGE in message.lower():
         failure_class = SERVER_STOPPING
     return _server_answer(failure_class, f"gRPC {status}", message)
+
+
+def stream_error(message: str, responses: int) -> RequestFailure:
+    """An `error_message` inside a streamed request's stream, after `responses` responses.
+
+    Example: stream_error("failed after 1 responses", 1).name == "server error: gRPC stream error after responses"
+    """
+    failure_class = _overload(message) or SERVER_ERROR
+    if UNKNOWN_MODEL_MESSAGE in message.lower():
+        failure_class = SERVER_STOPPING
+    code = "gRPC stream error after responses" if responses else "gRPC stream error"
+    return _server_answer(failure_class, code, message)
 
 
 def connection_failure(error: OSError) -> RequestFailure:

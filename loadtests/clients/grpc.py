@@ -28,7 +28,15 @@ from loadtests.clients.base import CONTROL_TIMEOUT_S, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
 from loadtests.clients.control_grpc import TritonGrpcControl
 from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, grpc_failure
-from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
+from loadtests.clients.grpc_frames import (
+    GRPC_STATUS_NAMES,
+    MESSAGE_PREFIX,
+    CallFailure,
+    PreparedCall,
+    PreparedStreamCall,
+    prepare_call,
+    request_header_block,
+)
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.replicas import ROUND_ROBIN
 from loadtests.config.addresses import TritonTarget
@@ -37,6 +45,10 @@ from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
 
 MODEL_INFER_METHOD = "/inference.GRPCInferenceService/ModelInfer"
+MODEL_STREAM_INFER_METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
+# A streamed request asks for its final response even when it is empty (the model sent only the
+# flag), so its end is always seen; every response carries the request's id.
+EMPTY_FINAL_RESPONSE = "triton_enable_empty_final_response"
 # perf_analyzer's gRPC client shares one channel (one TCP connection) between up to 6 of its
 # concurrent contexts (TRITON_CLIENT_GRPC_CHANNEL_MAX_SHARE_COUNT in tritonclient's C++ library).
 DEFAULT_USERS_PER_CONNECTION = 6
@@ -86,6 +98,7 @@ class GrpcClient(TritonClient):
         self.users_per_connection = users_per_connection
         # This user's slot in the pool of each replica it has sent to.
         self._slots: dict[str, tuple[ConnectionPool, int]] = {}
+        self._stream_ids = 0  # the ids of the streamed requests it prepared
 
     # -- control plane ----------------------------------------------------------------
     @property
@@ -157,7 +170,20 @@ class GrpcClient(TritonClient):
             request.raw_input_contents.append(_tensor_bytes(array))
         for output in model.outputs:
             request.outputs.add().name = output.name
+        if model.decoupled:
+            return self._stream_call(request, endpoint)
         return self._call(request.SerializeToString())
+
+    def _stream_call(self, request: service_pb2.ModelInferRequest, endpoint: str) -> PreparedStreamCall:
+        """A decoupled model's request, for GrpcStreamClient (grpc_stream.py)."""
+        self._stream_ids += 1
+        request.id = f"{endpoint}#{self._stream_ids}"
+        request.parameters[EMPTY_FINAL_RESPONSE].bool_param = True
+        message = request.SerializeToString()
+        block = request_header_block(
+            self.address, MODEL_STREAM_INFER_METHOD, self.timeout_s, self.security.headers, self._tls
+        )
+        return PreparedStreamCall(block, MESSAGE_PREFIX.pack(0, len(message)) + message, request.id)
 
     def _call(self, message: bytes) -> PreparedCall:
         return prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s, self.security.headers, self._tls)

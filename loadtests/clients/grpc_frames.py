@@ -24,6 +24,7 @@ What it handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
 from __future__ import annotations
 
 import struct
+import time
 import zlib
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -191,6 +192,14 @@ class PreparedCall:
         return len(self.body) - 5
 
 
+@dataclass(frozen=True)
+class PreparedStreamCall(PreparedCall):
+    """A streamed request's call (ModelStreamInfer, clients/grpc_stream.py): also the request
+    id every response of it carries."""
+
+    request_id: str = ""
+
+
 def prepare_call(
     authority: str,
     path: str,
@@ -219,6 +228,49 @@ class StreamState:
 
 
 TIMED_OUT = object()  # what a call's timer hands its waiter
+NO_MESSAGE = "grpc-status 0 without a message"  # a unary call's failure; a stream's zero responses
+
+
+class TimedChunks(list):
+    """A streaming call's DATA payloads (`StreamState.chunks`), each with the perf_counter_ns
+    it arrived at: taken in the hub as the frame is read, before any greenlet runs. A unary
+    call keeps a plain list, so its frames cost nothing more."""
+
+    __slots__ = ("times",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[int] = []
+
+    def append(self, payload: bytes) -> None:
+        list.append(self, payload)
+        self.times.append(time.perf_counter_ns())
+
+
+def timed_messages(chunks: TimedChunks) -> list[tuple[bytes, int]]:
+    """A stream's gRPC messages in order, each with the arrival time of the DATA frame that
+    completed it. Raises CallFailure("protocol") for a message cut short or compressed (the
+    suite never asks for compression)."""
+    data = b"".join(chunks)
+    ends, total = [], 0
+    for chunk in chunks:
+        total += len(chunk)
+        ends.append(total)
+    messages, offset, index = [], 0, 0
+    while offset < len(data):
+        if len(data) - offset < 5:
+            raise CallFailure("protocol", "a stream message cut short in its length prefix")
+        compressed, length = MESSAGE_PREFIX.unpack_from(data, offset)
+        end = offset + 5 + length
+        if end > len(data):
+            raise CallFailure("protocol", "a stream message cut short")
+        if compressed:
+            raise CallFailure("protocol", "a compressed stream message (none was asked for)")
+        while ends[index] < end:
+            index += 1
+        messages.append((data[offset + 5 : end], chunks.times[index]))
+        offset = end
+    return messages
 
 
 class HeaderDecoder:
@@ -260,7 +312,7 @@ def call_outcome(trailers: list[tuple[str, str]], chunks: list[bytes], headers=N
         return CallFailure("protocol", "the call ended without grpc-status")
     body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if len(body) < 5:
-        return CallFailure("protocol", "grpc-status 0 without a message")
+        return CallFailure("protocol", NO_MESSAGE)
     message = body[5 : 5 + U32.unpack_from(body, 1)[0]]
     return decompress(message, headers or ()) if body[0] else message
 

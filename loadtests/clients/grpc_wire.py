@@ -313,8 +313,10 @@ class Connection(FrameReceiver):
         headers = frame_header(len(block), HEADERS, END_HEADERS, stream_id) + block
         return headers if body is None else headers + frame_header(len(body), DATA, END_STREAM, stream_id) + body
 
-    def unary(self, call: PreparedCall, timeout_s: float | None) -> bytes:
-        """Send one call and wait for its message, all within `timeout_s`; raises CallFailure."""
+    def unary(self, call: PreparedCall, timeout_s: float | None, chunks: list | None = None) -> bytes:
+        """Send one call and wait for its message, all within `timeout_s`; raises CallFailure.
+        A streaming call passes its own `chunks` (grpc_frames.TimedChunks): every message the
+        server sent, timed as it arrived, is there when this returns or raises."""
         if self._dead is not None:
             raise self._dead
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -322,6 +324,8 @@ class Connection(FrameReceiver):
             self._wait_for_stream(deadline)
         waiter = Waiter(self._hub)
         stream = StreamState(waiter)
+        if chunks is not None:
+            stream.chunks = chunks
         timer = None
         try:
             try:

@@ -19,6 +19,19 @@ from __future__ import annotations
 from typing import NamedTuple
 
 
+class StreamTimings(NamedTuple):
+    """A streamed request's responses (a decoupled model over gRPC, clients/grpc_stream.py),
+    on the same clock as its latency: from the intended send in open loop, else from the send.
+
+    StreamTimings(first_us=10_250.0, gaps_us=(20_010.0, 19_990.0), final_us=50_400.0, responses=3)
+    """
+
+    first_us: float | None  # to the first response with outputs (None: the request had none)
+    gaps_us: tuple[float, ...]  # between consecutive responses with outputs
+    final_us: float  # to the response flagged final (triton_final_response)
+    responses: int  # responses with outputs (the empty final one not counted)
+
+
 class RequestOutcome(NamedTuple):
     """How one request ended, as the recording counts it."""
 
@@ -36,3 +49,4 @@ class RequestOutcome(NamedTuple):
     sequence_started: bool = False  # sequence users: this request started a sequence
     sequence_outcome: str | None = None  # and how its sequence ended, on its last request
     replica: str | None = None  # the replica's HOST:PORT (several Triton replicas)
+    stream: StreamTimings | None = None  # a streamed request's responses (decoupled models)

@@ -80,6 +80,9 @@ class ModelSpec:
     sequence_batching: bool = False
     # The data_type of its CORRID control ("TYPE_UINT64", "TYPE_STRING", ...), if it has one.
     correlation_id_type: str | None = None
+    # `model_transaction_policy { decoupled: true }`: any number of responses per request,
+    # served over gRPC streaming only (the gRPC users stream it, clients/grpc_stream.py).
+    decoupled: bool = False
 
     @property
     def batches(self) -> bool:
@@ -122,6 +125,7 @@ class ModelSpec:
             max_sequence_length=_int_parameter(config, MAX_SEQUENCE_LENGTH),
             sequence_batching=bool(config.get("sequence_batching")),
             correlation_id_type=_correlation_id_type(config),
+            decoupled=bool((config.get("model_transaction_policy") or {}).get("decoupled")),
         )
 
 

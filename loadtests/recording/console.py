@@ -84,6 +84,7 @@ def print_exact_summary(
     )
     lines.extend(behind_schedule_warnings(totals) if open_loop else [])
     lines.extend(sequence_lines(totals))
+    lines.extend(stream_lines(totals))
     print("\n".join(lines), flush=True)
 
 
@@ -95,6 +96,23 @@ def sequence_lines(totals: dict[str, EndpointStats]) -> list[str]:
         for name, stats in sorted(totals.items())
         if stats.sequences
     ]
+
+
+def stream_lines(totals: dict[str, EndpointStats]) -> list[str]:
+    """A line per streamed endpoint (a decoupled model): responses per request, time to the
+    first response and between responses (its latency columns above are to the final response)."""
+    lines = []
+    for name, stats in totals.items():
+        if stats.stream is None:
+            continue
+        stream = stats.stream.summary()
+        first, gap, per = stream["first_response_us"], stream["gap_us"], stream["responses_per_request"]
+        lines.append(
+            f"{name} streamed: {per['mean']:.2f} responses/request ({stream['requests_without_response']} requests "
+            f"without one); first response p50 {first['p50'] / 1e3:.3f} ms p99 {first['p99'] / 1e3:.3f} ms; "
+            f"gap p50 {gap['p50'] / 1e3:.3f} ms p99 {gap['p99'] / 1e3:.3f} ms; latency columns: to the final response"
+        )
+    return lines
 
 
 def interval_cell(bounds: list[float | None] | None) -> str:

@@ -28,6 +28,7 @@ from loadtests.clients.outcome import RequestOutcome
 from loadtests.recording.batched_hdr import record_values
 from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.replica_counts import ReplicaCounts
+from loadtests.recording.stream_stats import StreamStats
 
 # The histogram range, its summary and intervals are the run-directory format's (shared with the reports).
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
@@ -74,6 +75,8 @@ class EndpointStats:
     sequences: Counter = field(default_factory=Counter)
     # Requests per Triton replica (several --triton-http/--triton-grpc addresses).
     replicas: ReplicaCounts = field(default_factory=ReplicaCounts)
+    # A streamed endpoint's response timings (a decoupled model over gRPC); None: not streamed.
+    stream: StreamStats | None = None
 
     # Latencies held back by `hold` (a recorder's requests), added to the histograms by `fold`.
     held: list[float] = field(default_factory=list, init=False, repr=False, compare=False)
@@ -101,6 +104,8 @@ class EndpointStats:
 
     def fold(self) -> None:
         """Add the held latencies to the histograms."""
+        if self.stream is not None:
+            self.stream.fold()
         if self.held:
             record_values(self.histogram, self.held)
             self.held = []
@@ -113,9 +118,22 @@ class EndpointStats:
     def _count(self, outcome: RequestOutcome) -> bool:
         """Everything of a request but its latencies; True if it succeeded (its latencies count)."""
         # One unpacking of the tuple (the request path): cheaper than an attribute read per field.
-        (_, _, _, latency_us, batch_size, failure, _, late, sent_bytes, received_bytes, started, ended, replica) = (
-            outcome
-        )
+        (
+            _,
+            _,
+            _,
+            latency_us,
+            batch_size,
+            failure,
+            _,
+            late,
+            sent_bytes,
+            received_bytes,
+            started,
+            ended,
+            replica,
+            stream,
+        ) = outcome
         self.requests += 1
         self.batch_sizes[batch_size] += 1
         if failure is None or sent(failure):  # a refused connection put nothing on the wire
@@ -132,6 +150,10 @@ class EndpointStats:
         if failure is None:
             # Only successful requests count as inferences, as Triton's inference_count does.
             self.inferences += batch_size
+            if stream is not None:
+                if self.stream is None:
+                    self.stream = StreamStats()
+                self.stream.hold(stream)
             return True
         self.failures[failure] += 1
         return False
@@ -157,6 +179,10 @@ class EndpointStats:
         self.bytes_sent += other.bytes_sent
         self.bytes_received += other.bytes_received
         self.replicas.add(other.replicas)
+        if other.stream is not None:
+            if self.stream is None:
+                self.stream = StreamStats()
+            self.stream.merge(other.stream)
         if other.uncorrected is not None:
             if self.uncorrected is None:
                 self.uncorrected = new_histogram()
@@ -192,6 +218,7 @@ class EndpointStats:
             "batch_sizes": {str(size): count for size, count in self.batch_sizes.items()},
             "sequences": dict(self.sequences),
             "replicas": self.replicas.to_message(),
+            "stream": self.stream.to_message() if self.stream is not None else None,
         }
 
     @classmethod
@@ -213,6 +240,7 @@ class EndpointStats:
             batch_sizes=Counter({int(size): int(count) for size, count in message.get("batch_sizes", {}).items()}),
             sequences=Counter(message.get("sequences", {})),
             replicas=ReplicaCounts.from_message(message.get("replicas")),
+            stream=StreamStats.from_message(message["stream"]) if message.get("stream") else None,
         )
 
     def latency_summary_us(self) -> dict[str, float]:
@@ -266,6 +294,10 @@ def add_message(message: dict, targets: list[EndpointStats], adder: EncodedAdder
         target.bytes_sent += int(message.get("bytes_sent", 0))
         target.bytes_received += int(message.get("bytes_received", 0))
         target.replicas.add_message(message.get("replicas"))
+        if message.get("stream"):
+            if target.stream is None:
+                target.stream = StreamStats()
+            target.stream.add_message(message["stream"], adder)
     adder.add(message["histogram"], [target.histogram for target in targets])
     uncorrected = message.get("uncorrected")
     if uncorrected:

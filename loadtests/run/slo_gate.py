@@ -101,6 +101,8 @@ def with_interval(entry: dict, stats: EndpointStats) -> dict:
     """A merged entry with the same `confidence` and `latency_ci_us` an endpoint entry has."""
     entry["confidence"] = DEFAULT_CONFIDENCE
     entry["latency_ci_us"] = stats.latency_ci_us(DEFAULT_CONFIDENCE)
+    if stats.stream is not None:  # its streamed endpoints' response timings, merged (ttfr_*, gap_* gates)
+        entry["stream"] = {**stats.stream.summary(), "final_response_us": entry["latency_us"]}
     return entry
 
 

@@ -155,11 +155,12 @@ class ClientPool:
         client.warm()  # beyond the users' own connections: connecting is part of this send
         return client
 
-    def checkin(self, client: TritonClient) -> None:
+    def checkin(self, client: TritonClient, key: str | None = None) -> None:
+        """Back to the pool, under the name it was checked out with (`key`; default its protocol)."""
         if self.closed:
             client.close()  # a request that outlived the test: its connection is not kept
             return
-        self._free.setdefault(client.protocol, []).append(client)
+        self._free.setdefault(key or client.protocol, []).append(client)
 
     def close(self) -> None:
         self.closed = True

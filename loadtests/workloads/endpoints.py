@@ -84,6 +84,11 @@ class Endpoint:
     # What the requests carry, for config.json (image workloads: format, input, files); None: not said.
     payload: dict | None = None
 
+    @property
+    def streams(self) -> bool:
+        """Its requests are streamed (a decoupled model over gRPC: clients/grpc_stream.py)."""
+        return self.model.decoupled
+
     def pick(self, rng: UniformSource) -> PreparedRequest:
         pool = self.pools[self.batch_sizes.sample(rng)]
         # Runs once per request: rng.random(), not choice/integers (several times dearer). Users
@@ -108,13 +113,6 @@ def fetch_model(client: TritonClient, name: str) -> ModelSpec:
         finally:
             replica.close()
     metadata, config = client.model_metadata_and_config(name)
-    if (config.get("model_transaction_policy") or {}).get("decoupled"):
-        # A decoupled model may answer one request with any number of responses (or none),
-        # which Triton serves over gRPC streaming only; the suite times one response per request.
-        raise ModelMismatchError(
-            f"model '{name}' is decoupled (model_transaction_policy {{ decoupled: true }}): "
-            "the suite sends one request and times one response, so it does not load-test decoupled models"
-        )
     spec = ModelSpec.from_triton(metadata, config)
     unsupported = [t for t in spec.inputs if t.datatype not in TRITON_TO_NUMPY]
     if unsupported:
@@ -189,6 +187,18 @@ def _check_json_datatypes(model: ModelSpec) -> None:
                 )
 
 
+def _check_streams(kind: WorkloadKind, client: TritonClient, model: ModelSpec) -> None:
+    """A decoupled model answers a request with any number of responses (none included), which
+    Triton serves over gRPC streaming only: the gRPC users stream it, nothing else can."""
+    if client.protocol == "grpc" and kind.streams_decoupled:
+        return
+    where = "over HTTP" if client.protocol == "http" else f"with the {kind.name} workload"
+    raise ModelMismatchError(
+        f"model '{model.name}' is decoupled (model_transaction_policy {{ decoupled: true }}): it cannot be "
+        f"load-tested {where}; TritonGrpcUser streams it (ModelStreamInfer, one call per request)"
+    )
+
+
 def _batch_and_expected(workload: Workload, size: int, rng: np.random.Generator) -> tuple[dict, dict | None]:
     """A batch, and the expected outputs an --input-data file's validation_data gives for it."""
     with_expected = getattr(workload, "make_batch_and_expected", None)  # GenericWorkload's
@@ -206,6 +216,8 @@ def build_endpoint(kind: WorkloadKind, client: TritonClient, model: ModelSpec, s
     """The checks against a fetched model, then the request pools (the client is used, not closed)."""
     if client.protocol == "http" and not getattr(client, "binary", True):
         _check_json_datatypes(model)
+    if model.decoupled:
+        _check_streams(kind, client, model)
     kind.check_model(model, settings)
     name = f"{model.name} [{client.protocol}]"
     if kind.build is None:

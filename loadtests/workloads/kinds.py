@@ -77,6 +77,8 @@ class WorkloadKind:
     correlation_ids: bool = False  # its requests carry sequence IDs (run/sequence_run.py sizes them)
     in_sweeps: bool = True  # one of the sweep command's --user-class choices
     demo_models: tuple[str, ...] = ()  # the demo repository's models its payloads fit (sweep picks the kind)
+    # A decoupled model's requests may be streamed over gRPC (False: each must be answered once).
+    streams_decoupled: bool = True
 
     def model_name(self, settings: Settings, kinds_in_run: Iterable[WorkloadKind]) -> str:
         """Its model: its own option, else --model when it runs alone (or needs it), else its
@@ -159,6 +161,7 @@ SEQUENCE = WorkloadKind(
     check_model=check_sequence_model,
     correlation_ids=True,
     in_sweeps=False,
+    streams_decoupled=False,
 )
 
 KINDS: Mapping[str, WorkloadKind] = MappingProxyType({kind.name: kind for kind in (BERT_QA, RESNET, GENERIC, SEQUENCE)})

@@ -46,7 +46,7 @@ from loadtests.config.batch_size import UniformSource, parse_batch_size
 from loadtests.config.mix import MixEntry, ModelMix
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.settings import DATA_MODES, Settings
-from loadtests.errors import SpecError
+from loadtests.errors import ModelMismatchError, SpecError
 from loadtests.workloads import parse_shape_overrides
 from loadtests.workloads.endpoints import Endpoint, build_endpoint, fetch_model
 from loadtests.workloads.kinds import MIX_KIND, WorkloadKind
@@ -177,6 +177,12 @@ def check_mix_applies(class_kinds: dict[str, WorkloadKind]) -> None:
 def prepare_mix(client: TritonClient, mix: ModelMix, settings: Settings) -> MixedEndpoint:
     """Every model of the mix fetched and checked, then its pools built; raises StartupError."""
     specs = [fetch_model(client, entry.model) for entry in mix.entries]
+    decoupled = [spec.name for spec in specs if spec.decoupled]
+    if decoupled:
+        raise ModelMismatchError(
+            f"model '{decoupled[0]}' is decoupled (model_transaction_policy {{ decoupled: true }}): a --mix sends "
+            "one request for one response; load-test it alone with TritonGrpcUser --model, which streams it"
+        )
     _check_shapes_used(settings.shapes, specs)
     endpoints = tuple(
         build_endpoint(MIX_KIND, client, spec, settings_for(entry, spec, settings))

@@ -34,7 +34,7 @@ import gevent
 from locust import User, constant, task
 from locust.user.task import LOCUST_STATE_STOPPING
 
-from loadtests.clients import Connections, TritonClient, open_client
+from loadtests.clients import GRPC_STREAM, Connections, TritonClient, open_client
 from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
@@ -97,14 +97,18 @@ class TritonUser(User):
             process.fail_startup(error)
             self.stop(force=True)
             return
-        client = open_client(self.protocol, process.settings, self.environment.events.request, process.connections)
+        # A decoupled model's requests are streamed (ModelStreamInfer), each by its own call:
+        # clients/grpc_stream.py. Pre-flight refuses decoupled models on any other path.
+        self.client_protocol = GRPC_STREAM if getattr(self.endpoint, "streams", False) else self.protocol
+        events = self.environment.events
+        client = open_client(self.client_protocol, process.settings, events.request, process.connections)
         client.warm()  # connect now, not inside the first timed request
         if process.sender is None:
             self.client = client
         else:
             # Open loop: the connection goes to the process's pool, connected here rather
             # than in a due request's send path (where it would make that request late).
-            process.sender.clients.checkin(client)
+            process.sender.clients.checkin(client, self.client_protocol)
         self.rng = random.Random(process.next_user_seed())  # not numpy's: see Endpoint.pick
 
     @task
@@ -156,11 +160,11 @@ class TritonUser(User):
 
     def _send_open_loop(self, traffic: OpenLoop, request, due_ns: int) -> None:
         try:
-            client = traffic.clients.checkout(self.protocol)
+            client = traffic.clients.checkout(self.client_protocol)
             try:
                 client.infer(request, self.endpoint.validator, intended_ns=due_ns)
             finally:
-                traffic.clients.checkin(client)
+                traffic.clients.checkin(client, self.client_protocol)
         finally:
             traffic.release_slot()
 

@@ -537,3 +537,51 @@ def test_a_healthy_slow_model_is_not_cut_at_the_end(tmp_path):
     (endpoint,) = assert_complete(run_dir)["endpoints"]
     assert endpoint["failures_by_class"] == {}, endpoint
     assert endpoint["requests"] == after["requests"] - before["requests"] == 2 * USERS
+
+
+def test_triton_killed_under_streamed_requests(tmp_path):
+    """A decoupled model's streams cut by a Triton kill: the requests in flight that had responses
+    fail as "stream broken: connection reset", the rest as connection failures; every request the
+    client sent is counted once, the successes are Triton's, and the run ends on time."""
+    repository = tmp_path / "repository"
+    shutil.copytree(TEST_REPOSITORY / "stream_gaps", repository / "stream_gaps")
+    config = repository / "stream_gaps" / "config.pbtxt"
+    # Long streams (20 responses 50 ms apart, about 1 s): at the kill every user is mid-stream.
+    slow = config.read_text().replace(
+        '"responses" value: { string_value: "4"', '"responses" value: { string_value: "20"'
+    )
+    config.write_text(slow.replace('"gap_ms" value: { string_value: "20"', '"gap_ms" value: { string_value: "50"'))
+    run_dir, seen = tmp_path / "run", {}
+    with LocalTriton([repository], log_file=tmp_path / "triton.log") as server:
+        before = model_stats(server.http_address, "stream_gaps")
+
+        def kill() -> None:
+            seen["before_kill"] = model_stats(server.http_address, "stream_gaps")
+            _signal_group(server.process.pid, signal.SIGKILL)
+            server.process.wait()
+
+        run_time_s = 6
+        start, end, output = run_drill(
+            server, run_dir, run_time_s, [(3.5, kill)], "--model", "stream_gaps", user_class="TritonGrpcUser"
+        )
+    assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
+    (endpoint,) = assert_complete(run_dir)["endpoints"]
+    failures = endpoint["failures_by_class"]
+    assert failures.get("stream broken: connection reset", 0) == USERS, failures
+    # After the kill: reconnections refused, or (a killed process's socket still closing on a busy
+    # host, seen under `make check`) a connection that never answers, cut by the run's stop.
+    after_kill = {"connection refused", "connection reset", "interrupted"}
+    assert set(failures) <= {"stream broken: connection reset", *after_kill}, failures
+    successes = endpoint["requests"] - endpoint["failures"]
+    assert endpoint["stream"]["requests"] == successes > 0
+    # Nothing lost: Triton counts a decoupled request when the model's execute() returns (at its
+    # start, responses still to come), so what it counted before the kill is the client's successes
+    # plus the streams the kill broke; less by at most one request per user, sent between the
+    # read of Triton's count and the kill (counted by Triton after the read).
+    counted = seen["before_kill"]["requests"] - before["requests"]
+    broken = failures["stream broken: connection reset"]
+    assert successes + broken - USERS <= counted <= successes + broken, (counted, successes, broken)
+    log_drill(
+        "stream-kill", ended_after_t_s=round(end - start - run_time_s, 2), client_requests=endpoint["requests"],
+        client_successes=successes, failures=failures,
+    )  # fmt: skip

@@ -94,9 +94,11 @@ def test_image_user_against_a_non_image_model(triton):
     assert_startup_error(result, "text_reverse")
 
 
-@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
-def test_decoupled_model_is_refused_before_any_request(triton, user_class):
-    """Finding 3: a decoupled model got thousands of HTTP 501 / gRPC UNIMPLEMENTED failures."""
+@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonSequenceGrpcUser"])
+def test_decoupled_model_is_refused_where_it_cannot_be_streamed(triton, user_class):
+    """Finding 3: a decoupled model got thousands of HTTP 501 / gRPC UNIMPLEMENTED failures. The
+    gRPC users stream it (tests/workloads/test_streaming.py); HTTP and sequences cannot, and the
+    refusal names the user class that can."""
     before = model_stats(triton.http_address, "decoupled_echo")
     result = run_locust(
         [user_class],
@@ -109,7 +111,7 @@ def test_decoupled_model_is_refused_before_any_request(triton, user_class):
             "decoupled_echo",
         ],
     )
-    assert_startup_error(result, "decoupled_echo", "decoupled")
+    assert_startup_error(result, "decoupled_echo", "decoupled", "TritonGrpcUser streams it")
     assert model_stats(triton.http_address, "decoupled_echo") == before
 
 

@@ -46,6 +46,8 @@ DURATION_S = 10.0
         (" bert_qa [grpc] : p50 < .5ms ", "bert_qa [grpc]", "p50", "<", 0.5, "ms", 1000.0),
         ("late_ratio<0.05", None, "late_ratio", "<", 0.05, "", 1.0),
         ("dropped<1", None, "dropped", "<", 1.0, "", 1.0),
+        ("ttfr_p99<200ms", None, "ttfr_p99", "<", 200.0, "ms", 1000.0),
+        ("stream_gaps:gap_p99.9<=20ms", "stream_gaps", "gap_p99.9", "<=", 20.0, "ms", 1000.0),
     ],
 )
 def test_clauses_parse(text, target, metric, op, threshold, unit, scale):
@@ -79,6 +81,8 @@ def test_the_issue_example_parses_in_order():
         ("p99<5ms,,p50<1ms", "empty clause"),
         ("p99<5ms,", "empty clause"),
         (":p99<5ms", "empty endpoint or model name"),
+        ("ttfr_p99<200", "ttfr_p99 needs a unit"),
+        ("gap_p99<5ms@95%", "a confidence (@95%) applies only to percentiles"),
     ],
 )
 def test_malformed_clauses_say_why(text, why):

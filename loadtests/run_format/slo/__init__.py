@@ -15,6 +15,8 @@ Grammar (whitespace around tokens is ignored; clauses are separated by commas):
     TARGET := a model name (its endpoints merged) or an endpoint name "MODEL [http|grpc]";
               without a target, the clause is on all endpoints merged ("overall")
     METRIC := p50 | p90 | p95 | p99 | p99.9 | max | mean      latency, UNIT us|µs|ms|s required
+            | ttfr_P | gap_P (P one of the above)                a streamed endpoint's time to first
+                                                           response / gap between responses, UNIT required
             | fail_ratio | late_ratio                         fraction (0.01) or percentage (1%)
             | failures | dropped                             counts
             | rps | infer_per_s                              per second, optional UNIT /s
@@ -45,6 +47,7 @@ from loadtests.run_format.slo.clauses import (
     MLPERF_PRESETS,
     OPEN_LOOP_METRICS,
     PERCENTILE_METRICS,
+    STREAM_METRICS,
     Clause,
     SloError,
     check_targets,
@@ -77,6 +80,7 @@ __all__ = [
     "OPEN_LOOP_METRICS",
     "PASS",
     "PERCENTILE_METRICS",
+    "STREAM_METRICS",
     "Clause",
     "Result",
     "SloError",

@@ -11,6 +11,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from loadtests.run_format.summary import DROPPED, LATE, OVERALL
 
@@ -19,7 +20,17 @@ PERCENTILE_METRICS = ("p50", "p90", "p95", "p99", "p99.9")  # the ones a confide
 RATIO_METRICS = ("fail_ratio", "late_ratio")
 COUNT_METRICS = ("failures", "dropped")
 RATE_METRICS = ("rps", "infer_per_s")
-METRICS = LATENCY_METRICS + RATIO_METRICS + COUNT_METRICS + RATE_METRICS
+# A streamed endpoint's (decoupled model) time to first response and gaps between responses:
+# summary.json's stream.first_response_us / stream.gap_us ("ttfr_p99<200ms", "gap_p99<20ms").
+STREAM_METRICS = MappingProxyType(
+    {
+        f"{prefix}_{m}": (key, m)
+        for prefix, key in (("ttfr", "first_response_us"), ("gap", "gap_us"))
+        for m in LATENCY_METRICS
+    }
+)
+TIMED_METRICS = LATENCY_METRICS + tuple(STREAM_METRICS)  # the metrics that take a time unit
+METRICS = TIMED_METRICS + RATIO_METRICS + COUNT_METRICS + RATE_METRICS
 # Metrics measured only by open-loop traffic, and the summary.json key each needs.
 OPEN_LOOP_METRICS = {"late_ratio": LATE, "dropped": DROPPED}
 LATENCY_UNITS_US = {"us": 1.0, "µs": 1.0, "ms": 1_000.0, "s": 1_000_000.0}
@@ -62,7 +73,7 @@ class Clause:
     @property
     def scale(self) -> float:
         """Multiplier from the clause's unit to the base unit (µs for latency, fraction for ratios)."""
-        if self.metric in LATENCY_METRICS:
+        if self.metric in TIMED_METRICS:
             return LATENCY_UNITS_US[self.unit]
         return 0.01 if self.unit == "%" else 1.0
 
@@ -73,7 +84,7 @@ class Clause:
 
 def rounded(value: float, clause: Clause) -> float:
     """A value in the clause's unit as the suite shows and compares it (µs precision for latency)."""
-    if clause.metric in LATENCY_METRICS:
+    if clause.metric in TIMED_METRICS:
         return round(value, LATENCY_DECIMALS[clause.unit])
     if clause.metric in RATE_METRICS:
         return round(value, 3)  # as summary.json rounds throughput
@@ -150,7 +161,7 @@ def parse_clause(text: str) -> Clause:
     number = float(value.group("number")) * 10 ** int(value.group("exponent") or 0)
     unit = value.group("unit").strip()
     unit = unit if unit == "µs" else unit.lower()
-    if metric in LATENCY_METRICS:
+    if metric in TIMED_METRICS:
         if unit not in LATENCY_UNITS_US:
             wanted = "needs a unit" if not unit else f"has unit '{unit}'; use"
             raise bad(f"{metric} {wanted}: us, ms or s (e.g. {metric}<50ms)")

@@ -19,6 +19,7 @@ from loadtests.run_format.slo.clauses import (
     LATENCY_METRICS,
     OPEN_LOOP_METRICS,
     OPERATORS,
+    STREAM_METRICS,
     Clause,
     SloError,
     rounded,
@@ -101,6 +102,12 @@ def measure(entry: dict, metric: str) -> tuple[float | None, str]:
         if requests - failures <= 0:
             return None, "no successful requests"
         return float(entry["latency_us"][metric]), ""
+    if metric in STREAM_METRICS:
+        stream = entry.get("stream")
+        if not stream or not stream.get("requests"):
+            return None, "no successful streamed requests (a decoupled model's, over gRPC)"
+        key, percentile = STREAM_METRICS[metric]
+        return float(stream[key][percentile]), ""
     if metric == "fail_ratio":
         return (failures / requests, "") if requests else (None, "no requests")
     if metric == "failures":

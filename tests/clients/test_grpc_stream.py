@@ -1,0 +1,136 @@
+"""A decoupled model's requests streamed on the suite's own HTTP/2 wire (clients/grpc_stream.py),
+against the session's Triton and the test repository's decoupled models (models/test_repository):
+their timetables come from their config parameters, read from Triton, never written here."""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import pytest
+from locust.event import EventHook
+
+from loadtests.clients import Connections
+from loadtests.clients.base import PreparedRequest
+from loadtests.clients.grpc_frames import MESSAGE_PREFIX, CallFailure, TimedChunks, timed_messages
+from loadtests.clients.grpc_stream import GrpcStreamClient
+from loadtests.config.model_spec import ModelSpec
+from tests.helpers import grpc_target
+
+# A response is sent by a Python thread that sleeps to its time, then crosses the stub, Triton
+# and the loopback: on this shared 2-core host that adds up to a few ms, never a negative time.
+SCHEDULING_SLACK_MS = 5.0
+REQUESTS = 12
+
+
+def _parameters(config: dict) -> dict[str, float]:
+    return {key: float(value["string_value"]) for key, value in (config.get("parameters") or {}).items()}
+
+
+def _streamed(triton, model: str, count: int = REQUESTS, timeout_s: float = 10.0):
+    """`count` requests in a row through one streaming client: their outcomes and the model's parameters."""
+    fired: list = []
+    event = EventHook()
+    event.add_listener(lambda **kwargs: fired.append(kwargs))
+    client = GrpcStreamClient(grpc_target(triton.grpc_address), timeout_s, event, Connections())
+    try:
+        metadata, config = client.model_metadata_and_config(model)
+        spec = ModelSpec.from_triton(metadata, config)
+        assert spec.decoupled
+        inputs = {"INPUT0": np.arange(4, dtype=np.float32)}
+        wire = client.prepare(spec, inputs, f"{model} [grpc]", 1)
+        request = PreparedRequest(f"{model} [grpc]", model, 1, wire, request_bytes=client.wire_bytes(wire))
+        client.infer(request)  # the model's first request starts its stub's threads: not timed here
+        failures = [client.infer(request) for _ in range(count)]
+    finally:
+        client.close()
+    return [event["context"] for event in fired[1:]], failures, _parameters(config)
+
+
+def test_every_response_is_read_and_timed_as_the_model_sends_it(triton):
+    outcomes, failures, params = _streamed(triton, "stream_gaps")
+    assert failures == [None] * REQUESTS
+    first_ms, gap_ms, responses = params["first_ms"], params["gap_ms"], int(params["responses"])
+    for outcome in outcomes:
+        timings = outcome.stream
+        assert timings.responses == responses, timings
+        assert len(timings.gaps_us) == responses - 1
+        assert timings.first_us >= first_ms * 1e3, timings  # never before the model sends it
+        # The final response is flagged after the last data response; it is the request's latency.
+        assert timings.final_us >= timings.first_us + sum(timings.gaps_us)
+        assert outcome.latency_us == pytest.approx(timings.final_us)
+    gaps = [gap for outcome in outcomes for gap in outcome.stream.gaps_us]
+    # Each response is sent on the model's own timetable (start + first + i * gap): a late wake-up
+    # shortens the next gap as much as it lengthened this one, so the median is the gap.
+    assert statistics.median(gaps) == pytest.approx(gap_ms * 1e3, abs=SCHEDULING_SLACK_MS * 1e3 / 2)
+    # A single request can meet a busy host (the median cannot, on 12 requests).
+    ttfr = statistics.median(outcome.stream.first_us for outcome in outcomes)
+    assert first_ms * 1e3 <= ttfr < (first_ms + SCHEDULING_SLACK_MS) * 1e3, ttfr
+
+
+def test_a_request_answered_by_the_final_flag_alone_succeeds_with_no_response(triton):
+    outcomes, failures, params = _streamed(triton, "stream_sparse")
+    assert failures == [None] * REQUESTS
+    counts = [outcome.stream.responses for outcome in outcomes]
+    every = int(params["empty_every"])
+    # The model numbers the requests it receives; the session's Triton may have served it before,
+    # so which of ours are empty is not known, how many is: one in `every`, in a regular pattern.
+    assert counts.count(0) == REQUESTS // every
+    assert set(counts) == {0, int(params["responses"])}
+    empty = [outcome.stream for outcome in outcomes if outcome.stream.responses == 0]
+    assert all(timings.first_us is None and timings.gaps_us == () for timings in empty)
+
+
+def test_a_model_failing_mid_stream_is_a_named_failure_of_that_request(triton):
+    outcomes, failures, params = _streamed(triton, "stream_fail")
+    every = int(params["fail_every"])
+    names = [failure.name if failure is not None else None for failure in failures]
+    assert names.count("server error: gRPC stream error after responses") == REQUESTS // every, names
+    assert names.count(None) == REQUESTS - REQUESTS // every
+    for outcome, failure in zip(outcomes, failures, strict=True):
+        assert (outcome.stream is None) == (failure is not None)
+        if failure is None:
+            assert outcome.stream.responses == int(params["responses"])
+        else:
+            assert "failed after" in failure.detail
+
+
+def test_the_deadline_bounds_the_whole_stream(triton):
+    """--request-timeout below the model's final response: each request times out (its stream
+    cancelled), whatever responses it had by then."""
+    _, _, params = _streamed(triton, "stream_gaps", count=1)
+    final_ms = params["first_ms"] + (params["responses"] - 1) * params["gap_ms"]
+    timeout_s = final_ms / 2 / 1e3
+    outcomes, failures, _ = _streamed(triton, "stream_gaps", count=3, timeout_s=timeout_s)
+    assert [failure.name for failure in failures] == ["timeout"] * 3
+    for outcome in outcomes:
+        assert outcome.stream is None
+        # Triton enforces the same deadline (grpc-timeout, whole milliseconds) and may answer
+        # DEADLINE_EXCEEDED up to a millisecond before the client's own timer (seen: 34.4 ms of 35).
+        assert (timeout_s * 1e3 - 1) * 1e3 <= outcome.latency_us < final_ms * 1e3  # not held to the final response
+
+
+def test_messages_are_timed_by_the_frame_that_completes_them():
+    """No server: DATA payloads as the hub appends them, a message split over frames and two in one."""
+    framed = [MESSAGE_PREFIX.pack(0, len(body)) + body for body in (b"first", b"second", b"third")]
+    stream = framed[0] + framed[1] + framed[2]
+    cuts = [3, len(framed[0]) + 4, len(stream)]  # message 1 ends in frame 2; messages 2 and 3 in frame 3
+    chunks = TimedChunks()
+    for begin, end in zip([0, *cuts], cuts, strict=False):
+        chunks.append(stream[begin:end])
+    assert chunks.times == sorted(chunks.times) and len(chunks.times) == 3
+    assert timed_messages(chunks) == [
+        (b"first", chunks.times[1]),
+        (b"second", chunks.times[2]),
+        (b"third", chunks.times[2]),
+    ]
+    short = TimedChunks()
+    short.append(framed[0][:-1])
+    with pytest.raises(CallFailure) as cut:
+        timed_messages(short)
+    assert cut.value.kind == "protocol" and "cut short" in cut.value.detail
+    compressed = TimedChunks()
+    compressed.append(MESSAGE_PREFIX.pack(1, 1) + b"x")
+    with pytest.raises(CallFailure) as packed:
+        timed_messages(compressed)
+    assert "compressed" in packed.value.detail

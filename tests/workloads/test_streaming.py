@@ -1,0 +1,133 @@
+"""The gRPC users stream a decoupled model (one ModelStreamInfer call per request,
+clients/grpc_stream.py): a whole Locust run against the session's Triton, its counts against
+Triton's statistics of the model."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import tritonclient.http as httpclient
+
+from analysis.compare import write_comparison
+from analysis.report import write_report
+from tests.helpers import run_against_triton
+
+# HdrHistogram with 3 significant digits: a recorded value is within 0.1 % of the true one.
+HDR_PRECISION = 1e-3
+# The client's and the host's share of a response's time (a Python thread's wake-up, the stub,
+# Triton, the loopback, the hub): a few ms at most on this shared 2-core machine.
+SLACK_US = 5_000.0
+
+
+@pytest.mark.parametrize("model", ["stream_gaps", "stream_fail"])
+def test_the_grpc_user_streams_a_decoupled_model_and_counts_match_triton(triton, tmp_path, model):
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
+        ["TritonGrpcUser"],
+        ["--model", model],
+        models=(model,),
+        users=2,
+        run_time="3s",
+        expect_exit=1 if model == "stream_fail" else 0,  # Locust's: any failed request is exit code 1
+    )
+    [endpoint] = run.summary["endpoints"]
+    assert endpoint["name"] == f"{model} [grpc]"
+    assert endpoint["requests"] > 0
+    # Triton counts a request whose model failed mid-stream as a successful execution (the
+    # model's execute() returned; the error travelled as a response): every request is its.
+    assert endpoint["requests"] == run.served() + run.served(count="failures")
+    assert run.served(count="failures") == 0
+    failures = endpoint.get("failures_by_class") or {}
+    if model == "stream_fail":
+        assert set(failures) == {"server error: gRPC stream error after responses"}
+        assert endpoint["failures"] == sum(failures.values()) > 0
+    else:
+        assert endpoint["failures"] == 0, failures
+
+
+def _timetable(triton, model: str) -> dict[str, float]:
+    """The model's parameters as Triton loaded them (its config), not as written here."""
+    config = httpclient.InferenceServerClient(triton.http_address).get_model_config(model)
+    return {key: float(value["string_value"]) for key, value in config.get("parameters", {}).items()}
+
+
+def _assert_timetable_recovered(stream: dict, params: dict[str, float]) -> None:
+    """summary.json's stream object against the model's timetable: counts exact, the first response
+    and the gaps within the HDR precision (0.1 %) plus the client's and host's overhead."""
+    responses = int(params["responses"])
+    assert stream["responses_per_request"] == {"mean": float(responses), "min": responses, "max": responses}
+    assert stream["responses"] == responses * stream["requests"]
+    first_us, gap_us = params["first_ms"] * 1e3, params["gap_ms"] * 1e3
+    first = stream["first_response_us"]
+    assert first_us * (1 - HDR_PRECISION) <= first["p50"] <= first_us * (1 + HDR_PRECISION) + SLACK_US, first
+    gap = stream["gap_us"]
+    assert gap["p50"] == pytest.approx(gap_us, abs=gap_us * HDR_PRECISION + SLACK_US / 2), gap
+    final = stream["final_response_us"]
+    assert final["p50"] >= (first_us + (responses - 1) * gap_us) * (1 - HDR_PRECISION), final
+
+
+def test_timings_recovered_and_merged_over_worker_processes(triton, tmp_path):
+    """Two worker processes, closed loop: each worker's histograms merged on the master; the
+    model's timetable comes back, and the request count is Triton's."""
+    params = _timetable(triton, "stream_gaps")
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
+        ["TritonGrpcUser"],
+        ["--model", "stream_gaps", "--processes", "2"],
+        models=("stream_gaps",),
+        users=4,
+        run_time="4s",
+    )
+    summary = run.summary
+    assert summary["load_generator"]["workers"] == 2
+    [endpoint] = summary["endpoints"]
+    assert endpoint["failures"] == 0
+    assert endpoint["requests"] == endpoint["stream"]["requests"] == run.served()
+    _assert_timetable_recovered(endpoint["stream"], params)
+    assert summary["overall"]["stream"]["first_response_us"] == endpoint["stream"]["first_response_us"]
+    _assert_report_and_comparison_show(run.run_dir, endpoint, tmp_path)
+
+
+def _assert_report_and_comparison_show(run_dir, endpoint: dict, tmp_path) -> None:
+    """The report's and a comparison's Streaming section: this endpoint's row, from summary.json."""
+    other = tmp_path / "other"
+    shutil.copytree(run_dir, other)
+    write_report(run_dir)
+    write_comparison([run_dir, other], ["one", "two"], tmp_path / "compare")
+    stream = endpoint["stream"]
+    first, gap = stream["first_response_us"], stream["gap_us"]
+    cells = [
+        str(stream["requests"]),
+        f"{stream['responses_per_request']['mean']:.2f}",
+        str(stream["requests_without_response"]),
+        f"{stream['responses_per_s']:.1f}",
+        *(f"{value / 1e3:.3f}" for value in (first["p50"], first["p99"], gap["p50"], gap["p99"])),
+    ]
+    row = " | ".join(cells)
+    assert f"| {endpoint['name']} | {row} |" in (run_dir / "report.md").read_text()
+    compared = (tmp_path / "compare" / "compare.md").read_text()
+    assert "## Streaming" in compared and f"| two: {endpoint['name']} | {row} |" in compared
+
+
+def test_open_loop_times_the_stream_from_the_intended_send(triton, tmp_path):
+    params = _timetable(triton, "stream_gaps")
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
+        ["TritonGrpcUser"],
+        ["--model", "stream_gaps", "--traffic", "constant", "--rate", "40"],
+        models=("stream_gaps",),
+        users=2,
+        run_time="4s",
+    )
+    [endpoint] = run.summary["endpoints"]
+    assert endpoint["failures"] == 0
+    assert endpoint["requests"] == endpoint["stream"]["requests"] == run.served()
+    # 40 requests/s of 70-ms streams: about 3 in flight, far below the in-flight cap; on schedule.
+    assert endpoint["late"] <= endpoint["requests"] * 0.05
+    _assert_timetable_recovered(endpoint["stream"], params)
+    # Corrected (from the intended send) is never below uncorrected.
+    assert endpoint["latency_us"]["p50"] >= endpoint["latency_uncorrected_us"]["p50"]
