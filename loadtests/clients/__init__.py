@@ -22,7 +22,7 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
     if protocol == "http":
         from loadtests.clients.http import HttpClient
 
-        return HttpClient(
+        client = HttpClient(
             settings.triton_http,
             settings.request_timeout_s,
             request_event,
@@ -31,10 +31,10 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
             balance=settings.balance,
             security=settings.security,
         )
-    if protocol == "grpc":
+    elif protocol == "grpc":
         from loadtests.clients.grpc import GrpcClient
 
-        return GrpcClient(
+        client = GrpcClient(
             settings.triton_grpc,
             settings.request_timeout_s,
             request_event,
@@ -43,7 +43,11 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
             balance=settings.balance,
             security=settings.security,
         )
-    raise ValueError(f"unknown protocol {protocol!r}")
+    else:
+        raise ValueError(f"unknown protocol {protocol!r}")
+    if settings.trace_sample is not None:  # every request carries an id Triton's trace repeats
+        client.trace_ids = connections.trace_ids
+    return client
 
 
 __all__ = ["PROTOCOLS", "Connections", "PreparedRequest", "RequestFailure", "TritonClient", "open_client"]

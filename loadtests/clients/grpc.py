@@ -19,6 +19,8 @@ replica of each request (round robin) or of each user (pin-user), see replicas.p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
@@ -31,6 +33,7 @@ from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, grpc_failur
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.replicas import ROUND_ROBIN
+from loadtests.clients.trace_ids import PLACEHOLDER, split_at_placeholder
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.security import ConnectionSecurity
@@ -143,6 +146,8 @@ class GrpcClient(TritonClient):
         sequence: SequenceStep | None = None,
     ) -> PreparedCall:
         request = service_pb2.ModelInferRequest(model_name=model.name)
+        if self.trace_ids is not None:
+            request.id = PLACEHOLDER
         if sequence is not None:
             # ModelInferRequest.parameters, as tritonclient sets them: the ID as int64_param
             # (workloads/sequences.py keeps IDs below 2**63), the flags as bool_param.
@@ -157,10 +162,19 @@ class GrpcClient(TritonClient):
             request.raw_input_contents.append(_tensor_bytes(array))
         for output in model.outputs:
             request.outputs.add().name = output.name
-        return self._call(request.SerializeToString())
+        call = self._call(request.SerializeToString())
+        if self.trace_ids is not None:
+            call = replace(call, traced=split_at_placeholder(call.body))
+        return call
 
     def _call(self, message: bytes) -> PreparedCall:
         return prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s, self.security.headers, self._tls)
+
+    def _traced(self, wire: PreparedCall) -> PreparedCall:
+        """The call with the next trace id in its message (the same length as the placeholder)."""
+        self.trace_id = trace_id = self.trace_ids.next()
+        head, tail = wire.traced
+        return PreparedCall(wire.header_block, head + trace_id + tail)
 
     def wire_bytes(self, wire: PreparedCall) -> int:
         return wire.message_bytes
@@ -168,6 +182,8 @@ class GrpcClient(TritonClient):
     def _send(self, wire: PreparedCall | bytes) -> bytes:
         if isinstance(wire, bytes):  # a bare serialised request (tests)
             wire = self._call(wire)
+        elif wire.traced is not None:
+            wire = self._traced(wire)
         self.replica = replica = self._chooser.next()
         pool, slot = self._slot(replica)
         try:

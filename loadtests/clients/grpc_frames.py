@@ -185,6 +185,8 @@ class PreparedCall:
 
     header_block: bytes
     body: bytes  # gRPC framing: flag byte, 4-byte length, message
+    # --trace-sample: `body` split around its id's place (clients/trace_ids.py), else None.
+    traced: tuple[bytes, bytes] | None = None
 
     @property
     def message_bytes(self) -> int:

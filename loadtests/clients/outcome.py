@@ -36,3 +36,4 @@ class RequestOutcome(NamedTuple):
     sequence_started: bool = False  # sequence users: this request started a sequence
     sequence_outcome: str | None = None  # and how its sequence ended, on its last request
     replica: str | None = None  # the replica's HOST:PORT (several Triton replicas)
+    trace_id: bytes | None = None  # --trace-sample: the request's id, as Triton's trace repeats it

@@ -39,6 +39,7 @@ from loadtests.config.settings import (
     TRAFFIC_MODES,
     Settings,
 )
+from loadtests.config.trace_sample import TraceSample
 from loadtests.errors import SpecError
 from loadtests.run_format.storage import is_url
 from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_overrides
@@ -227,6 +228,8 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "server_poll_s": server_poll_s,
         "slo": _text(options, "slo"),
         "junit": _text(options, "junit"),
+        "trace_sample": TraceSample.parse(_text(options, "trace_sample")) if _text(options, "trace_sample") else None,
+        "trace_file": _path(options, "trace_file"),
         "prometheus_host": _text(options, "prometheus_host") or DEFAULT_PROMETHEUS_HOST,
         "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
         "csv_prefix": _text(options, "csv_prefix"),

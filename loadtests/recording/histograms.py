@@ -113,7 +113,7 @@ class EndpointStats:
     def _count(self, outcome: RequestOutcome) -> bool:
         """Everything of a request but its latencies; True if it succeeded (its latencies count)."""
         # One unpacking of the tuple (the request path): cheaper than an attribute read per field.
-        (_, _, _, latency_us, batch_size, failure, _, late, sent_bytes, received_bytes, started, ended, replica) = (
+        (_, _, _, latency_us, batch_size, failure, _, late, sent_bytes, received_bytes, started, ended, replica, _) = (
             outcome
         )
         self.requests += 1
