@@ -19,6 +19,7 @@ from analysis.finding_groups import grouped_findings
 from analysis.findings import findings
 from analysis.mix import mix_table
 from analysis.sequences import sequence_section, sequence_table
+from analysis.tail import tail_section
 
 TITLES = {
     "run": "Load test report",
@@ -62,6 +63,7 @@ def build(data: Dataset, prefix: str = "") -> Document:
     _mix_section(doc, data)
     _sequence_section(doc, data)
     _endpoints_section(doc, data, prefix)
+    tail_section(doc, data, prefix)
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:
         doc.heading(title, 3)

@@ -11,6 +11,9 @@ import time
 
 import pytest
 
+from analysis.dataset import load
+from analysis.diagnosis import diagnose
+from analysis.report import build
 from loadtests.run_format.hdr import new_histogram, summarise_us
 from loadtests.server.launcher import REPO_ROOT
 from tests.helpers import interruptible, read_summary, run_against_triton, triton_options
@@ -65,6 +68,12 @@ def test_the_tail_is_put_down_to_its_known_cause_and_the_control_is_not(triton, 
     assert block["bands"]["above_p99"]["share"]["queue"] > 0.5 > block["bands"]["median"]["share"]["queue"]
     control_block = check_reconciled(control, SLOW, sample_all=True)
     assert control_block["cause"] != "queue", control_block
+    # The report's section and the diagnosis read the attribution.
+    (tail,) = [item for item in diagnose(load(slow.run_dir)) if item.rule == "tail"]
+    assert tail.model == SLOW and tail.evidence.startswith(block["sentence"])
+    assert not [item for item in diagnose(load(control.run_dir)) if item.rule == "tail" and "queue" in item.evidence]
+    text = build(load(slow.run_dir)).markdown()
+    assert "## What made the slow requests slow" in text and block["sentence"][1:] in text
     assert triton.control().trace_setting(SLOW) == before  # restored: tracing OFF again
 
 
