@@ -15,8 +15,15 @@ from analysis.dataset import load
 from analysis.diagnosis import diagnose
 from analysis.report import build
 from loadtests.run_format.hdr import new_histogram, summarise_us
-from loadtests.server.launcher import REPO_ROOT
-from tests.helpers import interruptible, read_summary, run_against_triton, triton_options
+from loadtests.server.launcher import REPO_ROOT, LocalTriton, TritonPorts
+from tests.helpers import (
+    interruptible,
+    model_stats,
+    read_summary,
+    repository_of,
+    run_against_triton,
+    triton_options,
+)
 
 # One instance, dynamic batching: a batch of 4 runs at once, a smaller one waits 50 ms in the queue.
 SLOW = "batch4_queue_50ms"
@@ -140,3 +147,47 @@ def test_ctrl_c_restores_tritons_trace_settings_and_joins_what_ran(triton, tmp_p
     # A request cut by Ctrl-C is reported as failed: its trace, if any, is counted as such.
     assert set(traces["unjoined"]) <= {"failed on the client"}
     assert traces["joined"] + sum(traces["unjoined"].values()) == traces["traces"]
+
+
+@pytest.mark.triton
+def test_with_two_workers_the_master_joins_both_workers_requests(tmp_path):
+    """Workers ship their traced requests with their reports; the master joins them with the file.
+    A Triton of its own: two users in flight at once are what crashed the bundled tritonserver."""
+    with LocalTriton([repository_of(tmp_path / "models", "identity")]) as server:
+        port = TritonPorts.free().http
+        run_dir = tmp_path / "run"
+        before = model_stats(server.http_address, "identity")
+        common = [sys.executable, "-m", "locust", "-f", "locustfile.py"]
+        master = subprocess.Popen(
+            [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--headless"]
+            + ["--expect-workers", "2", "-u", "2", "-r", "2", "-t", "4s", "TritonHttpUser", *triton_options(server)]
+            + ["--model", "identity", "--run-dir", str(run_dir), "--trace-sample", "20%"],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        worker_command = [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
+        workers = [
+            subprocess.Popen([*worker_command, "TritonHttpUser"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL)
+            for _ in range(2)
+        ]
+        try:
+            output, _ = master.communicate(timeout=120)
+            for worker in workers:
+                worker.wait(timeout=60)
+        finally:
+            for process in [master, *workers]:
+                if process.poll() is None:
+                    process.kill()
+        assert master.returncode == 0, output[-3000:]
+        served = model_stats(server.http_address, "identity")["requests"] - before["requests"]
+    summary = read_summary(run_dir)
+    traces = summary["traces"]
+    assert summary["load_generator"]["workers"] == 2
+    assert traces["client_requests"] == summary["endpoints"][0]["requests"] == served
+    assert traces["joined"] + sum(traces["unjoined"].values()) == traces["traces"]
+    assert traces["unjoined"] == {} and traces["other_clients"] == 0
+    assert abs(traces["traces"] - served / 5) <= 1
+    prefixes = {row["trace_id"][:6] for row in traced_rows(run_dir)}
+    assert len(prefixes) == 2  # both workers' requests joined
