@@ -21,7 +21,7 @@ from loadtests.run.process import SuiteProcess
 from loadtests.run.upload import upload_run
 from loadtests.run_format.files import STEPS_JSON
 from loadtests.run_format.summary import mix_block
-from loadtests.tracing.join import join_run
+from loadtests.tracing.join import closing_note, join_run
 from loadtests.tracing.switch import TraceSwitch
 
 
@@ -71,6 +71,8 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
             throughput = {e["name"]: (e["throughput_rps"], e["throughput_infer_per_s"]) for e in summary["endpoints"]}
             print_exact_summary(totals, open_loop=settings.open_loop, throughput=throughput)
         print_faults(faults)
+        if "traces" in extra:
+            print(closing_note(extra["traces"]))
         slo_gate.report(process.environment, settings, results)  # the table, --junit, exit code 3
         print(report_hint(path))
     process.console.write(text.getvalue())

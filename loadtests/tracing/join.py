@@ -120,6 +120,17 @@ def attribution_by(rows: list[dict], key: str) -> dict:
     return {str(name): attribute(group) for name, group in groups.items() if name is not None}
 
 
+def closing_note(block: dict) -> str:
+    """The run's closing line about its traces: how many joined, the join rate, why the rest did not."""
+    unjoined = "; ".join(f"{n} {reason}" for reason, n in sorted(block["unjoined"].items())) or "none"
+    rate = f"{100 * block['join_rate']:.1f} %" if block["join_rate"] is not None else "n/a"
+    line = (
+        f"Traces (--trace-sample {block['sample']}): {block['joined']} of {block['traces']} traces joined "
+        f"(join rate {rate}; about {block['expected_traces']} expected); unjoined: {unjoined}"
+    )
+    return "\n".join([line, *(f"warning: {problem}" for problem in block["problems"])])
+
+
 def join_run(switch: TraceSwitch, records: list, run_dir: Path, started_at: float, steps: list[dict]) -> dict:
     """Restore Triton's settings, read its traces, join, write traces.csv; summary.json's "traces"."""
     problems = switch.restore()

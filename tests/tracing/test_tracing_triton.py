@@ -4,10 +4,7 @@ traces joined to the client's timing, the tail's cause named, Triton's settings 
 from __future__ import annotations
 
 import csv
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
@@ -15,21 +12,30 @@ from analysis.dataset import load
 from analysis.diagnosis import diagnose
 from analysis.report import build
 from loadtests.run_format.hdr import new_histogram, summarise_us
-from loadtests.server.launcher import REPO_ROOT, LocalTriton, TritonPorts
+from loadtests.server.launcher import LocalTriton, TritonPorts
 from tests.helpers import (
-    interruptible,
+    interrupt_locust,
     model_stats,
     read_summary,
     repository_of,
     run_against_triton,
+    run_master_and_workers,
     triton_options,
 )
 
 # One instance, dynamic batching: a batch of 4 runs at once, a smaller one waits 50 ms in the queue.
 SLOW = "batch4_queue_50ms"
 # One user: the bundled tritonserver crashed (SIGSEGV) in 5 of 6 16-s runs with two closed-loop
-# users and every request traced (also with tracing set at its startup), never with one user.
+# users and every request traced (also with tracing set at its startup), and once in six 6-s runs
+# with one user. So these tests trace a Triton of their own, never the session's.
 USERS = 1
+
+
+@pytest.fixture(scope="module")
+def tracing_triton(tmp_path_factory):
+    repository = repository_of(tmp_path_factory.mktemp("tracing") / "models", "identity", SLOW)
+    with LocalTriton([repository]) as server:
+        yield server
 
 
 def traced_rows(run_dir) -> list[dict]:
@@ -62,13 +68,15 @@ def check_reconciled(run, model: str, sample_all: bool) -> dict:
 
 
 @pytest.mark.parametrize("user", ["TritonHttpUser", "TritonGrpcUser"])
-def test_the_tail_is_put_down_to_its_known_cause_and_the_control_is_not(triton, tmp_path, user):
-    before = triton.control().trace_setting(SLOW)
+def test_the_tail_is_put_down_to_its_known_cause_and_the_control_is_not(tracing_triton, tmp_path, user):
+    before = tracing_triton.control().trace_setting(SLOW)
     options = ["--model", SLOW, "--trace-sample", "100%", "--batch-size"]
     slow = run_against_triton(
-        triton, tmp_path / "slow", [user], [*options, "4:0.97,1:0.03"], models=(SLOW,), users=USERS
+        tracing_triton, tmp_path / "slow", [user], [*options, "4:0.97,1:0.03"], models=(SLOW,), users=USERS
     )
-    control = run_against_triton(triton, tmp_path / "control", [user], [*options, "4"], models=(SLOW,), users=USERS)
+    control = run_against_triton(
+        tracing_triton, tmp_path / "control", [user], [*options, "4"], models=(SLOW,), users=USERS
+    )
     block = check_reconciled(slow, SLOW, sample_all=True)
     assert block["cause"] == "queue", block
     assert "of their time in queue" in block["sentence"]
@@ -81,12 +89,12 @@ def test_the_tail_is_put_down_to_its_known_cause_and_the_control_is_not(triton, 
     assert not [item for item in diagnose(load(control.run_dir)) if item.rule == "tail" and "queue" in item.evidence]
     text = build(load(slow.run_dir)).markdown()
     assert "## What made the slow requests slow" in text and block["sentence"][1:] in text
-    assert triton.control().trace_setting(SLOW) == before  # restored: tracing OFF again
+    assert tracing_triton.control().trace_setting(SLOW) == before  # restored: tracing OFF again
 
 
-def test_one_in_n_is_traced_and_the_rest_is_not_counted_as_lost(triton, tmp_path):
+def test_one_in_n_is_traced_and_the_rest_is_not_counted_as_lost(tracing_triton, tmp_path):
     run = run_against_triton(
-        triton,
+        tracing_triton,
         tmp_path / "run",
         ["TritonHttpUser"],
         ["--model", "identity", "--trace-sample", "10%"],
@@ -95,6 +103,9 @@ def test_one_in_n_is_traced_and_the_rest_is_not_counted_as_lost(triton, tmp_path
     traces = run.summary["traces"]
     check_reconciled(run, "identity", sample_all=False)
     assert traces["triton_rate"] == 10
+    rate = f"{100 * traces['join_rate']:.1f} %"
+    note = f"Traces (--trace-sample 10%): {traces['joined']} of {traces['traces']} traces joined (join rate {rate};"
+    assert note in run.result.stdout
     # Triton traces every 10th request it receives: the run's share, within one.
     assert abs(traces["traces"] - run.served("identity") / 10) <= 1
 
@@ -110,10 +121,10 @@ def test_one_in_n_is_traced_and_the_rest_is_not_counted_as_lost(triton, tmp_path
         ),
     ],
 )
-def test_refused_before_any_load_with_triton_untouched(triton, tmp_path, options, error):
-    before = triton.control().trace_setting("identity")
+def test_refused_before_any_load_with_triton_untouched(tracing_triton, tmp_path, options, error):
+    before = tracing_triton.control().trace_setting("identity")
     run = run_against_triton(
-        triton,
+        tracing_triton,
         tmp_path / "run",
         ["TritonHttpUser"],
         ["--model", "identity", *options],
@@ -122,26 +133,21 @@ def test_refused_before_any_load_with_triton_untouched(triton, tmp_path, options
     )
     assert [line for line in run.result.stderr.splitlines() if line.startswith("error:")] == [error]
     assert run.after == run.before and run.summary is None
-    assert triton.control().trace_setting("identity") == before
+    assert tracing_triton.control().trace_setting("identity") == before
 
 
-def test_ctrl_c_restores_tritons_trace_settings_and_joins_what_ran(triton, tmp_path):
+def test_ctrl_c_restores_tritons_trace_settings_and_joins_what_ran(tracing_triton, tmp_path):
     run_dir = tmp_path / "run"
-    before = triton.control().trace_setting("identity")
+    before = tracing_triton.control().trace_setting("identity")
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", str(USERS), "-t", "60s"]
-    command += ["TritonGrpcUser", *triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)]
+    command += ["TritonGrpcUser", *triton_options(tracing_triton), "--model", "identity", "--run-dir", str(run_dir)]
     command += ["--trace-sample", "100%"]
-    with subprocess.Popen(
-        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible
-    ) as process:
-        deadline = time.monotonic() + 60
-        while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(2)
-        assert triton.control().trace_setting("identity")["trace_level"] == ["TIMESTAMPS"]  # on for the run
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
-    assert triton.control().trace_setting("identity") == before
+
+    def tracing_is_on() -> None:
+        assert tracing_triton.control().trace_setting("identity")["trace_level"] == ["TIMESTAMPS"]  # on for the run
+
+    interrupt_locust(command, run_dir, while_running=tracing_is_on)
+    assert tracing_triton.control().trace_setting("identity") == before
     traces = read_summary(run_dir)["traces"]
     assert traces["joined"] > 0
     # A request cut by Ctrl-C is reported as failed: its trace, if any, is counted as such.
@@ -157,30 +163,10 @@ def test_with_two_workers_the_master_joins_both_workers_requests(tmp_path):
         port = TritonPorts.free().http
         run_dir = tmp_path / "run"
         before = model_stats(server.http_address, "identity")
-        common = [sys.executable, "-m", "locust", "-f", "locustfile.py"]
-        master = subprocess.Popen(
-            [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--headless"]
-            + ["--expect-workers", "2", "-u", "2", "-r", "2", "-t", "4s", "TritonHttpUser", *triton_options(server)]
-            + ["--model", "identity", "--run-dir", str(run_dir), "--trace-sample", "20%"],
-            cwd=REPO_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        worker_command = [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
-        workers = [
-            subprocess.Popen([*worker_command, "TritonHttpUser"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL)
-            for _ in range(2)
-        ]
-        try:
-            output, _ = master.communicate(timeout=120)
-            for worker in workers:
-                worker.wait(timeout=60)
-        finally:
-            for process in [master, *workers]:
-                if process.poll() is None:
-                    process.kill()
-        assert master.returncode == 0, output[-3000:]
+        options = ["--expect-workers", "2", "-u", "2", "-r", "2", "-t", "4s", "TritonHttpUser"]
+        options += [*triton_options(server), "--model", "identity", "--run-dir", str(run_dir), "--trace-sample", "20%"]
+        master = run_master_and_workers(options, ["TritonHttpUser"], port)
+        assert master.returncode == 0, master.stdout[-3000:]
         served = model_stats(server.http_address, "identity")["requests"] - before["requests"]
     summary = read_summary(run_dir)
     traces = summary["traces"]
