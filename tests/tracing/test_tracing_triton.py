@@ -177,3 +177,18 @@ def test_with_two_workers_the_master_joins_both_workers_requests(tmp_path):
     assert abs(traces["traces"] - served / 5) <= 1
     prefixes = {row["trace_id"][:6] for row in traced_rows(run_dir)}
     assert len(prefixes) == 2  # both workers' requests joined
+
+
+def test_a_stepped_run_is_attributed_per_step(tracing_triton, tmp_path):
+    options = ["--model", "identity", "--trace-sample", "100%", "--load-shape", "steps"]
+    options += ["--shape-args", "targets=1;1,step_s=2"]
+    run = run_against_triton(tracing_triton, tmp_path / "run", ["TritonHttpUser"], options, run_time=None)
+    traces = run.summary["traces"]
+    (name,) = traces["endpoints"]
+    by_step = traces["steps"][name]
+    assert set(by_step) == {"0", "1"}
+    rows = traced_rows(run.run_dir)
+    assert {step: block["requests"] for step, block in by_step.items()} == {
+        step: sum(row["step"] == step for row in rows) for step in ("0", "1")
+    }
+    assert sum(block["requests"] for block in by_step.values()) <= traces["joined"]
