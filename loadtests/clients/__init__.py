@@ -45,8 +45,11 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
         )
     else:
         raise ValueError(f"unknown protocol {protocol!r}")
-    if settings.trace_sample is not None:  # every request carries an id Triton's trace repeats
+    if settings.trace_sample is not None:  # requests carry an id Triton's trace repeats
         client.trace_ids = connections.trace_ids
+        # A receiver: Triton in OpenTelemetry mode traces the requests the client samples.
+        otlp = bool(settings.trace_receiver)
+        connections.trace_ids.configure(settings.trace_sample.triton_rate if otlp else 1, in_header=otlp)
     return client
 
 

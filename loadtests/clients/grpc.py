@@ -33,7 +33,7 @@ from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, grpc_failur
 from loadtests.clients.grpc_frames import GRPC_STATUS_NAMES, CallFailure, PreparedCall, prepare_call
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.replicas import ROUND_ROBIN
-from loadtests.clients.trace_ids import PLACEHOLDER, split_at_placeholder
+from loadtests.clients.trace_ids import PLACEHOLDER, TRACEPARENT, TRACEPARENT_HEADER, split_at_placeholder
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.security import ConnectionSecurity
@@ -146,7 +146,8 @@ class GrpcClient(TritonClient):
         sequence: SequenceStep | None = None,
     ) -> PreparedCall:
         request = service_pb2.ModelInferRequest(model_name=model.name)
-        if self.trace_ids is not None:
+        ids = self.trace_ids
+        if ids is not None and not ids.in_header:
             request.id = PLACEHOLDER
         if sequence is not None:
             # ModelInferRequest.parameters, as tritonclient sets them: the ID as int64_param
@@ -162,8 +163,13 @@ class GrpcClient(TritonClient):
             request.raw_input_contents.append(_tensor_bytes(array))
         for output in model.outputs:
             request.outputs.add().name = output.name
-        call = self._call(request.SerializeToString())
-        if self.trace_ids is not None:
+        message = request.SerializeToString()
+        call = self._call(message)
+        if ids is not None and ids.in_header:
+            metadata = (*self.security.headers, (TRACEPARENT_HEADER, TRACEPARENT.format(PLACEHOLDER)))
+            block = prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s, metadata, self._tls)
+            call = replace(call, traced=split_at_placeholder(block.header_block), traced_in_header=True)
+        elif ids is not None:
             call = replace(call, traced=split_at_placeholder(call.body))
         return call
 
@@ -173,7 +179,11 @@ class GrpcClient(TritonClient):
     def _traced(self, wire: PreparedCall) -> PreparedCall:
         """The call with the next trace id in its message (the same length as the placeholder)."""
         self.trace_id = trace_id = self.trace_ids.next()
+        if trace_id is None:
+            return wire
         head, tail = wire.traced
+        if wire.traced_in_header:
+            return PreparedCall(head + trace_id + tail, wire.body)
         return PreparedCall(wire.header_block, head + trace_id + tail)
 
     def wire_bytes(self, wire: PreparedCall) -> int:

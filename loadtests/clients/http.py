@@ -35,7 +35,7 @@ from loadtests.clients.failures import (
 )
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
-from loadtests.clients.trace_ids import PLACEHOLDER, split_at_placeholder
+from loadtests.clients.trace_ids import PLACEHOLDER, TRACEPARENT, TRACEPARENT_HEADER, split_at_placeholder
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.security import ConnectionSecurity
@@ -141,14 +141,18 @@ class HttpClient(TritonClient):
         if sequence is not None:
             flags = {"sequence_id": sequence.correlation_id, "sequence_start": sequence.start}
             flags["sequence_end"] = sequence.end
-        if self.trace_ids is not None:
+        ids = self.trace_ids
+        if ids is not None and not ids.in_header:
             flags["request_id"] = PLACEHOLDER
         body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs, **flags)
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
         headers.update(self._headers)
         path = infer_path(model.name)
         request = build_request(self.address, path, body, headers)
-        traced = split_at_placeholder(request) if self.trace_ids is not None else None
+        traced = None
+        if ids is not None:  # the id in the body (Triton's file), or in a traceparent header
+            header = {TRACEPARENT_HEADER: TRACEPARENT.format(PLACEHOLDER)} if ids.in_header else {}
+            traced = split_at_placeholder(build_request(self.address, path, body, {**headers, **header}))
         return HttpWire(path, body, headers, request, traced)
 
     def warm(self) -> bool:
@@ -186,7 +190,7 @@ class HttpClient(TritonClient):
         if traced is None:
             return wire.request
         self.trace_id = trace_id = self.trace_ids.next()
-        return traced[0] + trace_id + traced[1]
+        return wire.request if trace_id is None else traced[0] + trace_id + traced[1]
 
     def _response_length(self, response: tuple[int | None, bytes]) -> int:
         return len(response[1])

@@ -23,14 +23,34 @@ PREFIX_WIDTH = 6
 PLACEHOLDER = "TLTRACEIDHOLDER0"
 
 
+# OpenTelemetry mode: the W3C trace context a traced request carries (version 00, sampled);
+# the trace id is 16 zeros and the request's id, the parent span id fixed (never all zeros).
+TRACEPARENT_HEADER = "traceparent"
+TRACEPARENT = "00-0000000000000000{}-0000000000000001-01"
+
+
 class TraceIds:
-    """One process's request ids: "<6 hex of this process><10 hex counter>"."""
+    """One process's request ids: "<6 hex of this process><10 hex counter>".
+
+    Triton's trace file (`in_header` False): every request carries one in its `id`, Triton
+    picks the traced ones. OpenTelemetry (`in_header` True): the client picks one request in
+    `every` and only that one carries a `traceparent` header (Triton then traces exactly those).
+    """
 
     def __init__(self, prefix: str | None = None) -> None:
         self.prefix = prefix or secrets.token_hex(PREFIX_WIDTH // 2)
         self._counter = itertools.count(1)
+        self._requests = itertools.count(0)
+        self.every = 1
+        self.in_header = False
 
-    def next(self) -> bytes:
+    def configure(self, every: int, in_header: bool) -> None:
+        self.every, self.in_header = max(1, every), in_header
+
+    def next(self) -> bytes | None:
+        """The next request's id, or None when the client does not sample it."""
+        if self.every > 1 and next(self._requests) % self.every:
+            return None
         return f"{self.prefix}{next(self._counter):010x}".encode("ascii")
 
 

@@ -110,6 +110,7 @@ class Settings:
     # --trace-sample: Triton traces this share of the requests, joined to the client's timing.
     trace_sample: TraceSample | None = None
     trace_file: Path | None = None  # --trace-file: where Triton's trace file is readable here
+    trace_receiver: str = ""  # --trace-receiver HOST:PORT: the suite's OTLP/HTTP receiver ("" none)
     prometheus_host: str = DEFAULT_PROMETHEUS_HOST
     prometheus_port: int = 0  # 0: no exporter
     csv_prefix: str = ""  # Locust's --csv

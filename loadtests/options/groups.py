@@ -79,6 +79,7 @@ GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
             ("prometheus_host", "Own metrics: address"),
             ("trace_sample", "Trace this share of requests in Triton"),
             ("trace_file", "Triton's trace file, as readable here"),
+            ("trace_receiver", "Receive Triton's OpenTelemetry traces on"),
         ),
     ),
     (

@@ -230,6 +230,7 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "junit": _text(options, "junit"),
         "trace_sample": TraceSample.parse(_text(options, "trace_sample")) if _text(options, "trace_sample") else None,
         "trace_file": _path(options, "trace_file"),
+        "trace_receiver": _text(options, "trace_receiver"),
         "prometheus_host": _text(options, "prometheus_host") or DEFAULT_PROMETHEUS_HOST,
         "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
         "csv_prefix": _text(options, "csv_prefix"),

@@ -245,6 +245,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where Triton's trace file (--trace-config triton,file=PATH) is readable on this machine "
         "(default: the path Triton's trace settings name)",
     )
+    option(
+        "--trace-receiver",
+        default="",
+        metavar="HOST:PORT",
+        help="with --trace-sample and a Triton in opentelemetry mode: where the suite receives its OTLP/HTTP "
+        "traces (Triton's --trace-config opentelemetry,url=HOST:PORT/v1/traces)",
+    )
     option("--run-dir", default="", metavar="DIR", help="run directory (default runs/<UTC time>-<name>)")
     # Copied at the end of the run by loadtests/run/upload.py (fsspec: loadtests/run_format/storage.py).
     option(

@@ -130,6 +130,12 @@ class Preflight:
     def locate_traces(self) -> None:
         """--trace-sample: where Triton's trace file is read here (raises SpecError when it cannot be)."""
         settings = self.process.settings
+        existing = self.process.trace_switch
+        receiver = existing.receiver if existing is not None else None
+        if receiver is not None and receiver.address == settings.trace_receiver:
+            return  # a second test of the web UI: the receiver already listens
+        if receiver is not None:
+            receiver.stop()
         self.process.trace_switch = TraceSwitch.locate(settings) if settings.trace_sample is not None else None
 
 

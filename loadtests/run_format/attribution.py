@@ -36,7 +36,7 @@ PART_LABELS = {
 MEDIAN_BAND = (40.0, 60.0)
 TAIL_BANDS = (("above_p99", 99.0), ("above_p95", 95.0))
 CAUSE_MIN_RATIO = 2.0
-CAUSE_MIN_SHARE = 0.5
+CAUSE_MIN_SHARE = 0.75  # a mixed tail (CPU contention: queue, infer, client at once) names nothing
 MIN_BAND_REQUESTS = 3
 
 

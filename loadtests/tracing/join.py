@@ -6,10 +6,13 @@ starts with one of the run's processes' prefixes) is joined or counted as unjoin
 
 - `failed on the client`: the client counted the request as failed (timeout, cut at the stop, ...);
 - `no client record`: no process of the run reported the id (a worker's report was lost);
-- `incomplete trace`: Triton's trace lacks a timestamp the breakdown needs.
+- `incomplete trace`: Triton's trace lacks a timestamp the breakdown needs;
+- `no trace from Triton` (OpenTelemetry only): the client sampled it, its spans never arrived.
 
-Which requests are traced is Triton's choice (one in `trace_rate`); `expected_traces` (client
-requests / rate) says how many to expect. Traces of other clients are counted apart.
+From Triton's file, which requests are traced is Triton's choice (one in `trace_rate`);
+`expected_traces` (client requests / rate) says how many to expect. In OpenTelemetry mode the
+client samples (a traceparent on one request in N) and every sampled request is accounted for.
+Traces of other clients are counted apart.
 
     block = join_run(switch, records, run_dir, started_at, steps)   # summary.json's "traces"
 """
@@ -27,10 +30,13 @@ from loadtests.run_format.attribution import PARTS, attribute
 from loadtests.run_format.files import TRACES_CSV
 from loadtests.tracing.client_log import FIELDS
 from loadtests.tracing.switch import TraceSwitch
-from loadtests.tracing.triton_file import RECEIVED, SENT, ServerTrace, read_traces, trace_files
+from loadtests.tracing.triton_file import RECEIVED, SENT, ServerTrace, new_files, read_traces
 
 NEEDED = ("QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END")
 FAILED, NO_RECORD, INCOMPLETE = "failed on the client", "no client record", "incomplete trace"
+NO_TRACE = "no trace from Triton"  # OpenTelemetry: the client sampled it, Triton's spans never came
+# OpenTelemetry: Triton's span processor exports every bsp_schedule_delay (5 s by default).
+OTLP_WAIT_S = 8.0
 # After the settings are restored, Triton writes what it held: wait until no new file comes.
 FLUSH_POLL_S = 0.2
 FLUSH_WAIT_S = 3.0
@@ -68,8 +74,11 @@ def _step_of(end_s: float, steps: list[dict]) -> int | None:
     return None
 
 
-def join(records: list, traces: list[ServerTrace], started_at: float, steps: list[dict]) -> tuple[list[dict], dict]:
-    """The joined rows and the counts (unjoined by reason, other clients' traces)."""
+def join(
+    records: list, traces: list[ServerTrace], started_at: float, steps: list[dict], client_sampled: bool = False
+) -> tuple[list[dict], dict]:
+    """The joined rows and the counts (unjoined by reason, other clients' traces); with
+    `client_sampled`, a record without a trace is unjoined too."""
     clients = {_text(r[0]): dict(zip(FIELDS, r, strict=True)) for r in records}
     prefixes = {trace_id[:PREFIX_WIDTH] for trace_id in clients}
     rows, unjoined, others = [], Counter(), 0
@@ -91,6 +100,11 @@ def join(records: list, traces: list[ServerTrace], started_at: float, steps: lis
         row.update(trace_id=trace_id, step=_step_of(end_s, steps), end_s=end_s)
         row["client_us"] = round(client["latency_us"], 1)
         rows.append({**row, **parts})
+    if client_sampled:
+        traced = {trace.request_id for trace in traces}
+        for trace_id, client in clients.items():
+            if trace_id not in traced:
+                unjoined[FAILED if client["failed"] else NO_TRACE] += 1
     return rows, {"unjoined": dict(unjoined), "other_clients": others}
 
 
@@ -106,10 +120,21 @@ def wait_for_flush(switch: TraceSwitch) -> None:
     deadline = time.monotonic() + FLUSH_WAIT_S
     seen = -1
     while time.monotonic() < deadline:
-        count = len(trace_files(switch.trace_file, switch.turned_on_at or 0.0))
+        count = len(new_files(switch.trace_file, switch.files_before))
         if count == seen:
             return
         seen = count
+        time.sleep(FLUSH_POLL_S)
+
+
+def wait_for_spans(switch: TraceSwitch, records: list) -> None:
+    """OpenTelemetry: until every sampled request that succeeded has a complete trace (at most OTLP_WAIT_S)."""
+    expected = {_text(record[0]) for record in records if not record[6]}
+    deadline = time.monotonic() + OTLP_WAIT_S
+    while time.monotonic() < deadline:
+        complete = {trace.request_id for trace in switch.receiver.traces() if breakdown(trace, 0.0) is not None}
+        if expected <= complete:
+            return
         time.sleep(FLUSH_POLL_S)
 
 
@@ -134,21 +159,28 @@ def closing_note(block: dict) -> str:
 def join_run(switch: TraceSwitch, records: list, run_dir: Path, started_at: float, steps: list[dict]) -> dict:
     """Restore Triton's settings, read its traces, join, write traces.csv; summary.json's "traces"."""
     problems = switch.restore()
-    wait_for_flush(switch)
-    traces, unreadable = read_traces(switch.trace_file, switch.turned_on_at or started_at)
-    rows, counts = join(records, traces, started_at, steps)
+    otlp = switch.receiver is not None
+    if otlp:
+        wait_for_spans(switch, records)
+        traces, unreadable = switch.receiver.traces(), list(switch.receiver.rejected)
+    else:
+        wait_for_flush(switch)
+        traces, unreadable = read_traces(switch.trace_file, switch.files_before)
+    rows, counts = join(records, traces, started_at, steps, client_sampled=otlp)
     write_csv(run_dir / TRACES_CSV, rows)
-    ours = len(rows) + sum(counts["unjoined"].values())
+    ours = len(rows) + sum(n for reason, n in counts["unjoined"].items() if reason != NO_TRACE)
+    denominator = len(records) if otlp else ours  # every sampled request, or every trace of the run
     block = {
         "sample": switch.sample.text,
         "triton_rate": switch.sample.triton_rate,
-        "trace_file": str(switch.trace_file),
+        "sampled_by": "client" if otlp else "triton",
+        "trace_file": switch.where,
         "client_requests": len(records),
-        "expected_traces": round(len(records) / switch.sample.triton_rate),
+        "expected_traces": len(records) if otlp else round(len(records) / switch.sample.triton_rate),
         "traces": ours,
         "joined": len(rows),
         **counts,
-        "join_rate": round(len(rows) / ours, 4) if ours else None,
+        "join_rate": round(len(rows) / denominator, 4) if denominator else None,
         "problems": problems + unreadable,
         "endpoints": attribution_by(rows, "endpoint"),
     }

@@ -22,6 +22,8 @@ from loadtests.clients.control import TritonControl
 from loadtests.config.settings import Settings
 from loadtests.config.trace_sample import TraceSample
 from loadtests.errors import ServerError, SpecError
+from loadtests.tracing.receiver import OtlpReceiver
+from loadtests.tracing.triton_file import trace_files
 
 logger = logging.getLogger(__name__)
 
@@ -29,17 +31,33 @@ TIMESTAMPS = ["TIMESTAMPS"]
 # Traces per file: Triton writes a file per this many traces (and the rest when restored).
 LOG_FREQUENCY = 1000
 CHANGED = ("trace_level", "trace_rate", "trace_count", "log_frequency")
+# OpenTelemetry mode: no log frequency. Triton traces every request with a sampled traceparent
+# whatever its rate; a rate of 0 would trace only those, but the trace API refuses it ("sample
+# rate must be non-zero"), so one in a billion: in effect only the ones the client sampled.
+OTEL_CHANGED = ("trace_level", "trace_rate", "trace_count")
+OTEL_RATE = 1_000_000_000
 
 
 class TraceSwitch:
     """Turns Triton's tracing on for a run and back; `trace_file` is where it is read here."""
 
-    def __init__(self, control: TritonControl, sample: TraceSample, trace_file: Path) -> None:
+    def __init__(
+        self, control: TritonControl, sample: TraceSample, trace_file: Path | None, receiver: OtlpReceiver | None = None
+    ) -> None:
         self.control = control
         self.sample = sample
         self.trace_file = trace_file
+        self.receiver = receiver  # OpenTelemetry mode: the suite's OTLP receiver (else None)
+        self.changed = OTEL_CHANGED if receiver is not None else CHANGED
         self.previous: dict[str, dict] = {}
         self.turned_on_at: float | None = None
+        # Triton's trace files when the run began: the run's are the ones written after.
+        self.files_before: dict[Path, float] = {}
+
+    @property
+    def where(self) -> str:
+        """Where the traces come from: the file, or the receiver's address."""
+        return f"OTLP receiver {self.receiver.address}" if self.receiver is not None else str(self.trace_file)
 
     @classmethod
     def locate(cls, settings: Settings) -> TraceSwitch:
@@ -51,6 +69,14 @@ class TraceSwitch:
         except ServerError as error:
             raise SpecError(f"--trace-sample: Triton's trace settings could not be read: {error}") from None
         mode = current.get("trace_mode", "triton")
+        if settings.trace_receiver:
+            if mode != "opentelemetry":
+                raise SpecError(
+                    f"--trace-receiver: Triton traces in '{mode}' mode, not to a receiver (start it with "
+                    f"--trace-config mode=opentelemetry --trace-config opentelemetry,url={settings.trace_receiver}"
+                    "/v1/traces)"
+                )
+            return cls(control, settings.trace_sample, None, listen(settings.trace_receiver))
         if mode != "triton":
             raise SpecError(
                 f"--trace-sample: Triton traces in '{mode}' mode; the suite reads the 'triton' mode's file "
@@ -70,12 +96,17 @@ class TraceSwitch:
     def turn_on(self, models: list[str]) -> None:
         """Each model traced at the run's rate, its previous settings kept; raises ServerError."""
         self.turned_on_at = time.time()
+        if self.trace_file is not None:
+            self.files_before = trace_files(self.trace_file)
         changes = {
             "trace_level": TIMESTAMPS,
             "trace_rate": str(self.sample.triton_rate),
             "trace_count": "-1",
             "log_frequency": str(LOG_FREQUENCY),
         }
+        if self.receiver is not None:
+            self.receiver.clear()
+            changes = {"trace_level": TIMESTAMPS, "trace_rate": str(OTEL_RATE), "trace_count": "-1"}
         for model in models:
             if model in self.previous:
                 continue
@@ -91,8 +122,8 @@ class TraceSwitch:
         except ServerError as error:
             return [f"trace settings not restored: {error}"]
         for model, before in previous.items():
-            follows_global = all(before.get(key) == default.get(key) for key in CHANGED)
-            changes = {key: None if follows_global else before.get(key) for key in CHANGED}
+            follows_global = all(before.get(key) == default.get(key) for key in self.changed)
+            changes = {key: None if follows_global else before.get(key) for key in self.changed}
             try:
                 self.control.update_trace_setting(changes, model)
             except ServerError as error:
@@ -100,3 +131,16 @@ class TraceSwitch:
         for problem in problems:
             logger.warning(problem)
         return problems
+
+
+def listen(address: str) -> OtlpReceiver:
+    """The suite's OTLP receiver on HOST:PORT, listening; raises SpecError (one line)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise SpecError(f"--trace-receiver '{address}' is not HOST:PORT")
+    receiver = OtlpReceiver(host, int(port))
+    try:
+        receiver.start()
+    except OSError as error:
+        raise SpecError(f"--trace-receiver {address}: cannot listen there ({error})") from None
+    return receiver

@@ -19,9 +19,6 @@ from pathlib import Path
 # When Triton had the request (the gRPC wait's start is before the client even sent it).
 RECEIVED = ("HTTP_RECV_START", "GRPC_WAITREAD_END")
 SENT = ("HTTP_SEND_END", "GRPC_SEND_END")
-# How long before the run's start a file may have been written and still be the run's
-# (a file's mtime is the flush; the clocks are the same machine's).
-MTIME_SLACK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -39,17 +36,23 @@ class ServerTrace:
         return None
 
 
-def trace_files(base: Path, since_s: float = 0.0) -> list[Path]:
-    """`base.<n>` files written since `since_s` (epoch seconds), in index order."""
+def trace_files(base: Path) -> dict[Path, float]:
+    """Every `base.<n>` file and its mtime, in index order."""
     pattern = re.compile(re.escape(base.name) + r"\.(\d+)$")
     found = []
     if not base.parent.is_dir():
-        return []
+        return {}
     for path in base.parent.iterdir():
         match = pattern.match(path.name)
-        if match and path.stat().st_mtime >= since_s - MTIME_SLACK_S:
+        if match:
             found.append((int(match.group(1)), path))
-    return [path for _, path in sorted(found)]
+    return {path: path.stat().st_mtime for _, path in sorted(found)}
+
+
+def new_files(base: Path, before: dict[Path, float]) -> list[Path]:
+    """The files written since `before` (trace_files' answer then): new ones, or rewritten (a
+    restarted Triton numbers its files from 0 again)."""
+    return [path for path, mtime in trace_files(base).items() if before.get(path) != mtime]
 
 
 def parse_entries(entries: list[dict]) -> list[ServerTrace]:
@@ -70,11 +73,11 @@ def parse_entries(entries: list[dict]) -> list[ServerTrace]:
     ]
 
 
-def read_traces(base: Path, since_s: float = 0.0) -> tuple[list[ServerTrace], list[str]]:
-    """Every trace in the files written since `since_s`, and one line per file that could not be read."""
+def read_traces(base: Path, before: dict[Path, float]) -> tuple[list[ServerTrace], list[str]]:
+    """Every trace in the files written since `before`, and one line per file that could not be read."""
     traces: list[ServerTrace] = []
     problems: list[str] = []
-    for path in trace_files(base, since_s):
+    for path in new_files(base, before):
         try:
             entries = json.loads(path.read_text())
         except (OSError, ValueError) as error:

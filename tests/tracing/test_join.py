@@ -10,7 +10,7 @@ import pytest
 
 from loadtests.run_format.attribution import PARTS
 from loadtests.tracing.join import FAILED, INCOMPLETE, NO_RECORD, breakdown, join
-from loadtests.tracing.triton_file import RECEIVED, SENT, parse_entries, read_traces
+from loadtests.tracing.triton_file import RECEIVED, SENT, parse_entries, read_traces, trace_files
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -75,14 +75,12 @@ def test_files_before_the_run_are_not_read(tmp_path):
     base = tmp_path / "trace.json"
     old = tmp_path / "trace.json.0"
     old.write_text((FIXTURES / "triton_http.json").read_text())
+    before = trace_files(base)  # the run starts: a file of the previous run, flushed just now
     new = tmp_path / "trace.json.1"
     new.write_text((FIXTURES / "triton_grpc.json").read_text())
-    import os
-
-    os.utime(old, (1_000.0, 1_000.0))
-    traces, problems = read_traces(base, since_s=new.stat().st_mtime - 0.5)
+    traces, problems = read_traces(base, before)
     assert {t.request_id for t in traces} == {t.request_id for t in fixture_traces("grpc")}
     assert problems == []
     (tmp_path / "trace.json.2").write_text("[{")
-    _, problems = read_traces(base, since_s=0)
+    _, problems = read_traces(base, before)
     assert len(problems) == 1 and "trace.json.2" in problems[0]

@@ -25,10 +25,14 @@ from tests.helpers import (
 
 # One instance, dynamic batching: a batch of 4 runs at once, a smaller one waits 50 ms in the queue.
 SLOW = "batch4_queue_50ms"
-# One user: the bundled tritonserver crashed (SIGSEGV) in 5 of 6 16-s runs with two closed-loop
-# users and every request traced (also with tracing set at its startup), and once in six 6-s runs
-# with one user. So these tests trace a Triton of their own, never the session's.
+# One user and a fifth of the requests: the bundled tritonserver crashed (SIGSEGV) under sustained
+# tracing, in 5 of 6 16-s runs with two closed-loop users and every request traced (also with
+# tracing set at its startup), and with one user about once per 10,000-30,000 traced requests. So
+# these tests trace a Triton of their own, never the session's, and trace no more than they need.
 USERS = 1
+SAMPLE = "20%"
+# 6 % of the requests wait the whole 50-ms delay: above p95 and above p99 are all such requests.
+QUEUED_TAIL = "4:0.94,1:0.06"
 
 
 @pytest.fixture(scope="module")
@@ -43,17 +47,17 @@ def traced_rows(run_dir) -> list[dict]:
         return list(csv.DictReader(file))
 
 
-def check_reconciled(run, model: str, sample_all: bool) -> dict:
-    """Every trace of the run joined or counted with why; the rows are the joined requests; at
-    100 % every request Triton counted was traced; the bands agree with HDR's percentiles."""
+def check_reconciled(run, model: str, rate: int = 5) -> dict:
+    """Every trace of the run joined or counted with why; the rows are the joined requests; Triton
+    traced one in `rate` of the requests it counted; the bands agree with HDR's percentiles."""
     summary = run.summary
     traces = summary["traces"]
     (endpoint,) = summary["endpoints"]
     assert traces["joined"] + sum(traces["unjoined"].values()) == traces["traces"]
     assert traces["client_requests"] == endpoint["requests"]
     assert traces["other_clients"] == 0 and traces["problems"] == []
-    if sample_all:
-        assert traces["traces"] == run.served(model)
+    assert traces["triton_rate"] == rate
+    assert abs(traces["traces"] - run.served(model) / rate) <= 1
     rows = traced_rows(run.run_dir)
     assert len(rows) == traces["joined"] > 0
     histogram = new_histogram()
@@ -70,18 +74,18 @@ def check_reconciled(run, model: str, sample_all: bool) -> dict:
 @pytest.mark.parametrize("user", ["TritonHttpUser", "TritonGrpcUser"])
 def test_the_tail_is_put_down_to_its_known_cause_and_the_control_is_not(tracing_triton, tmp_path, user):
     before = tracing_triton.control().trace_setting(SLOW)
-    options = ["--model", SLOW, "--trace-sample", "100%", "--batch-size"]
+    options = ["--model", SLOW, "--trace-sample", SAMPLE, "--batch-size"]
     slow = run_against_triton(
-        tracing_triton, tmp_path / "slow", [user], [*options, "4:0.97,1:0.03"], models=(SLOW,), users=USERS
+        tracing_triton, tmp_path / "slow", [user], [*options, QUEUED_TAIL], models=(SLOW,), users=USERS
     )
     control = run_against_triton(
         tracing_triton, tmp_path / "control", [user], [*options, "4"], models=(SLOW,), users=USERS
     )
-    block = check_reconciled(slow, SLOW, sample_all=True)
+    block = check_reconciled(slow, SLOW)
     assert block["cause"] == "queue", block
     assert "of their time in queue" in block["sentence"]
-    assert block["bands"]["above_p99"]["share"]["queue"] > 0.5 > block["bands"]["median"]["share"]["queue"]
-    control_block = check_reconciled(control, SLOW, sample_all=True)
+    assert block["bands"][block["band"]]["share"]["queue"] > 0.5 > block["bands"]["median"]["share"]["queue"]
+    control_block = check_reconciled(control, SLOW)
     assert control_block["cause"] != "queue", control_block
     # The report's section and the diagnosis read the attribution.
     (tail,) = [item for item in diagnose(load(slow.run_dir)) if item.rule == "tail"]
@@ -101,13 +105,10 @@ def test_one_in_n_is_traced_and_the_rest_is_not_counted_as_lost(tracing_triton, 
         models=("identity",),
     )
     traces = run.summary["traces"]
-    check_reconciled(run, "identity", sample_all=False)
-    assert traces["triton_rate"] == 10
+    check_reconciled(run, "identity", rate=10)
     rate = f"{100 * traces['join_rate']:.1f} %"
     note = f"Traces (--trace-sample 10%): {traces['joined']} of {traces['traces']} traces joined (join rate {rate};"
     assert note in run.result.stdout
-    # Triton traces every 10th request it receives: the run's share, within one.
-    assert abs(traces["traces"] - run.served("identity") / 10) <= 1
 
 
 @pytest.mark.parametrize(
@@ -141,7 +142,7 @@ def test_ctrl_c_restores_tritons_trace_settings_and_joins_what_ran(tracing_trito
     before = tracing_triton.control().trace_setting("identity")
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", str(USERS), "-t", "60s"]
     command += ["TritonGrpcUser", *triton_options(tracing_triton), "--model", "identity", "--run-dir", str(run_dir)]
-    command += ["--trace-sample", "100%"]
+    command += ["--trace-sample", SAMPLE]
 
     def tracing_is_on() -> None:
         assert tracing_triton.control().trace_setting("identity")["trace_level"] == ["TIMESTAMPS"]  # on for the run
@@ -180,7 +181,7 @@ def test_with_two_workers_the_master_joins_both_workers_requests(tmp_path):
 
 
 def test_a_stepped_run_is_attributed_per_step(tracing_triton, tmp_path):
-    options = ["--model", "identity", "--trace-sample", "100%", "--load-shape", "steps"]
+    options = ["--model", "identity", "--trace-sample", SAMPLE, "--load-shape", "steps"]
     options += ["--shape-args", "targets=1;1,step_s=2"]
     run = run_against_triton(tracing_triton, tmp_path / "run", ["TritonHttpUser"], options, run_time=None)
     traces = run.summary["traces"]
@@ -192,3 +193,34 @@ def test_a_stepped_run_is_attributed_per_step(tracing_triton, tmp_path):
         step: sum(row["step"] == step for row in rows) for step in ("0", "1")
     }
     assert sum(block["requests"] for block in by_step.values()) <= traces["joined"]
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("user", ["TritonHttpUser", "TritonGrpcUser"])
+def test_opentelemetry_traces_reach_the_suites_receiver_and_every_sampled_request_is_joined(tmp_path, user):
+    """Triton in opentelemetry mode exporting to the suite's OTLP/HTTP receiver: the client samples
+    (a traceparent on one request in N), so every sampled request is joined or counted."""
+    port = TritonPorts.free().http
+    receiver = f"127.0.0.1:{port}"
+    otel = ["--trace-config=mode=opentelemetry", f"--trace-config=opentelemetry,url={receiver}/v1/traces"]
+    otel.append("--trace-config=opentelemetry,bsp_schedule_delay=500")
+    with LocalTriton([repository_of(tmp_path / "models", SLOW)], extra_args=otel) as server:
+        before = server.control().trace_setting(SLOW)
+        options = ["--model", SLOW, "--batch-size", QUEUED_TAIL, "--trace-sample", SAMPLE]
+        options += ["--trace-receiver", receiver]
+        run = run_against_triton(server, tmp_path / "run", [user], options, models=(SLOW,), users=USERS)
+        assert server.control().trace_setting(SLOW) == before
+    traces = run.summary["traces"]
+    (endpoint,) = run.summary["endpoints"]
+    assert traces["sampled_by"] == "client"
+    assert abs(traces["client_requests"] - endpoint["requests"] / 5) <= 1
+    assert traces["joined"] + sum(traces["unjoined"].values()) == traces["client_requests"]
+    if user == "TritonGrpcUser":
+        # The bundled tritonserver's gRPC frontend exports no trace for about one sampled request
+        # in four (tritonclient's own gRPC client too: 218 of 300, every 4th missing); HTTP none.
+        assert set(traces["unjoined"]) <= {"no trace from Triton", "failed on the client"}
+        assert traces["joined"] >= traces["client_requests"] / 2
+    else:
+        assert traces["joined"] >= traces["client_requests"] - 1  # a request cut at the stop, at most
+    assert len(traced_rows(run.run_dir)) == traces["joined"]
+    assert traces["endpoints"][endpoint["name"]]["cause"] == "queue"
