@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from loadtests.run_format.attribution import PARTS
-from loadtests.tracing.join import FAILED, INCOMPLETE, NO_RECORD, breakdown, join
+from loadtests.tracing.join import FAILED, INCOMPLETE, NO_RECORD, NO_TRACE, breakdown, join
+from loadtests.tracing.receiver import OtlpReceiver
 from loadtests.tracing.triton_file import RECEIVED, SENT, parse_entries, read_traces, trace_files
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -84,3 +85,25 @@ def test_files_before_the_run_are_not_read(tmp_path):
     (tmp_path / "trace.json.2").write_text("[{")
     _, problems = read_traces(base, before)
     assert len(problems) == 1 and "trace.json.2" in problems[0]
+
+
+def test_the_receiver_groups_tritons_three_spans_into_one_complete_trace():
+    """tests/tracing/fixtures/otlp_http.json: the three OTLP/HTTP JSON exports the bundled
+    tritonserver sent for one HTTP request with a traceparent (compute, the model, InferRequest)."""
+    receiver = OtlpReceiver("127.0.0.1", 0)  # not started: fed the exports directly
+    for document in json.loads((FIXTURES / "otlp_http.json").read_text()):
+        receiver.add(document)
+    (trace,) = receiver.traces()
+    assert trace.request_id == "0af7651916cd43dd8448eb211c80319c"[-16:] and trace.model == "identity"
+    parts = breakdown(trace, client_us=(trace.first(SENT) - trace.first(RECEIVED)) / 1e3 + 100.0)
+    assert parts is not None and parts["network_client_us"] == pytest.approx(100.0, abs=0.1)
+
+
+def test_when_the_client_sampled_a_request_without_a_trace_is_counted():
+    trace = fixture_traces("http")[0]
+    records = [client_record(trace.request_id, 5000.0), client_record(trace.request_id[:6] + "0000000abc", 700.0)]
+    records.append(client_record(trace.request_id[:6] + "0000000abd", 700.0, failed=True))
+    rows, counts = join(records, [trace], started_at=100.0, steps=[], client_sampled=True)
+    assert len(rows) == 1
+    assert counts["unjoined"] == {NO_TRACE: 1, FAILED: 1}
+    assert len(rows) + sum(counts["unjoined"].values()) == len(records)
