@@ -221,6 +221,8 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
     server_poll_s = float(getattr(options, "server_stats_interval", DEFAULT_SERVER_POLL_S))
     if not all(math.isfinite(s) and s > 0 for s in (window_s, server_poll_s)):
         raise SpecError("--window and --server-stats-interval must be positive")
+    if _text(options, "trace_receiver") and not _text(options, "trace_sample"):
+        raise SpecError("--trace-receiver receives traces for --trace-sample: give the share, e.g. --trace-sample 1%")
     return {
         "run_dir": _path(options, "run_dir"),
         "upload": _upload(_text(options, "upload")),
