@@ -29,6 +29,7 @@ from loadtests.run_format.files import (
     STEPS_JSON,
     SWEEP_JSON,
     TIMESERIES_CSV,
+    TRACES_CSV,
 )
 from loadtests.run_format.hdr import UNCORRECTED, HlogError, read_logs
 
@@ -69,6 +70,8 @@ class Dataset:
     window_s: float = 1.0
     notes: list[str] = field(default_factory=list)
     tables: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
+    # --trace-sample: traces.csv, one row per request whose Triton trace was joined (else None).
+    traces: pd.DataFrame | None = None
 
     @property
     def source_format(self) -> str:
@@ -188,6 +191,7 @@ def _load_run_dir(path: Path) -> Dataset:
         resources=_read_resources(path / SERVER_METRICS_CSV, start_epoch),
         start_epoch=start_epoch,
         window_s=window_s,
+        traces=pd.read_csv(path / TRACES_CSV) if (path / TRACES_CSV).exists() else None,
     )
 
 

@@ -21,6 +21,7 @@ The rules, most urgent first:
     plateau         throughput stopped growing while latency grew, or never got to the peak
                     concurrency (2 x max batch x instances, the user's documents' rule of thumb)
     compute         compute per request grew with the load while the batch size did not
+    tail            (--trace-sample) one part of Triton's traces made the slowest requests slow
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import pandas as pd
 
 from analysis.dataset import Dataset
 from analysis.resources import busy_steps
+from loadtests.run_format.attribution import PART_LABELS
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class Limits:
 
 
 LIMITS = Limits()
-RANKS = ("failures", "generator", "host", "queue", "batching", "payload", "plateau", "compute")
+RANKS = ("failures", "generator", "host", "queue", "batching", "payload", "plateau", "compute", "tail")
 RULE_TITLES = {
     "failures": "Requests failed",
     "generator": "The load generator saturated",
@@ -63,6 +65,41 @@ RULE_TITLES = {
     "payload": "Payload-bound",
     "plateau": "Throughput plateau",
     "compute": "Compute per request grew with load",
+    "tail": "What made the slow requests slow",
+}
+# The tail rule: per part its traces can name, why it makes single requests slow and what to try.
+TAIL_CAUSES = {
+    "queue": (
+        "The slowest requests waited in Triton's queue: behind other executions on a busy instance, or for "
+        "the dynamic batcher's max_queue_delay_microseconds to expire when the batch did not fill.",
+        "a shorter max_queue_delay_microseconds, or another instance, compared under the same latency target",
+    ),
+    "infer": (
+        "The model's own execution was slow for these requests: work that depends on the input, or the "
+        "instance's CPU or GPU taken by something else at that moment.",
+        "check which inputs are slow (traces.csv has each request's id and time) and whether the host was busy",
+    ),
+    "compute_input": (
+        "Copying these requests' inputs into the model took the time: large or many tensors.",
+        "smaller inputs per request, or a model that takes them in their native layout",
+    ),
+    "compute_output": (
+        "Collecting these requests' outputs took the time: large outputs.",
+        "ask only for the outputs needed, or smaller ones",
+    ),
+    "receive": (
+        "Triton took long to read these requests off the network: large bodies or a slow sender.",
+        "a smaller payload (binary tensors, JPEG images) or gRPC",
+    ),
+    "send": (
+        "Triton took long to write these responses: large responses or a client slow to read them.",
+        "a smaller response, or a load generator with CPU to spare",
+    ),
+    "network_client": (
+        "The time went outside Triton: on the network or in the load generator itself (a busy client "
+        "process reads its responses late).",
+        "more load-generator processes (--processes) or a client closer to Triton",
+    ),
 }
 
 
@@ -145,7 +182,36 @@ def diagnose(data: Dataset) -> list[Diagnosis | CannotJudge]:
     for view in views:
         for rule in (_queue, _batching, _payload, _plateau, _compute):
             out += [_caveat(item) if saturated else item for item in rule(data, view)]
+    out += _tail(data)
     return sorted(out, key=lambda item: (isinstance(item, CannotJudge), RANKS.index(item.rule)))
+
+
+def _tail(data: Dataset) -> list[Diagnosis]:
+    """--trace-sample: per endpoint, the part that made the traced tail slow (summary.json's
+    traces, loadtests/run_format/attribution.py); nothing when no part stood out."""
+    traces = data.run.traces if data.run is not None else {}
+    out = []
+    for name, block in sorted((traces.get("endpoints") or {}).items()):
+        cause = block.get("cause")
+        if cause is None:
+            continue
+        band, median = block["bands"][block["band"]], block["bands"]["median"]
+        endpoint = data.run.endpoints.get(name)
+        why, next_step = TAIL_CAUSES[cause]
+        out.append(
+            Diagnosis(
+                "tail",
+                endpoint.model if endpoint is not None else name,
+                f"{name}, traced requests {block['band'].replace('_', ' ')}",
+                f"{block['sentence']}: {_ms(band['part_mean_us'][cause])} of {PART_LABELS[cause]} against "
+                f"{_ms(median['part_mean_us'][cause])} in the median request, the largest extra time in "
+                f"{block['cause_requests']} of {band['requests']} requests",
+                why,
+                next_step,
+                "",
+            )
+        )
+    return out
 
 
 def _caveat(item: Diagnosis | CannotJudge) -> Diagnosis | CannotJudge:

@@ -20,6 +20,7 @@ from analysis.findings import findings
 from analysis.mix import mix_table
 from analysis.sequences import sequence_section, sequence_table
 from analysis.streams import stream_section, stream_table
+from analysis.tail import tail_section
 
 TITLES = {
     "run": "Load test report",
@@ -64,6 +65,7 @@ def build(data: Dataset, prefix: str = "") -> Document:
     _sequence_section(doc, data)
     stream_section(doc, stream_table(data.run)[1] if data.run is not None else [])
     _endpoints_section(doc, data, prefix)
+    tail_section(doc, data, prefix)
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:
         doc.heading(title, 3)

@@ -121,6 +121,8 @@ class SavedRun:
     model_totals: dict = field(default_factory=dict)
     # Several Triton replicas: summary.json's "server_replicas", {address: {model: breakdown}}.
     server_replicas: dict = field(default_factory=dict)
+    # --trace-sample: summary.json's "traces" (the join's counts, the attribution per endpoint).
+    traces: dict = field(default_factory=dict)
 
     def requested_batch_sizes(self) -> dict[str, dict[str, int]]:
         """Per model, requests sent per batch size over its endpoints: {"bert_qa": {"1": 700, "2": 300}}."""
@@ -171,4 +173,5 @@ def load_run(path: str | Path) -> SavedRun:
         overall=summary.get("overall") or {},
         model_totals=summary.get("model_totals") or {},
         server_replicas=summary.get("server_replicas") or {},
+        traces=summary.get("traces") or {},
     )

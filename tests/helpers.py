@@ -75,6 +75,59 @@ def interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def interrupt_locust(command: list[str], run_dir: Path, after_s: float = 2.0, while_running=None) -> None:
+    """Start a Locust `command`, wait until its run has started (timeseries.csv exists; a busy
+    machine can take seconds to get there) and `after_s` more, call `while_running()` if given,
+    then Ctrl-C it and wait for it to end."""
+    import time
+
+    with subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible
+    ) as process:
+        deadline = time.monotonic() + 60
+        while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(after_s)
+        if while_running is not None:
+            while_running()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+
+
+def run_master_and_workers(
+    master_args: list[str], worker_args: list[str], port: int, workers: int = 2, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """A Locust master (`--master ... --headless` on 127.0.0.1:`port`, then `master_args`) and
+    `workers` local worker processes (`worker_args`: their user classes); the master's exit code
+    and output (stdout and stderr together) once every process has ended."""
+    import time
+
+    common = [sys.executable, "-m", "locust", "-f", "locustfile.py"]
+    master_command = [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port)]
+    master = subprocess.Popen(
+        [*master_command, "--headless", *master_args],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    time.sleep(1)
+    worker_command = [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port), *worker_args]
+    processes = [
+        subprocess.Popen(worker_command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(workers)
+    ]
+    try:
+        output, _ = master.communicate(timeout=timeout)
+        for worker in processes:
+            worker.wait(timeout=60)
+    finally:
+        for process in [master, *processes]:
+            if process.poll() is None:
+                process.kill()
+    return subprocess.CompletedProcess(master.args, master.returncode, output, "")
+
+
 def run_cli(args: list[str], timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run `python -m ...` from the repository root, as a user would, capturing output."""
     full_env = dict(os.environ)

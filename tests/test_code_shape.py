@@ -38,6 +38,7 @@ PACKAGES: tuple[str, ...] = (
     "loadtests.clients",  # the wire (HTTP/1.1, gRPC over HTTP/2) and Triton's control plane
     "loadtests.recording",  # HDR windows, their merge, the run-directory writer, the console
     "loadtests.triton_stats",  # Triton's own view: statistics, metrics, server info, polled
+    "loadtests.tracing",  # --trace-sample: Triton's traces joined to the client's timing
     "loadtests.traffic",  # load shapes, open loop, sweep and capacity shapes
     "loadtests.workloads",  # what is sent: payloads, endpoints, validation, mix, sequences, users
     "loadtests.options",  # the option table, read into Settings; the options by task
@@ -224,6 +225,7 @@ def test_the_checks_catch_what_they_check(tmp_path):
         "loadtests.config.batch_size",
         "loadtests.config.security",
         "loadtests.config.mix",
+        "loadtests.config.trace_sample",
     }
     module_state = ast.parse("_enabled = False\n\n\ndef enable():\n    global _enabled\n    _enabled = True\n")
     assert global_statements("loadtests/probe.py", module_state) == [

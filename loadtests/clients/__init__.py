@@ -25,7 +25,7 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
     if protocol == "http":
         from loadtests.clients.http import HttpClient
 
-        return HttpClient(
+        client = HttpClient(
             settings.triton_http,
             settings.request_timeout_s,
             request_event,
@@ -34,11 +34,11 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
             balance=settings.balance,
             security=settings.security,
         )
-    if protocol in ("grpc", GRPC_STREAM):
+    elif protocol in ("grpc", GRPC_STREAM):
         from loadtests.clients.grpc import GrpcClient
         from loadtests.clients.grpc_stream import GrpcStreamClient
 
-        return (GrpcStreamClient if protocol == GRPC_STREAM else GrpcClient)(
+        client = (GrpcStreamClient if protocol == GRPC_STREAM else GrpcClient)(
             settings.triton_grpc,
             settings.request_timeout_s,
             request_event,
@@ -47,7 +47,14 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
             balance=settings.balance,
             security=settings.security,
         )
-    raise ValueError(f"unknown protocol {protocol!r}")
+    else:
+        raise ValueError(f"unknown protocol {protocol!r}")
+    if settings.trace_sample is not None:  # requests carry an id Triton's trace repeats
+        client.trace_ids = connections.trace_ids
+        # A receiver: Triton in OpenTelemetry mode traces the requests the client samples.
+        otlp = bool(settings.trace_receiver)
+        connections.trace_ids.configure(settings.trace_sample.triton_rate if otlp else 1, in_header=otlp)
+    return client
 
 
 __all__ = [

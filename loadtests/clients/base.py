@@ -18,6 +18,7 @@ import numpy as np
 
 from loadtests.clients.failures import INTERRUPTED, TIMEOUT, RequestFailure
 from loadtests.clients.outcome import RequestOutcome, StreamTimings
+from loadtests.clients.trace_ids import TraceIds
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 
@@ -118,6 +119,10 @@ class TritonClient(ABC):
         self.timeout_s = timeout_s
         self._timeout_ns = int(timeout_s * 1e9)
         self.request_event = request_event
+        # --trace-sample: the process's ids (prepare() then builds requests that carry one) and
+        # the id of the last request sent (reported with it), else None.
+        self.trace_ids: TraceIds | None = None
+        self.trace_id: bytes | None = None
 
     # -- control plane (pre-flight) ---------------------------------------------------
     # Asked over the user's own protocol, so a run checks the port it will load: HTTP through
@@ -257,6 +262,7 @@ class TritonClient(ABC):
                 ended,
                 self.replica,
                 stream,
+                self.trace_id,
             ),
         )
         # The outcome is the event's context: the recording takes it whole (run/requests.py).

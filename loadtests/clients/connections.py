@@ -14,6 +14,7 @@ from __future__ import annotations
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.grpc_tls import ALPN_H2
 from loadtests.clients.replicas import PIN_USER, ROUND_ROBIN, ReplicaChooser, ReplicaSet
+from loadtests.clients.trace_ids import TraceIds
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.security import ConnectionSecurity
 
@@ -27,6 +28,8 @@ class Connections:
     def __init__(self) -> None:
         self._pools: dict[tuple[tuple[str, int], int, ConnectionSecurity | None], ConnectionPool] = {}
         self._replicas: dict[tuple[tuple[str, int], ...], ReplicaSet] = {}
+        # --trace-sample: the ids this process's requests carry (clients/trace_ids.py).
+        self.trace_ids = TraceIds()
 
     def grpc_pool(
         self, replica: tuple[str, int], users_per_connection: int, tls: ConnectionSecurity | None = None

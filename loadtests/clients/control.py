@@ -73,6 +73,10 @@ def infer_path(model: str) -> str:
     return f"{model_path(model)}/infer"
 
 
+def _trace_path(model: str | None) -> str:
+    return f"{model_path(model)}/trace/setting" if model else "/v2/trace/setting"
+
+
 def base_url(address: str) -> str:
     """host:port as the options give it, or a URL already: 'localhost:8000' -> 'http://localhost:8000'."""
     address = address.rstrip("/")
@@ -187,6 +191,17 @@ class TritonControl:
         self._json("POST", f"/v2/repository/models/{quote(model, safe='')}/unload", body)
 
     # -- transport ---------------------------------------------------------------------------
+    def trace_setting(self, model: str | None = None) -> dict[str, Any]:
+        """Triton's trace settings (`/v2/trace/setting`), a model's when `model` is given:
+        {"trace_level": ["OFF"], "trace_rate": "1000", "trace_count": "-1", "log_frequency": "0",
+        "trace_file": "/tmp/trace.json", "trace_mode": "triton"} (numbers as strings)."""
+        return self._json("GET", _trace_path(model))
+
+    def update_trace_setting(self, changes: dict[str, Any], model: str | None = None) -> dict[str, Any]:
+        """POST the changed trace settings; a None value clears a model's own (it then follows
+        the global one). Returns the settings as they now are."""
+        return self._json("POST", _trace_path(model), changes)
+
     def _ok(self, path: str) -> bool:
         try:
             status, _ = _exchange("GET", f"{base_url(self.http_address)}{path}", None, self.timeout_s, self.security)

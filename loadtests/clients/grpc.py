@@ -19,6 +19,8 @@ replica of each request (round robin) or of each user (pin-user), see replicas.p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2
@@ -39,6 +41,7 @@ from loadtests.clients.grpc_frames import (
 )
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.replicas import ROUND_ROBIN
+from loadtests.clients.trace_ids import PLACEHOLDER, TRACEPARENT, TRACEPARENT_HEADER, split_at_placeholder
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.security import ConnectionSecurity
@@ -156,6 +159,9 @@ class GrpcClient(TritonClient):
         sequence: SequenceStep | None = None,
     ) -> PreparedCall:
         request = service_pb2.ModelInferRequest(model_name=model.name)
+        ids = self.trace_ids
+        if ids is not None and not ids.in_header:
+            request.id = PLACEHOLDER
         if sequence is not None:
             # ModelInferRequest.parameters, as tritonclient sets them: the ID as int64_param
             # (workloads/sequences.py keeps IDs below 2**63), the flags as bool_param.
@@ -170,9 +176,17 @@ class GrpcClient(TritonClient):
             request.raw_input_contents.append(_tensor_bytes(array))
         for output in model.outputs:
             request.outputs.add().name = output.name
-        if model.decoupled:
+        if model.decoupled:  # streamed (grpc_stream.py); not traced: its id is the stream's own
             return self._stream_call(request, endpoint)
-        return self._call(request.SerializeToString())
+        message = request.SerializeToString()
+        call = self._call(message)
+        if ids is not None and ids.in_header:
+            metadata = (*self.security.headers, (TRACEPARENT_HEADER, TRACEPARENT.format(PLACEHOLDER)))
+            block = prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s, metadata, self._tls)
+            call = replace(call, traced=split_at_placeholder(block.header_block), traced_in_header=True)
+        elif ids is not None:
+            call = replace(call, traced=split_at_placeholder(call.body))
+        return call
 
     def _stream_call(self, request: service_pb2.ModelInferRequest, endpoint: str) -> PreparedStreamCall:
         """A decoupled model's request, for GrpcStreamClient (grpc_stream.py)."""
@@ -183,10 +197,20 @@ class GrpcClient(TritonClient):
         block = request_header_block(
             self.address, MODEL_STREAM_INFER_METHOD, self.timeout_s, self.security.headers, self._tls
         )
-        return PreparedStreamCall(block, MESSAGE_PREFIX.pack(0, len(message)) + message, request.id)
+        return PreparedStreamCall(block, MESSAGE_PREFIX.pack(0, len(message)) + message, request_id=request.id)
 
     def _call(self, message: bytes) -> PreparedCall:
         return prepare_call(self.address, MODEL_INFER_METHOD, message, self.timeout_s, self.security.headers, self._tls)
+
+    def _traced(self, wire: PreparedCall) -> PreparedCall:
+        """The call with the next trace id in its message (the same length as the placeholder)."""
+        self.trace_id = trace_id = self.trace_ids.next()
+        if trace_id is None:
+            return wire
+        head, tail = wire.traced
+        if wire.traced_in_header:
+            return PreparedCall(head + trace_id + tail, wire.body)
+        return PreparedCall(wire.header_block, head + trace_id + tail)
 
     def wire_bytes(self, wire: PreparedCall) -> int:
         return wire.message_bytes
@@ -194,6 +218,8 @@ class GrpcClient(TritonClient):
     def _send(self, wire: PreparedCall | bytes) -> bytes:
         if isinstance(wire, bytes):  # a bare serialised request (tests)
             wire = self._call(wire)
+        elif wire.traced is not None:
+            wire = self._traced(wire)
         self.replica = replica = self._chooser.next()
         pool, slot = self._slot(replica)
         try:

@@ -186,6 +186,10 @@ class PreparedCall:
 
     header_block: bytes
     body: bytes  # gRPC framing: flag byte, 4-byte length, message
+    # --trace-sample: `body` (Triton's file: the request's id) or `header_block` (OpenTelemetry:
+    # a traceparent header) split around the id's place (clients/trace_ids.py), else None.
+    traced: tuple[bytes, bytes] | None = None
+    traced_in_header: bool = False
 
     @property
     def message_bytes(self) -> int:

@@ -35,6 +35,7 @@ from loadtests.clients.failures import (
 )
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
+from loadtests.clients.trace_ids import PLACEHOLDER, TRACEPARENT, TRACEPARENT_HEADER, split_at_placeholder
 from loadtests.config.addresses import TritonTarget
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.security import ConnectionSecurity
@@ -51,6 +52,8 @@ class HttpWire:
     body: bytes
     headers: dict[str, str]
     request: bytes = b""
+    # --trace-sample: `request` split around its id's place (clients/trace_ids.py), else None.
+    traced: tuple[bytes, bytes] | None = None
 
 
 class HttpClient(TritonClient):
@@ -138,11 +141,19 @@ class HttpClient(TritonClient):
         if sequence is not None:
             flags = {"sequence_id": sequence.correlation_id, "sequence_start": sequence.start}
             flags["sequence_end"] = sequence.end
+        ids = self.trace_ids
+        if ids is not None and not ids.in_header:
+            flags["request_id"] = PLACEHOLDER
         body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=outputs, **flags)
         headers = {INFER_HEADER: str(json_size)} if json_size is not None else {}
         headers.update(self._headers)
         path = infer_path(model.name)
-        return HttpWire(path, body, headers, build_request(self.address, path, body, headers))
+        request = build_request(self.address, path, body, headers)
+        traced = None
+        if ids is not None:  # the id in the body (Triton's file), or in a traceparent header
+            header = {TRACEPARENT_HEADER: TRACEPARENT.format(PLACEHOLDER)} if ids.in_header else {}
+            traced = split_at_placeholder(build_request(self.address, path, body, {**headers, **header}))
+        return HttpWire(path, body, headers, request, traced)
 
     def warm(self) -> bool:
         try:
@@ -161,7 +172,7 @@ class HttpClient(TritonClient):
         try:
             # A failed exchange closes its connection: a late response to a timed-out
             # request is never read as the next request's.
-            status, header_length, body = connection.exchange(wire.request)
+            status, header_length, body = connection.exchange(self._request_bytes(wire))
         except (TimeoutError, gevent.Timeout, OSError, ResponseError, ValueError, HTTPException) as error:
             failure = _transport_failure(error)
             if failure.failure_class.backs_off:
@@ -173,6 +184,13 @@ class HttpClient(TritonClient):
                 self._chooser.failed(replica)
             raise failure
         return header_length, body
+
+    def _request_bytes(self, wire: HttpWire) -> bytes:
+        traced = wire.traced
+        if traced is None:
+            return wire.request
+        self.trace_id = trace_id = self.trace_ids.next()
+        return wire.request if trace_id is None else traced[0] + trace_id + traced[1]
 
     def _response_length(self, response: tuple[int | None, bytes]) -> int:
         return len(response[1])

@@ -50,3 +50,4 @@ class RequestOutcome(NamedTuple):
     sequence_outcome: str | None = None  # and how its sequence ended, on its last request
     replica: str | None = None  # the replica's HOST:PORT (several Triton replicas)
     stream: StreamTimings | None = None  # a streamed request's responses (decoupled models)
+    trace_id: bytes | None = None  # --trace-sample: the request's id, as Triton's trace repeats it

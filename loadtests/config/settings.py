@@ -19,6 +19,7 @@ from loadtests.config.addresses import TritonTarget
 from loadtests.config.batch_size import BatchSizeSpec, parse_batch_size
 from loadtests.config.mix import ModelMix
 from loadtests.config.security import ConnectionSecurity
+from loadtests.config.trace_sample import TraceSample
 
 DEFAULT_TRITON_HTTP = "127.0.0.1:8000"
 DEFAULT_TRITON_GRPC = "127.0.0.1:8001"
@@ -106,6 +107,10 @@ class Settings:
     server_poll_s: float = DEFAULT_SERVER_POLL_S
     slo: str = ""  # the --slo clauses as given (parsed by loadtests/run/slo_gate.py)
     junit: str = ""
+    # --trace-sample: Triton traces this share of the requests, joined to the client's timing.
+    trace_sample: TraceSample | None = None
+    trace_file: Path | None = None  # --trace-file: where Triton's trace file is readable here
+    trace_receiver: str = ""  # --trace-receiver HOST:PORT: the suite's OTLP/HTTP receiver ("" none)
     prometheus_host: str = DEFAULT_PROMETHEUS_HOST
     prometheus_port: int = 0  # 0: no exporter
     csv_prefix: str = ""  # Locust's --csv

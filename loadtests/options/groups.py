@@ -77,6 +77,9 @@ GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
             ("upload", "Upload the run directory to"),
             ("prometheus_port", "Own metrics: port"),
             ("prometheus_host", "Own metrics: address"),
+            ("trace_sample", "Trace this share of requests in Triton"),
+            ("trace_file", "Triton's trace file, as readable here"),
+            ("trace_receiver", "Receive Triton's OpenTelemetry traces on"),
         ),
     ),
     (

@@ -39,6 +39,7 @@ from loadtests.config.settings import (
     TRAFFIC_MODES,
     Settings,
 )
+from loadtests.config.trace_sample import TraceSample
 from loadtests.errors import SpecError
 from loadtests.run_format.storage import is_url
 from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_overrides
@@ -216,6 +217,8 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
     server_poll_s = float(getattr(options, "server_stats_interval", DEFAULT_SERVER_POLL_S))
     if not all(math.isfinite(s) and s > 0 for s in (window_s, server_poll_s)):
         raise SpecError("--window and --server-stats-interval must be positive")
+    if _text(options, "trace_receiver") and not _text(options, "trace_sample"):
+        raise SpecError("--trace-receiver receives traces for --trace-sample: give the share, e.g. --trace-sample 1%")
     return {
         "run_dir": _path(options, "run_dir"),
         "upload": _upload(_text(options, "upload")),
@@ -223,6 +226,9 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "server_poll_s": server_poll_s,
         "slo": _text(options, "slo"),
         "junit": _text(options, "junit"),
+        "trace_sample": TraceSample.parse(_text(options, "trace_sample")) if _text(options, "trace_sample") else None,
+        "trace_file": _path(options, "trace_file"),
+        "trace_receiver": _text(options, "trace_receiver"),
         "prometheus_host": _text(options, "prometheus_host") or DEFAULT_PROMETHEUS_HOST,
         "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
         "csv_prefix": _text(options, "csv_prefix"),

@@ -230,6 +230,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=False,
         help="check every response's outputs (names, dtypes, batch dim, values)",
     )
+    # Per-request attribution of the tail from Triton's traces (loadtests/tracing/).
+    option(
+        "--trace-sample",
+        default="",
+        metavar="PERCENT",
+        help="trace this share of the requests in Triton (e.g. 1%%) and join each trace to the client's timing: "
+        "the run directory's traces.csv and the report's 'What made the slow requests slow'",
+    )
+    option(
+        "--trace-file",
+        default="",
+        metavar="PATH",
+        help="where Triton's trace file (--trace-config triton,file=PATH) is readable on this machine "
+        "(default: the path Triton's trace settings name)",
+    )
+    option(
+        "--trace-receiver",
+        default="",
+        metavar="HOST:PORT",
+        help="with --trace-sample and a Triton in opentelemetry mode: where the suite receives its OTLP/HTTP "
+        "traces (Triton's --trace-config opentelemetry,url=HOST:PORT/v1/traces)",
+    )
     option("--run-dir", default="", metavar="DIR", help="run directory (default runs/<UTC time>-<name>)")
     # Copied at the end of the run by loadtests/run/upload.py (fsspec: loadtests/run_format/storage.py).
     option(

@@ -133,6 +133,7 @@ class EndpointStats:
             ended,
             replica,
             stream,
+            _,
         ) = outcome
         self.requests += 1
         self.batch_sizes[batch_size] += 1

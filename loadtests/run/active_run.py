@@ -31,6 +31,8 @@ class ActiveRun:
     # When the master stops waiting for workers' final reports (time.monotonic), set by the
     # first wait: later waits (test_stop, quitting) share it, so a silent worker costs it once.
     reports_due_by: float | None = None
+    # --trace-sample: every process's traced requests (loadtests/tracing/client_log.py), joined at the end.
+    client_traces: list = field(default_factory=list)
 
     def merged_slowest_ms(self) -> float:
         """The slowest request in the merged totals (how the master follows its workers' slowest)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import time
 
 from loadtests.clients.failures import counted_by_triton
@@ -18,7 +19,10 @@ from loadtests.run import slo_gate
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
 from loadtests.run.upload import upload_run
+from loadtests.run_format.files import STEPS_JSON
 from loadtests.run_format.summary import mix_block
+from loadtests.tracing.join import closing_note, join_run
+from loadtests.tracing.switch import TraceSwitch
 
 
 def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
@@ -44,6 +48,8 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
         for stats in totals.values():
             sent[stats.model] = sent.get(stats.model, 0) + stats.requests
         extra["mix"] = mix_block(settings.mix.text, settings.mix.weights, sent)
+    if process.trace_switch is not None:
+        extra["traces"] = join_traces(process.trace_switch, run)
     shape = process.environment.shape_class
     summary = run.directory.summary(
         totals,
@@ -65,10 +71,19 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
             throughput = {e["name"]: (e["throughput_rps"], e["throughput_infer_per_s"]) for e in summary["endpoints"]}
             print_exact_summary(totals, open_loop=settings.open_loop, throughput=throughput)
         print_faults(faults)
+        if "traces" in extra:
+            print(closing_note(extra["traces"]))
         slo_gate.report(process.environment, settings, results)  # the table, --junit, exit code 3
         print(report_hint(path))
     process.console.write(text.getvalue())
     upload_run(process.environment, settings.upload, path)  # last: the directory is complete
+
+
+def join_traces(switch: TraceSwitch, run: ActiveRun) -> dict:
+    """--trace-sample: Triton's settings restored, its traces joined (traces.csv), summary.json's "traces"."""
+    path = run.directory.path
+    steps = json.loads((path / STEPS_JSON).read_text()).get("steps", []) if (path / STEPS_JSON).is_file() else []
+    return join_run(switch, run.client_traces, path, run.directory.started_at, steps)
 
 
 def is_sweep(shape) -> bool:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import gevent
 from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED
 
+from loadtests.errors import ServerError
 from loadtests.events import RunStarted
 from loadtests.recording.console import behind_schedule_warnings
 from loadtests.recording.faults import FaultLog
@@ -106,6 +107,7 @@ class RunLifecycle:
             on_snapshot=self._snapshot_taken,
         )
         server.start()
+        self.turn_tracing_on(models)
         grace = {"grace_s": LOCAL_GRACE_S} if self.process.role is Role.LOCAL else {}
         aggregator = RunAggregator(
             window_s=settings.window_s,
@@ -127,6 +129,17 @@ class RunLifecycle:
             server_delta=compute_delta,
         )
         self.events.run_started.fire(run=started)
+
+    def turn_tracing_on(self, models: list[str]) -> None:
+        """--trace-sample: Triton traces the models under test for this run (restored in finish)."""
+        switch = self.process.trace_switch
+        if switch is None:
+            return
+        self.process.traces.drain()  # requests of an earlier test are not this run's
+        try:
+            switch.turn_on(list(models))
+        except ServerError as error:
+            logger.warning("--trace-sample: Triton's tracing not turned on: %s", error)
 
     def _window_closed(self, start_s: float, end_s: float, endpoints: dict) -> None:
         self.events.window_closed.fire(start_s=start_s, end_s=end_s, endpoints=endpoints)
@@ -187,6 +200,7 @@ class RunLifecycle:
         local = self.process.role is Role.LOCAL
         if local:
             run.aggregator.merge(self.process.recorder.drain())
+            run.client_traces.extend(self.process.traces.drain())
         run.cpu_s += self.process.take_cpu()
         if local:
             run.throttle = add_throttle(run.throttle, self.process.take_throttle())

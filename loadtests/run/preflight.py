@@ -30,6 +30,7 @@ from loadtests.run.process import SuiteProcess
 from loadtests.run.sequence_run import check_sequence_endpoints, planned_size
 from loadtests.run_format.output_paths import directory_problem, file_problem
 from loadtests.run_format.storage import check_destination
+from loadtests.tracing.switch import TraceSwitch
 from loadtests.triton_stats.poller import statistics_address
 
 
@@ -66,6 +67,7 @@ class Preflight:
                 # Sequence models with a 32-bit CORRID: do the planned workers and users fit?
                 check_sequence_endpoints(list(process.endpoints.prepared.values()), planned_size(process))
                 self.choose_statistics_address()
+                self.locate_traces()
         except StartupError as error:
             print(f"error: {error}", file=sys.stderr, flush=True)
             sys.exit(error.exit_code)
@@ -117,12 +119,24 @@ class Preflight:
         slo_gate.validate(settings, self.process.endpoints.names())
         self.process.endpoints.prepare_all()
         self.choose_statistics_address()
+        self.locate_traces()
 
     def choose_statistics_address(self) -> None:
         """Where the run reads Triton's statistics (HTTP, or gRPC for a gRPC-only target),
         asked now, before any load; raises ServerError when no address answers."""
         process = self.process
         process.statistics_address = statistics_address(process.settings, process.endpoints.models())
+
+    def locate_traces(self) -> None:
+        """--trace-sample: where Triton's trace file is read here (raises SpecError when it cannot be)."""
+        settings = self.process.settings
+        existing = self.process.trace_switch
+        receiver = existing.receiver if existing is not None else None
+        if receiver is not None and receiver.address == settings.trace_receiver:
+            return  # a second test of the web UI: the receiver already listens
+        if receiver is not None:
+            receiver.stop()
+        self.process.trace_switch = TraceSwitch.locate(settings) if settings.trace_sample is not None else None
 
 
 def check_outputs(settings: Settings, junit: str = "") -> None:

@@ -30,6 +30,8 @@ from loadtests.recording.throttling import ThrottleMeter
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.endpoint_cache import EndpointCache
 from loadtests.run.role import Role
+from loadtests.tracing.client_log import ClientTraces
+from loadtests.tracing.switch import TraceSwitch
 from loadtests.traffic.open_loop import OpenLoop
 from loadtests.workloads.endpoints import Endpoint
 from loadtests.workloads.kinds import WorkloadKind
@@ -60,6 +62,10 @@ class SuiteProcess:
         self.role = Role.of(environment.runner)
         self.settings = Settings()
         self.recorder = WindowRecorder()
+        # --trace-sample: the requests that carried a trace id (loadtests/tracing/client_log.py) and,
+        # on the master or single process, Triton's tracing for the run (pre-flight's, at init).
+        self.traces = ClientTraces()
+        self.trace_switch: TraceSwitch | None = None
         # The users' gRPC connection pools and the replicas of each address: this process's.
         self.connections = Connections()
         self.endpoints = EndpointCache(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from loadtests.clients.outcome import RequestOutcome
 from loadtests.run.process import SuiteProcess
 
@@ -26,3 +28,5 @@ class RequestRecording:
         if exception is None and response_time > process.slowest_ms:
             process.slowest_ms = response_time
         process.recorder.record(context)
+        if context.trace_id is not None:
+            process.traces.record(context, time.time())

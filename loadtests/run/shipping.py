@@ -1,7 +1,7 @@
 """Worker -> master: each worker's windows ride on Locust's own worker reports, and its last
 ones on a final report sent the moment its users stop.
 
-worker: report_to_master  ->  data["triton_loadtest"] = {windows, cpu_s, throttle, final}
+worker: report_to_master  ->  data["triton_loadtest"] = {windows, cpu_s, throttle, final, traces}
 worker: test_stop         ->  FINAL_REPORT_MESSAGE, the same, at once
 master: worker_report / FINAL_REPORT_MESSAGE  ->  the recording run merges them
 
@@ -70,6 +70,7 @@ class WorkerShipping:
             "cpu_s": process.take_cpu(),
             "throttle": process.take_throttle(),
             "final": final,
+            "traces": process.traces.drain(),
         }
 
     def on_test_stop(self, **_kwargs) -> None:
@@ -127,3 +128,4 @@ class MasterReceiving:
         run.cpu_s += report["cpu_s"]
         run.workers_reported.add(client_id)
         run.throttle = add_throttle(run.throttle, report.get("throttle"))
+        run.client_traces.extend(report.get("traces") or ())

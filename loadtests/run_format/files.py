@@ -30,6 +30,8 @@ SERVER_SNAPSHOTS_JSONL = "server_snapshots.jsonl"
 SERVER_INTERVALS_JSONL = "server_intervals.jsonl"
 SERVER_METRICS_CSV = "server_metrics.csv"
 STEPS_JSON = "steps.json"
+# --trace-sample: one row per request whose Triton trace was joined to its client timing.
+TRACES_CSV = "traces.csv"
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
 CAPACITY_JSON = "capacity.json"

@@ -171,6 +171,9 @@ class LocalTriton:
         self._workdir = Path(tempfile.mkdtemp(prefix="triton-loadtest-"))
         self._ready = False
         self.log_file = Path(log_file) if log_file else self._workdir / "triton.log"
+        # Triton's trace file can only be set at startup: every local Triton has one, tracing
+        # OFF until a run asks for it (--trace-sample, loadtests/tracing/switch.py).
+        self.trace_file = self._workdir / "traces" / "trace.json"
         self.process: subprocess.Popen | None = None
         # (PID, start time) of every process seen in Triton's tree: a PID alone is not an
         # identity, the kernel reuses it once the process has exited (pid_max is 32768).
@@ -232,6 +235,8 @@ class LocalTriton:
             # An idle client connection left open must not hold shutdown for the default 30 s.
             f"--exit-timeout-secs={EXIT_TIMEOUT_S}",
             f"--backend-config=python,shm-region-prefix-name={self.shm_prefix}",
+            f"--trace-config=triton,file={self.trace_file}",
+            "--trace-config=level=OFF",
         ]
         args += [f"--model-repository={repo}" for repo in self.model_repositories]
         return args + self.extra_args
@@ -262,6 +267,7 @@ class LocalTriton:
         env = installation.environment()
         env.update(self.extra_environment)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.trace_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "wb") as log:
             # A new session: Triton and the stubs it forks share one process group we can signal.
             self.process = subprocess.Popen(

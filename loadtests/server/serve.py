@@ -108,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  HTTP     {triton.http_url}", flush=True)
         print(f"  gRPC     {triton.grpc_url}", flush=True)
         print(f"  metrics  {triton.metrics_url}", flush=True)
+        print(f"  traces   {triton.trace_file}.<n> (off until a run's --trace-sample)", flush=True)
         if control:
             print("  model control: explicit (load/unload through Triton's model repository API)", flush=True)
         print("Ctrl-C stops it.", flush=True)

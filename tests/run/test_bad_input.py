@@ -101,6 +101,10 @@ INIT_CASES: list[tuple[str, list[str], str]] = [
     ("seq-len-word", ["--seq-len", "long"], "--seq-len"),
     ("seq-len-negative", ["--seq-len", "-5"], "--seq-len"),
     ("seq-len-empty", ["--seq-len", ""], "--seq-len"),
+    # --trace-sample and what goes with it
+    ("trace-sample-word", ["--trace-sample", "some"], "--trace-sample"),
+    ("trace-sample-zero", ["--trace-sample", "0%"], "--trace-sample"),
+    ("trace-receiver-alone", ["--trace-receiver", "127.0.0.1:4318"], "--trace-receiver"),
     # --shape and --input-map
     ("shape-no-dims", ["--shape", "INPUT0"], "--shape"),
     ("shape-word-dims", ["--shape", "INPUT0:a,b"], "--shape"),

@@ -5,10 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from analysis import load_run
 from loadtests.recording.histograms import new_histogram
 from loadtests.recording.run_dir import free_run_dir
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, interruptible, model_stats, run_locust, triton_options
+from tests.helpers import interrupt_locust, model_stats, run_locust, run_master_and_workers, triton_options
 
 RUN_FILES = ("config.json", "summary.json", "timeseries.csv", "server_stats.json", "server_metrics.csv")
 
@@ -115,15 +112,7 @@ def test_sigint_mid_run_leaves_a_complete_run_directory(triton, tmp_path):
         "--run-dir",
         str(run_dir),
     ]
-    with subprocess.Popen(
-        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible
-    ) as process:
-        deadline = time.monotonic() + 60
-        while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)  # the run has started (a busy machine can take seconds to get there)
-        time.sleep(3)
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+    interrupt_locust(command, run_dir, after_s=3)
     summary = assert_complete(run_dir, "identity")
     (endpoint,) = summary["endpoints"]
     after = model_stats(triton.http_address, "identity")
@@ -140,10 +129,8 @@ def test_master_and_two_workers_merge_exactly(triton, tmp_path):
     port = TritonPorts.free().http
     run_dir = tmp_path / "run"
     before = model_stats(triton.http_address, "identity")
-    common = [sys.executable, "-m", "locust", "-f", "locustfile.py"]
-    master = subprocess.Popen(
-        [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--headless"]
-        + ["--expect-workers", "2", "-u", "4", "-r", "4", "-t", "5s", "--csv", str(tmp_path / "locust")]
+    master = run_master_and_workers(
+        ["--expect-workers", "2", "-u", "4", "-r", "4", "-t", "5s", "--csv", str(tmp_path / "locust")]
         + [
             "TritonGrpcUser",
             *triton_options(triton, server_stats_interval=1),
@@ -153,28 +140,10 @@ def test_master_and_two_workers_merge_exactly(triton, tmp_path):
             "1,3",
         ]
         + ["--run-dir", str(run_dir)],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        ["TritonGrpcUser"],
+        port,
     )
-    time.sleep(1)
-    worker_command = [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
-    workers = [
-        subprocess.Popen(
-            [*worker_command, "TritonGrpcUser"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        for _ in range(2)
-    ]
-    try:
-        output, _ = master.communicate(timeout=120)
-        for worker in workers:
-            worker.wait(timeout=60)
-    finally:
-        for process in [master, *workers]:
-            if process.poll() is None:
-                process.kill()
-    assert master.returncode == 0, output[-3000:]
+    assert master.returncode == 0, master.stdout[-3000:]
     summary = assert_complete(run_dir, "identity")
     (endpoint,) = summary["endpoints"]
     after = model_stats(triton.http_address, "identity")

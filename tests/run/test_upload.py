@@ -8,10 +8,7 @@ the run calls, `loadtests.run.upload.copy_run`, and `analysis.__main__.main`).
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -20,7 +17,7 @@ import pytest
 
 from analysis.__main__ import main as analysis_main
 from loadtests.run.upload import copy_run
-from tests.helpers import REPO_ROOT, interruptible, model_stats, read_summary, run_cli, run_locust, triton_options
+from tests.helpers import interrupt_locust, model_stats, read_summary, run_cli, run_locust, triton_options
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -101,14 +98,6 @@ def test_upload_after_sigint_is_complete(triton, tmp_path):
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "2", "-t", "60s"]
     command += ["TritonHttpUser", *triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)]
     command += ["--upload", f"file://{bucket}"]
-    with subprocess.Popen(
-        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible
-    ) as process:
-        deadline = time.monotonic() + 60
-        while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(2)
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)
+    interrupt_locust(command, run_dir)
     assert read_summary(run_dir)["endpoints"][0]["requests"] > 0
     assert files_of(bucket / run_dir.name) == files_of(run_dir)

@@ -1,0 +1,1 @@
+../../sleep/1/model.py
