@@ -196,10 +196,13 @@ def test_a_stepped_run_is_attributed_per_step(tracing_triton, tmp_path):
 
 
 @pytest.mark.triton
-@pytest.mark.parametrize("user", ["TritonHttpUser", "TritonGrpcUser"])
-def test_opentelemetry_traces_reach_the_suites_receiver_and_every_sampled_request_is_joined(tmp_path, user):
+def test_opentelemetry_traces_reach_the_suites_receiver_and_every_sampled_request_is_joined(tmp_path):
     """Triton in opentelemetry mode exporting to the suite's OTLP/HTTP receiver: the client samples
-    (a traceparent on one request in N), so every sampled request is joined or counted."""
+    (a traceparent on one request in N), so every sampled request is joined or counted.
+
+    HTTP only: in this mode the bundled tritonserver crashed under the suite's gRPC requests in 2
+    of 11 runs of this test (after about 35 traced requests; docs/guides/tracing.md has the
+    measurements); the gRPC traceparent's bytes are checked in tests/tracing/test_join.py."""
     port = TritonPorts.free().http
     receiver = f"127.0.0.1:{port}"
     otel = ["--trace-config=mode=opentelemetry", f"--trace-config=opentelemetry,url={receiver}/v1/traces"]
@@ -210,19 +213,13 @@ def test_opentelemetry_traces_reach_the_suites_receiver_and_every_sampled_reques
         before = server.control().trace_setting(SLOW)
         options = ["--model", SLOW, "--batch-size", QUEUED_TAIL, "--trace-sample", SAMPLE]
         options += ["--trace-receiver", receiver]
-        run = run_against_triton(server, tmp_path / "run", [user], options, models=(SLOW,), users=USERS)
+        run = run_against_triton(server, tmp_path / "run", ["TritonHttpUser"], options, models=(SLOW,), users=USERS)
         assert server.control().trace_setting(SLOW) == before
     traces = run.summary["traces"]
     (endpoint,) = run.summary["endpoints"]
     assert traces["sampled_by"] == "client"
     assert abs(traces["client_requests"] - endpoint["requests"] / 5) <= 1
     assert traces["joined"] + sum(traces["unjoined"].values()) == traces["client_requests"]
-    if user == "TritonGrpcUser":
-        # The bundled tritonserver's gRPC frontend exports no trace for about one sampled request
-        # in four (tritonclient's own gRPC client too: 218 of 300, every 4th missing); HTTP none.
-        assert set(traces["unjoined"]) <= {"no trace from Triton", "failed on the client"}
-        assert traces["joined"] >= traces["client_requests"] / 2
-    else:
-        assert traces["joined"] >= traces["client_requests"] - 1  # a request cut at the stop, at most
+    assert traces["joined"] >= traces["client_requests"] - 1  # a request cut at the stop, at most
     assert len(traced_rows(run.run_dir)) == traces["joined"]
     assert traces["endpoints"][endpoint["name"]]["cause"] == "queue"
