@@ -21,6 +21,7 @@ from analysis.mix import mix_table
 from analysis.sequences import sequence_section, sequence_table
 from analysis.streams import stream_section, stream_table
 from analysis.tail import tail_section
+from analysis.triton_metrics import metrics_section, metrics_table
 
 TITLES = {
     "run": "Load test report",
@@ -66,6 +67,7 @@ def build(data: Dataset, prefix: str = "") -> Document:
     stream_section(doc, stream_table(data.run)[1] if data.run is not None else [])
     _endpoints_section(doc, data, prefix)
     tail_section(doc, data, prefix)
+    metrics_section(doc, *metrics_table(data))
     _levels_section(doc, data, prefix)
     for title, headers, rows in data.tables:
         doc.heading(title, 3)

@@ -35,7 +35,7 @@ import yaml
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
 from loadtests.traffic.capacity_levels import parse_capacity_args
 from loadtests.traffic.constants import OPEN_LOOP_MODES
-from tests.helpers import REPO_ROOT, model_stats, read_summary
+from tests.helpers import REPO_ROOT, model_stats, read_summary, repository_of, run_against_triton
 
 K8S = REPO_ROOT / "k8s"
 TOOLS = REPO_ROOT / ".venv-k8s" / "bin"
@@ -44,8 +44,11 @@ NAMESPACE = "triton-loadtest"
 KUBERNETES_VERSION = "1.30.0"
 OVERLAYS = ("gke-t4", "gke-l4", "cpu")
 TARGETS = tuple(f"overlays/{o}" for o in OVERLAYS) + tuple(f"headless/{o}" for o in OVERLAYS)
-OPTIONAL_COMPONENTS = ("prometheus-operator", "triton-autoscaling", "ui-gateway-iap")
+OPTIONAL_COMPONENTS = ("prometheus-operator", "triton-autoscaling", "ui-gateway-iap", "tracing")
 ALL_COMPONENTS = "all-components"  # overlays/gke-t4 plus every optional component
+HEADLESS_TRACING = "headless/cpu+tracing"  # the headless Jobs with components/tracing after them
+COMPOSED = (ALL_COMPONENTS, HEADLESS_TRACING)
+TRACING = "tracing"
 WORKLOAD_KINDS = ("Deployment", "Job")
 # components/ui-gateway-iap: Gateway API and GKE's policy CRDs (no schema in kubernetes-validate).
 GATEWAY_KINDS = ("Gateway", "HTTPRoute", "GCPBackendPolicy", "HealthCheckPolicy")
@@ -86,16 +89,21 @@ def renders(tmp_path_factory) -> dict[str, str]:
     if KUBECTL is None:
         pytest.skip("kubectl not on PATH: it renders k8s/ (kubectl kustomize)")
     out = {target: _kustomize(K8S / target) for target in TARGETS}
-    # kustomize accepts relative paths only, and resources outside the kustomization's root.
-    everything = tmp_path_factory.mktemp("all-components")
-    relative = Path(os.path.relpath(K8S, everything))
-    (everything / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"namespace: {NAMESPACE}\nresources:\n  - {relative / 'overlays/gke-t4'}\ncomponents:\n"
-        + "".join(f"  - {relative / 'components' / c}\n" for c in OPTIONAL_COMPONENTS)
-    )
-    out[ALL_COMPONENTS] = _kustomize(everything)
+    out[ALL_COMPONENTS] = _compose(tmp_path_factory.mktemp("all"), "overlays/gke-t4", OPTIONAL_COMPONENTS)
+    out[HEADLESS_TRACING] = _compose(tmp_path_factory.mktemp("headless-tracing"), "headless/cpu", (TRACING,))
     return out
+
+
+def _compose(directory: Path, target: str, components: tuple[str, ...]) -> str:
+    """A kustomization in `directory`: k8s/`target` with k8s/components/`components` added, rendered."""
+    # kustomize accepts relative paths only, and resources outside the kustomization's root.
+    relative = Path(os.path.relpath(K8S, directory))
+    (directory / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"namespace: {NAMESPACE}\nresources:\n  - {relative / target}\ncomponents:\n"
+        + "".join(f"  - {relative / 'components' / c}\n" for c in components)
+    )
+    return _kustomize(directory)
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +152,7 @@ def _conf_values(text: str) -> dict[str, str]:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_every_kustomization_renders(renders, objects, target):
     kinds = {d["kind"] for d in objects[target]}
     assert {"Namespace", "Deployment", "Service", "ConfigMap", "NetworkPolicy", "PersistentVolumeClaim"} <= kinds
@@ -152,7 +160,7 @@ def test_every_kustomization_renders(renders, objects, target):
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_every_object_validates_against_kubernetes_schemas(renders, target, tmp_path):
     tool = _tool("kubernetes-validate")
     path = tmp_path / "rendered.yaml"
@@ -167,7 +175,7 @@ def test_every_object_validates_against_kubernetes_schemas(renders, target, tmp_
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_checkov_reports_no_failed_check(renders, target, tmp_path):
     tool = _tool("checkov")
     path = tmp_path / "rendered.yaml"
@@ -194,7 +202,7 @@ def test_checkov_reports_no_failed_check(renders, target, tmp_path):
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_every_pod_has_the_security_defaults(objects, target):
     for workload in _workloads(objects[target]):
         name = f"{workload['kind']}/{workload['metadata']['name']}"
@@ -242,7 +250,7 @@ def test_locust_pods_get_whole_cores_and_workers_match_expect_workers(objects, t
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_every_namespaced_object_is_in_the_suite_namespace(objects, target):
     for doc in objects[target]:
         if doc["kind"] != "Namespace":
@@ -276,7 +284,7 @@ def _pod_templates(docs: list[dict]) -> list[tuple[str, dict, dict]]:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_services_and_network_policies_select_real_pods(objects, target):
     docs = objects[target]
     pods = _pod_templates(docs)
@@ -303,7 +311,7 @@ def test_services_and_network_policies_select_real_pods(objects, target):
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_crd_objects_select_pods_and_ports_that_exist(objects, target):
     """PodMonitoring and ServiceMonitor have no schema here: check what they point at."""
     docs = objects[target]
@@ -326,7 +334,7 @@ def test_crd_objects_select_pods_and_ports_that_exist(objects, target):
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_locust_targets_every_triton_pod_through_a_headless_service(objects, target):
     """A ClusterIP Service pins each keep-alive/HTTP/2 connection to one pod: locust.conf
     names a headless Service (one DNS record per pod), which the suite resolves to replicas."""
@@ -559,7 +567,7 @@ class Pod:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", [*TARGETS, HEADLESS_TRACING])
 def test_container_args_and_locust_conf_parse_with_the_suites_parser(objects, target, tmp_path):
     docs = objects[target]
     cases, names = [], []
@@ -1097,7 +1105,7 @@ def test_cpu_overlay_policies_admit_kubelet_probes(objects):
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, ALL_COMPONENTS])
+@pytest.mark.parametrize("target", [*TARGETS, *COMPOSED])
 def test_scrape_interval_is_one_setting_and_not_the_5s_default_cost(objects, target):
     intervals = {
         e.get("interval")
@@ -1236,3 +1244,100 @@ def test_the_documented_capacity_lines_run_a_capacity_search_on_the_headless_mas
     search = parse_capacity_args(options["shape_args"])
     assert search["users"] == options["expect_workers"]  # one open-loop sender per worker
     assert search["slo"] == "p99<50ms;fail_ratio<0.001"
+
+
+# --- tracing: components/tracing (docs/guides/tracing.md, "On a cluster") -------------------
+
+
+def _flag_values(args: list[str], flag: str) -> list[str]:
+    """Every value of `flag` in `args`, given as `--flag=value` or `--flag value`."""
+    values = [a.split("=", 1)[1] for a in args if a.startswith(f"{flag}=")]
+    return values + [args[i + 1] for i, a in enumerate(args[:-1]) if a == flag]
+
+
+def _running_master(docs: list[dict]) -> dict:
+    """The master workload that runs: the Deployment, or the headless Job (the Deployment at 0)."""
+    (master,) = [w for w in _workloads(docs) if _component(w) == "locust-master" and w["spec"].get("replicas", 1)]
+    return master
+
+
+def _receiver_url(docs: list[dict]) -> tuple[str, int]:
+    """(host, port) Triton's rendered opentelemetry url names; checks its mode, level and path."""
+    trace = _flag_values(_tritonserver_args(_triton(docs)), "--trace-config")
+    assert "mode=opentelemetry" in trace and "level=OFF" in trace, trace
+    (url,) = [v.removeprefix("opentelemetry,url=") for v in trace if v.startswith("opentelemetry,url=")]
+    address, _, path = url.partition("/")
+    assert path == "v1/traces", url
+    host, _, port = address.rpartition(":")
+    return host, int(port)
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", COMPOSED)
+def test_tracing_component_points_every_triton_at_the_masters_receiver(objects, target):
+    """Triton exports to a Service that selects the running master on the port its --trace-receiver
+    listens on, and the NetworkPolicies let Triton's pods out and into the master on it."""
+    docs = objects[target]
+    host, port = _receiver_url(docs)
+    service = _find(docs, "Service", host)
+    master = _running_master(docs)
+    labels = master["spec"]["template"]["metadata"]["labels"]
+    assert _matches({"matchLabels": service["spec"]["selector"]}, labels)
+    (container,) = _containers(master)
+    declared = {p["name"]: p["containerPort"] for p in container["ports"]}
+    (target_port,) = [p["targetPort"] for p in service["spec"]["ports"] if p["port"] == port]
+    listening = declared.get(target_port, target_port)
+    assert _flag_values(container["args"], "--trace-receiver") == [f"0.0.0.0:{listening}"]
+    assert len(_flag_values(container["args"], "--trace-sample")) == 1
+    triton = _find(docs, "Deployment", "triton")["spec"]["template"]["metadata"]["labels"]
+    policies = [d["spec"] for d in docs if d["kind"] == "NetworkPolicy"]
+    ingress = [
+        rule
+        for policy in policies
+        if _matches(policy["podSelector"], labels)
+        for rule in policy.get("ingress", [])
+        if listening in {p["port"] for p in rule.get("ports", [])}
+        and any(_matches(peer["podSelector"], triton) for peer in rule.get("from", []) if "podSelector" in peer)
+    ]
+    egress = [
+        rule
+        for policy in policies
+        if _matches(policy["podSelector"], triton) and "Egress" in policy.get("policyTypes", [])
+        for rule in policy.get("egress", [])
+        if ("ports" not in rule or listening in {p["port"] for p in rule["ports"]})
+        and ("to" not in rule or any(_matches(peer.get("podSelector", {}), labels) for peer in rule["to"]))
+    ]
+    assert ingress and egress, (ingress, egress)
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", TARGETS)
+def test_default_deployments_do_not_trace(objects, target):
+    docs = objects[target]
+    for workload in _workloads(docs):
+        for container in _containers(workload):
+            assert not [a for a in container.get("args", []) if a.startswith("--trace")], workload["metadata"]["name"]
+    assert not [d for d in docs if d["metadata"]["name"].endswith("trace-receiver")]
+
+
+@pytest.mark.triton  # starts its own: sustained tracing has crashed the bundled tritonserver
+@needs_kubectl
+def test_tracing_component_flags_trace_a_run_on_the_local_triton(objects, tmp_path):
+    """Triton started with the rendered trace flags (the receiver's address -> loopback), a run with
+    the master's rendered trace options: every request the client sampled is joined."""
+    docs = objects[HEADLESS_TRACING]
+    host, port = _receiver_url(docs)
+    local = f"127.0.0.1:{TritonPorts.free().http}"
+    trace = [a for a in _tritonserver_args(_triton(docs)) if a.startswith("--trace-config")]
+    extra = [a.replace(f"{host}:{port}", local) for a in trace]
+    (master,) = _containers(_running_master(docs))
+    (sample,) = _flag_values(master["args"], "--trace-sample")
+    options = ["--model", "identity", "--trace-sample", sample, "--trace-receiver", local]
+    with LocalTriton([repository_of(tmp_path / "models", "identity")], extra_args=extra) as server:
+        run = run_against_triton(server, tmp_path / "run", ["TritonHttpUser"], options, models=("identity",), users=1)
+    traces = run.summary["traces"]
+    (endpoint,) = run.summary["endpoints"]
+    assert traces["sampled_by"] == "client" and traces["triton_rate"] == round(100 / float(sample.rstrip("%")))
+    assert abs(traces["client_requests"] - endpoint["requests"] / traces["triton_rate"]) <= 1
+    # A request cut at the stop may go unjoined, at most one (HTTP exports every trace: tracing.md).
+    assert traces["joined"] >= max(1, traces["client_requests"] - 1), traces

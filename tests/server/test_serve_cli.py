@@ -55,7 +55,10 @@ def test_serve_prints_urls_and_stops_everything_on_sigterm(tmp_path):
     log = tmp_path / "triton.log"
     repository = repository_of(tmp_path / "repository", "identity", "text_reverse")  # Python stubs to stop too
     with subprocess.Popen(
-        [sys.executable, *serve_args(ports, "--model-repository", str(repository), "--log-file", str(log))],
+        [
+            sys.executable,
+            *serve_args(ports, "--model-repository", str(repository), "--log-file", str(log), "--latency-summaries"),
+        ],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -76,6 +79,12 @@ def test_serve_prints_urls_and_stops_everything_on_sigterm(tmp_path):
         assert f"http://127.0.0.1:{ports.metrics}/metrics" in output
         with urllib.request.urlopen(f"http://127.0.0.1:{ports.http}/v2/health/ready") as response:
             assert response.status == 200
+        # --latency-summaries: Triton's own latency quantiles per model (the report's Triton's metrics).
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports.metrics}/metrics") as response:
+            assert (
+                'nv_inference_request_summary_us{model="identity",version="1",quantile="0.99"}'
+                in response.read().decode()
+            )
         server = processes_with_arg(f"--http-port={ports.http}")
         stubs = [p for p in processes_with_arg(STUB_NAME) if p.ppid() in {s.pid for s in server}]
         assert server and stubs
