@@ -150,17 +150,24 @@ def latency_vs_throughput_figure(
     return figure
 
 
+# The lowest share of a chart's height where a label goes above its point, never below.
+LOW_SHARE = 0.15
+
+
 def _label_levels(axes: Axes, frame: pd.DataFrame) -> None:
     """Each level's name by its p99 point, inside the axes: left of points in the right half,
     above and below in turn so neighbours at one latency do not overprint (users by class
     are in the level table)."""
     right = np.nanmax(frame["infer_per_s"]) * 1.1 / 2
+    # A label below its point needs room above the x axis (the y axis ends at 1.2 x the top p99).
+    low = np.nanmax(frame["p99_us"]) / 1000 * 1.2 * LOW_SHARE
     for index, record in enumerate(frame.to_dict("records")):
         left_of = record["infer_per_s"] > right
+        below = index % 2 == 1 and record["p99_us"] / 1000 > low
         axes.annotate(
             str(record["label"]),
             (record["infer_per_s"], record["p99_us"] / 1000),
-            xytext=(-6 if left_of else 6, 5 if index % 2 == 0 else -13),
+            xytext=(-6 if left_of else 6, -13 if below else 5),
             textcoords="offset points",
             ha="right" if left_of else "left",
             fontsize=8,

@@ -85,7 +85,13 @@ def test_prometheus_endpoint_serves_exact_numbers_during_the_run(triton, tmp_pat
     ) as process:  # fmt: skip
         # Scraped once both users run and requests were counted (not at a fixed time: a busy
         # machine can still be starting Locust 4 s in), while the 6-s run goes on.
-        body = poll_during_run(process, f"http://127.0.0.1:{port}/metrics", both_users_sending)
+        # ... and once Triton's side was read (its first statistics interval ends 1 s in, later
+        # on a busy machine: scraped before it, the server gauges were once missing).
+        body = poll_during_run(
+            process,
+            f"http://127.0.0.1:{port}/metrics",
+            lambda body: both_users_sending(body) and b"triton_loadtest_server_avg_batch{" in body,
+        )
         samples = parse(body.decode())
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr[-2000:]

@@ -507,14 +507,17 @@ def users_inside(users, start_s: float, end_s: float, window_s: float = 1.0, mar
 def test_steps_shape_end_to_end(triton, tmp_path):
     result, users = run_shape(triton, tmp_path, "steps", "targets=1;3,step_s=3,spawn_rate=20")
     assert "Shape test updating to 3 users" in result.stderr
-    first, second = users_inside(users, 0, 3), users_inside(users, 3, 6)
-    assert first and set(first) == {1}, users
-    assert second and set(second) == {3}, users
-    assert max(t for t, _ in users) < 7, users  # the shape ended the run
     record = json.loads((tmp_path / "steps" / "steps.json").read_text())
     assert record["shape"] == "steps" and record["kind"] == "users"
     assert [step["target"] for step in record["steps"]] == [1, 3], record
-    assert record["steps"][1]["start_s"] == pytest.approx(3, abs=1.0), record
+    # Locust asks the shape once a second: the step starts up to about a second late (more on a
+    # busy machine); the windows are judged against when it did start, as steps.json says.
+    step = record["steps"][1]["start_s"]
+    assert step == pytest.approx(3, abs=1.5), record
+    first, second = users_inside(users, 0, step), users_inside(users, step, step + 3)
+    assert first and set(first) == {1}, users
+    assert second and set(second) == {3}, users
+    assert max(t for t, _ in users) < step + 4, users  # the shape ended the run
 
 
 def test_spike_shape_end_to_end(triton, tmp_path):

