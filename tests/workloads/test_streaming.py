@@ -106,6 +106,9 @@ def _assert_run_files_hold_the_stream(run_dir, endpoint: dict) -> None:
     with open(run_dir / "timeseries.csv", newline="") as file:
         rows = {float(row["time_s"]): row for row in csv.DictReader(file) if row["endpoint"] == name}
     start = json.loads((run_dir / "config.json").read_text())["started_at"]
+    # The latency log stays the endpoint's log (hdr/<endpoint>.first_response.hlog sorts before it).
+    latency = read_logs(run_dir / "hdr")[name].merge([(-math.inf, math.inf)], 0.0)[0]
+    assert summarise_us(latency) == endpoint["latency_us"]
     for variant, key, column in (("first_response", "first_response_us", "ttfr"), ("gap", "gap_us", "gap")):
         log = read_logs(run_dir / "hdr", variant)[name]
         merged = log.merge([(-math.inf, math.inf)], 0.0)[0]
