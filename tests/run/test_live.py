@@ -106,6 +106,16 @@ def test_prometheus_endpoint_serves_exact_numbers_during_the_run(triton, tmp_pat
     assert 0 < requests.value <= endpoint.requests
 
 
+def web_ui_grpc_run(triton, port: int, model: str, run_time: str, run_dir) -> contextlib.AbstractContextManager:
+    """A web UI run of 2 gRPC users that starts itself and quits 2 s after it ends."""
+    return locust(
+        "--web-host", "127.0.0.1", "--web-port", str(port), "--autostart", "--autoquit", "2",
+        "-u", "2", "-t", run_time, "TritonGrpcUser", "--model", model,
+        "--triton-grpc", triton.grpc_address, "--triton-http", triton.http_address,
+        "--run-dir", str(run_dir),
+    )  # fmt: skip
+
+
 def exact_tab_has_requests(body: bytes) -> bool:
     tabs = [e for e in json.loads(body).get("extended_stats", []) if e["key"] == "triton-exact"]
     return any(row["requests"] > 0 for tab in tabs for row in tab["data"])
@@ -113,12 +123,7 @@ def exact_tab_has_requests(body: bytes) -> bool:
 
 def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
     port = TritonPorts.free().http
-    with locust(
-        "--web-host", "127.0.0.1", "--web-port", str(port), "--autostart", "--autoquit", "2",
-        "-u", "2", "-t", "6s", "TritonGrpcUser", "--model", "identity",
-        "--triton-grpc", triton.grpc_address, "--triton-http", triton.http_address,
-        "--run-dir", str(tmp_path / "run"),
-    ) as process:  # fmt: skip
+    with web_ui_grpc_run(triton, port, "identity", "6s", tmp_path / "run") as process:
         page = get(f"http://127.0.0.1:{port}/").decode()
         stats = json.loads(poll_during_run(process, f"http://127.0.0.1:{port}/stats/requests", exact_tab_has_requests))
         _, stderr = process.communicate(timeout=60)
@@ -147,17 +152,11 @@ def streamed_rows_timed(body: bytes) -> bool:
 
 
 def test_web_ui_tab_shows_a_streamed_endpoints_first_response_and_gaps(triton, tmp_path):
-    """stream_gaps over gRPC: the live tab's ttfr/gap cells are the model's timetable while the run
-    goes, and the run's merged numbers (summary.json's stream) at its end."""
+    """stream_gaps over gRPC: the live tab's ttfr/gap cells are the model's timetable while the run goes."""
     config = httpclient.InferenceServerClient(triton.http_address).get_model_config("stream_gaps")
     params = {key: float(value["string_value"]) for key, value in config["parameters"].items()}
     port = TritonPorts.free().http
-    with locust(
-        "--web-host", "127.0.0.1", "--web-port", str(port), "--autostart", "--autoquit", "2",
-        "-u", "2", "-t", "4s", "TritonGrpcUser", "--model", "stream_gaps",
-        "--triton-grpc", triton.grpc_address, "--triton-http", triton.http_address,
-        "--run-dir", str(tmp_path / "run"),
-    ) as process:  # fmt: skip
+    with web_ui_grpc_run(triton, port, "stream_gaps", "4s", tmp_path / "run") as process:
         stats = json.loads(poll_during_run(process, f"http://127.0.0.1:{port}/stats/requests", streamed_rows_timed))
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr[-2000:]
