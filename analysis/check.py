@@ -17,7 +17,7 @@ from pathlib import Path
 from hdrh.histogram import HdrHistogram
 
 from loadtests.run_format.files import CONFIG_JSON, HDR_DIR, SUMMARY_JSON
-from loadtests.run_format.hdr import HlogError, new_histogram, read_logs
+from loadtests.run_format.hdr import FIRST_RESPONSE, GAP, HlogError, new_histogram, read_logs
 from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED, file_problem
 from loadtests.run_format.slo import (
     EXIT_SLO_FAILED,
@@ -36,38 +36,46 @@ from loadtests.run_format.slo import (
 )
 
 
-def histograms_from_logs(run_dir: Path, summary: dict) -> Callable[[str | None], HdrHistogram | None] | None:
-    """histogram_for(target) over a finished run's hdr/ logs (the whole run merged), so that a
-    clause can ask for a confidence summary.json does not hold; None without logs."""
-    try:
-        logs = read_logs(run_dir / HDR_DIR)
-    except (HlogError, OSError):
-        logs = {}  # the clause then says why it is not measured
-    if not logs:
+def histograms_from_logs(run_dir: Path, summary: dict) -> Callable[[str | None, str], HdrHistogram | None] | None:
+    """histogram_for(target, variant) over a finished run's hdr/ logs (the whole run merged), so
+    that a clause can ask for a confidence summary.json does not hold, and a ttfr_/gap_ clause
+    for one at all (variant "first_response" or "gap": hdr/<endpoint>.<variant>.hlog); None without logs."""
+    logs = {variant: _logs(run_dir, variant) for variant in ("", FIRST_RESPONSE, GAP)}
+    if not logs[""]:
         return None
     models = {entry["name"]: entry.get("model", "") for entry in summary.get("endpoints", [])}
     whole_run = [(-math.inf, math.inf)]
-    cache: dict[str, HdrHistogram] = {}
+    cache: dict[tuple[str, str], HdrHistogram] = {}
 
-    def of(name: str) -> HdrHistogram:
-        if name not in cache:
-            cache[name] = logs[name].merge(whole_run, 0.0)[0]
-        return cache[name]
+    def of(name: str, variant: str) -> HdrHistogram:
+        if (name, variant) not in cache:
+            cache[(name, variant)] = logs[variant][name].merge(whole_run, 0.0)[0]
+        return cache[(name, variant)]
 
-    def histogram_for(target: str | None) -> HdrHistogram | None:
-        names = [name for name in logs if target is None or name == target or models.get(name) == target]
+    def histogram_for(target: str | None, variant: str = "") -> HdrHistogram | None:
+        found = logs.get(variant, {})
+        names = [name for name in found if target is None or name == target or models.get(name) == target]
         if not names:
             return None
         merged = new_histogram()
         for name in names:
-            merged.add(of(name))
+            merged.add(of(name, variant))
         return merged
 
     return histogram_for
 
 
+def _logs(run_dir: Path, variant: str) -> dict:
+    try:
+        return read_logs(run_dir / HDR_DIR, variant)
+    except (HlogError, OSError):
+        return {}  # the clause then says why it is not measured
+
+
 def check_summary(
-    clauses: list[Clause], summary: dict, histogram_for: Callable[[str | None], HdrHistogram | None] | None = None
+    clauses: list[Clause],
+    summary: dict,
+    histogram_for: Callable[[str | None, str], HdrHistogram | None] | None = None,
 ) -> list[Result]:
     """Evaluate clauses on a finished run's summary.json; raises SloError if one cannot apply."""
     entries = summary.get("endpoints", [])

@@ -34,7 +34,17 @@ from loadtests.run_format.files import (
 from loadtests.run_format.hdr import UNCORRECTED, HlogError, read_logs
 
 # Open-loop columns appended to timeseries.csv by newer runs; older runs lack them.
-OPTIONAL_TIMESERIES = ("late", "dropped", "target_rate", "p99_uncorrected_us")
+# The stream columns (a decoupled model's first response and gaps) are in runs since issue 29's item 1.
+OPTIONAL_TIMESERIES = (
+    "late",
+    "dropped",
+    "target_rate",
+    "p99_uncorrected_us",
+    "ttfr_p50_us",
+    "ttfr_p99_us",
+    "gap_p50_us",
+    "gap_p99_us",
+)
 # A time above this is a Unix time, not seconds from the run start (2001-09-09).
 EPOCH_THRESHOLD_S = 1e9
 GPU_METRICS = ("nv_gpu_utilization", "nv_gpu_memory_used_bytes", "nv_gpu_power_usage")

@@ -36,7 +36,7 @@ from loadtests.errors import SpecError
 from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.files import RUN_MARKERS
-from loadtests.run_format.hdr import zero_summary
+from loadtests.run_format.hdr import FIRST_RESPONSE, GAP, summarise_us, zero_summary
 from loadtests.run_format.summary import SEQUENCE_COUNTS
 
 RUNS_ROOT = Path("runs")
@@ -68,10 +68,21 @@ TIMESERIES_COLUMNS = (
     "covered_s",
     # `users` per user class, "BertQAHttpUser=4;ResNetHttpUser=4" (users is their total).
     "users_by_class",
+    # A streamed endpoint's time to first response and gaps between responses (empty otherwise).
+    "ttfr_p50_us",
+    "ttfr_p99_us",
+    "gap_p50_us",
+    "gap_p99_us",
 )
 # Open-loop runs also log the latency from the actual send, in hdr/<endpoint>.uncorrected.hlog.
 UNCORRECTED = "uncorrected"
 _LATENCY_KEYS = ("p50", "p90", "p95", "p99", "max", "mean")
+# What each hdr/ log variant holds, for its header line.
+_VARIANT_TEXT = {
+    UNCORRECTED: " from the actual send (uncorrected)",
+    FIRST_RESPONSE: ", time to first response of a streamed request",
+    GAP: ", gaps between a streamed request's responses",
+}
 # HDR log "Interval_Max" column unit: values are µs, the column shows ms.
 HDR_MAX_VALUE_UNIT_RATIO = 1000.0
 
@@ -172,6 +183,19 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
     return summary
 
 
+def _stream_cells(stats: EndpointStats) -> list:
+    """timeseries.csv's ttfr_p50_us, ttfr_p99_us, gap_p50_us, gap_p99_us of one window: empty
+    for an endpoint that does not stream, or whose window measured none."""
+    if stats.stream is None:
+        return [""] * 4
+    stats.fold()
+    cells = []
+    for histogram in (stats.stream.first_response, stats.stream.gap):
+        summary = summarise_us(histogram)
+        cells += [summary["p50"], summary["p99"]] if summary else ["", ""]
+    return cells
+
+
 class RunDirectory:
     """Creates a run directory at test start and fills it as the run goes (a WindowSink)."""
 
@@ -267,12 +291,17 @@ class RunDirectory:
                     "" if stats.uncorrected is None or not measured else stats.uncorrected_summary_us()["p99"],
                     round(covered_s, 3),
                     users_by_class_text(users_by_class),
+                    *_stream_cells(stats),
                 ]
             )
             if stats.histogram.get_total_count():
                 self._write_hdr_interval(name, start_s, window_s, stats.histogram)
             if stats.uncorrected is not None and stats.uncorrected.get_total_count():
                 self._write_hdr_interval(name, start_s, window_s, stats.uncorrected, UNCORRECTED)
+            if stats.stream is not None:
+                for variant, histogram in ((FIRST_RESPONSE, stats.stream.first_response), (GAP, stats.stream.gap)):
+                    if histogram.get_total_count():
+                        self._write_hdr_interval(name, start_s, window_s, histogram, variant)
         self._timeseries_file.flush()
 
     def _write_hdr_interval(
@@ -286,7 +315,7 @@ class RunDirectory:
             # The standard HdrHistogram log header (format 1.2), timestamps relative to StartTime.
             base = self._hdr_base
             started = datetime.fromtimestamp(base, UTC).strftime("%Y-%m-%d %H:%M:%S")
-            what = " from the actual send (uncorrected)" if variant == UNCORRECTED else ""
+            what = _VARIANT_TEXT.get(variant, "")
             log.write(f"#[Latency of {name} in microseconds{what}, one interval per window]\n")
             log.write("#[Histogram log format version 1.2]\n")
             log.write(f"#[StartTime: {base:.3f} (seconds since epoch), {started} UTC]\n")

@@ -14,7 +14,10 @@ from loadtests.triton_stats.statistics import ModelDelta
 
 # The exact latencies the web UI tab shows per endpoint (keys of latency_summary_us()).
 TABLE_LATENCIES = ("p50", "p90", "p95", "p99", "max", "mean")
-PROTOCOL_ORDER = ("http", "grpc")  # a model total's name: "identity [http+grpc]"
+PROTOCOL_ORDER = ("http", "grpc")
+# A streamed endpoint's (decoupled model) cells: time to first response and gaps between responses.
+STREAM_CELLS = (("ttfr", "first_response_us"), ("gap", "gap_us"))
+STREAM_PERCENTILES = ("p50", "p99")  # a model total's name: "identity [http+grpc]"
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class LiveEndpoint:
     dropped: int = 0  # open loop: not sent (--drop-when-saturated)
     # Where the true p99 lies at DEFAULT_CONFIDENCE, "lower-upper" ms (loadtests/run_format/confidence.py).
     p99_interval_ms: str = ""
+    # A streamed endpoint's ttfr_p50_ms ... gap_p99_ms (stream_cells); {} when it does not stream.
+    stream_ms: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, total: EndpointStats, window: EndpointStats | None, window_s: float) -> LiveEndpoint:
@@ -48,6 +53,7 @@ class LiveEndpoint:
             late=total.late,
             dropped=total.dropped,
             p99_interval_ms=interval_cell(total.latency_ci_us(DEFAULT_CONFIDENCE).get("p99")),
+            stream_ms=stream_cells(total),
         )
 
 
@@ -90,11 +96,28 @@ class LiveSnapshot:
             "infer_per_s": round(endpoint.window_infer_per_s, 1),
             **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in TABLE_LATENCIES},
             "p99_interval_ms": endpoint.p99_interval_ms,
+            **{key: endpoint.stream_ms.get(key, "") for key in STREAM_KEYS},
             "avg_batch": round(server.avg_batch, 2) if server else "",
             "queue_ms": round(server.queue_us / 1000, 3) if server else "",
             "compute_infer_ms": round(server.compute_infer_us / 1000, 3) if server else "",
             "run_dir": self.run_dir + (" (finished)" if self.final else ""),
         }
+
+
+STREAM_KEYS = tuple(f"{name}_{p}_ms" for name, _ in STREAM_CELLS for p in STREAM_PERCENTILES)
+
+
+def stream_cells(stats: EndpointStats) -> dict[str, float]:
+    """ttfr_p50_ms, ttfr_p99_ms, gap_p50_ms, gap_p99_ms of a streamed endpoint since the test
+    started (summary.json's stream numbers, in ms); {} without successful streamed requests."""
+    if stats.stream is None or not stats.stream.requests:
+        return {}
+    summary = stats.stream.summary()
+    cells = {}
+    for name, key in STREAM_CELLS:
+        if summary[key]["max"] > 0:  # a run of single responses has no gaps: empty, not 0 ms
+            cells.update({f"{name}_{p}_ms": round(summary[key][p] / 1000, 3) for p in STREAM_PERCENTILES})
+    return cells
 
 
 def model_totals(

@@ -106,16 +106,26 @@ def with_interval(entry: dict, stats: EndpointStats) -> dict:
     return entry
 
 
-def histograms_of(totals: dict[str, EndpointStats]) -> Callable[[str | None], HdrHistogram | None]:
-    """histogram_for(target) for loadtests.run_format.slo.evaluate: an endpoint's, a model's or all merged."""
+def histograms_of(totals: dict[str, EndpointStats]) -> Callable[[str | None, str], HdrHistogram | None]:
+    """histogram_for(target, variant) for loadtests.run_format.slo.evaluate: an endpoint's, a
+    model's or all merged; variant "" the latency, "first_response" or "gap" the stream's."""
 
-    def histogram_for(target: str | None) -> HdrHistogram | None:
+    def histogram_for(target: str | None, variant: str = "") -> HdrHistogram | None:
         if target is None:
-            return merge_stats(totals.values(), OVERALL).histogram
-        if target in totals:
-            return totals[target].histogram
-        group = [stats for stats in totals.values() if stats.model == target]
-        return merge_stats(group, target).histogram if group else None
+            stats = merge_stats(totals.values(), OVERALL)
+        elif target in totals:
+            stats = totals[target]
+        else:
+            group = [stats for stats in totals.values() if stats.model == target]
+            if not group:
+                return None
+            stats = merge_stats(group, target)
+        if not variant:
+            return stats.histogram
+        if stats.stream is None:
+            return None
+        stats.stream.fold()
+        return getattr(stats.stream, variant)
 
     return histogram_for
 

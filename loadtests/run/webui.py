@@ -86,6 +86,11 @@ COLUMNS = (
     ("p95_ms", "p95 ms"),
     ("p99_ms", "p99 ms"),
     ("p99_interval_ms", "p99 95 % interval ms"),
+    # A streamed endpoint (decoupled model); empty for the others.
+    ("ttfr_p50_ms", "First response p50 ms"),
+    ("ttfr_p99_ms", "First response p99 ms"),
+    ("gap_p50_ms", "Gap p50 ms"),
+    ("gap_p99_ms", "Gap p99 ms"),
     ("max_ms", "max ms"),
     ("mean_ms", "mean ms"),
     ("avg_batch", "Server avg batch"),

@@ -33,6 +33,12 @@ LATENCY_KEYS = ("p50", "p90", "p95", "p99", "p99.9", "max", "mean")
 _NAME = re.compile(r"^#\[Latency of (?P<name>.+?) in microseconds")
 # Open-loop runs also log the latency from the actual send: hdr/<endpoint>.uncorrected.hlog.
 UNCORRECTED = "uncorrected"
+# A streamed endpoint (decoupled model) also logs its time to first response and its gaps between
+# responses: hdr/<endpoint>.first_response.hlog, hdr/<endpoint>.gap.hlog (summary.json's
+# stream.first_response_us and stream.gap_us; the variant is the key without "_us").
+FIRST_RESPONSE = "first_response"
+GAP = "gap"
+VARIANTS = (UNCORRECTED, FIRST_RESPONSE, GAP)
 _BASE = re.compile(r"^#\[(?:BaseTime|StartTime): (?P<t>[0-9.]+)")
 
 
@@ -103,7 +109,7 @@ def read_logs(hdr_dir: Path, variant: str = "") -> dict[str, HlogFile]:
         return {}
     logs = {}
     for path in sorted(hdr_dir.glob(f"*.{variant}{HLOG_SUFFIX}" if variant else f"*{HLOG_SUFFIX}")):
-        if not variant and path.name.endswith(f".{UNCORRECTED}{HLOG_SUFFIX}"):
+        if not variant and path.name.endswith(tuple(f".{other}{HLOG_SUFFIX}" for other in VARIANTS)):
             continue
         log = read_header(path)
         logs.setdefault(log.endpoint, log)

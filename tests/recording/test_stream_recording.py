@@ -12,7 +12,8 @@ from loadtests.clients.outcome import RequestOutcome, StreamTimings
 from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.histograms import EndpointStats, add_message
 from loadtests.recording.run_dir import endpoint_json
-from loadtests.run.slo_gate import add_merged_totals
+from loadtests.run.slo_gate import add_merged_totals, histograms_of
+from loadtests.run_format.confidence import percentile_bounds_us
 from loadtests.run_format.hdr import new_histogram, summarise_us
 from loadtests.run_format.slo import evaluate, parse_slo, resolver_for_summary
 
@@ -80,3 +81,21 @@ def test_a_run_without_streamed_requests_has_no_ttfr_to_pass_on():
     assert "stream" not in summary["endpoints"][0]
     [result] = evaluate(parse_slo("ttfr_p99<200ms"), resolver_for_summary(summary))
     assert not result.passed and result.measured is None and "streamed" in result.reason
+
+
+def test_ttfr_and_gap_confidence_clauses_are_judged_on_the_stream_histograms():
+    """`ttfr_p99<...@95%`: the bounds are the first-response histogram's (gap_: the gaps'), from
+    the run's totals at the end; without histograms (a summary.json alone) inconclusive, saying why."""
+    stats = EndpointStats(NAME, "stream_gaps", "grpc")
+    for outcome in _outcomes(random.Random(11), 1_000):
+        stats.hold(outcome)
+    summary = {"endpoints": [endpoint_json(stats, 10.0)]}
+    add_merged_totals(summary, {NAME: stats})
+    first = percentile_bounds_us(stats.stream.first_response, 0.95)["p99"]
+    gap = percentile_bounds_us(stats.stream.gap, 0.9)["p50"]
+    clauses = parse_slo(f"ttfr_p99<={first[1]:.0f}us@95%, ttfr_p99<{first[0]:.0f}us@95%, gap_p50>={gap[0]:.0f}us@90%")
+    results = evaluate(clauses, resolver_for_summary(summary), histograms_of({NAME: stats}))
+    assert [result.verdict for result in results] == ["pass", "fail", "pass"]
+    assert [result.bounds for result in results] == [tuple(first), tuple(first), tuple(gap)]
+    [alone] = evaluate(clauses[:1], resolver_for_summary(summary))
+    assert alone.inconclusive and "no hdr/ stream logs" in alone.reason

@@ -13,6 +13,7 @@ from argparse import Namespace
 from collections.abc import Callable, Iterator
 
 import pytest
+import tritonclient.http as httpclient
 
 from analysis import load_run
 from loadtests.errors import SpecError
@@ -111,6 +112,16 @@ def test_prometheus_endpoint_serves_exact_numbers_during_the_run(triton, tmp_pat
     assert 0 < requests.value <= endpoint.requests
 
 
+def web_ui_grpc_run(triton, port: int, model: str, run_time: str, run_dir) -> contextlib.AbstractContextManager:
+    """A web UI run of 2 gRPC users that starts itself and quits 2 s after it ends."""
+    return locust(
+        "--web-host", "127.0.0.1", "--web-port", str(port), "--autostart", "--autoquit", "2",
+        "-u", "2", "-t", run_time, "TritonGrpcUser", "--model", model,
+        "--triton-grpc", triton.grpc_address, "--triton-http", triton.http_address,
+        "--run-dir", str(run_dir),
+    )  # fmt: skip
+
+
 def exact_tab_has_requests(body: bytes) -> bool:
     tabs = [e for e in json.loads(body).get("extended_stats", []) if e["key"] == "triton-exact"]
     return any(row["requests"] > 0 for tab in tabs for row in tab["data"])
@@ -118,12 +129,7 @@ def exact_tab_has_requests(body: bytes) -> bool:
 
 def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
     port = TritonPorts.free().http
-    with locust(
-        "--web-host", "127.0.0.1", "--web-port", str(port), "--autostart", "--autoquit", "2",
-        "-u", "2", "-t", "6s", "TritonGrpcUser", "--model", "identity",
-        "--triton-grpc", triton.grpc_address, "--triton-http", triton.http_address,
-        "--run-dir", str(tmp_path / "run"),
-    ) as process:  # fmt: skip
+    with web_ui_grpc_run(triton, port, "identity", "6s", tmp_path / "run") as process:
         page = get(f"http://127.0.0.1:{port}/").decode()
         stats = json.loads(poll_during_run(process, f"http://127.0.0.1:{port}/stats/requests", exact_tab_has_requests))
         _, stderr = process.communicate(timeout=60)
@@ -137,6 +143,38 @@ def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
     assert row["endpoint"] == "identity [grpc]"
     assert row["requests"] > 0 and row["failures"] == 0
     assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+    # Not streamed: no time to first response, no gaps (empty cells, not 0 ms).
+    assert [row[key] for key in STREAM_CELLS] == ["", "", "", ""]
+
+
+STREAM_CELLS = ("ttfr_p50_ms", "ttfr_p99_ms", "gap_p50_ms", "gap_p99_ms")
+# A response's share of the client and host (thread wake-up, Triton, loopback) on this busy 2-core machine.
+SLACK_MS = 5.0
+
+
+def streamed_rows_timed(body: bytes) -> bool:
+    tabs = [e for e in json.loads(body).get("extended_stats", []) if e["key"] == "triton-exact"]
+    return any(row["requests"] > 0 and row["gap_p50_ms"] != "" for tab in tabs for row in tab["data"])
+
+
+def test_web_ui_tab_shows_a_streamed_endpoints_first_response_and_gaps(triton, tmp_path):
+    """stream_gaps over gRPC: the live tab's ttfr/gap cells are the model's timetable while the run goes."""
+    config = httpclient.InferenceServerClient(triton.http_address).get_model_config("stream_gaps")
+    params = {key: float(value["string_value"]) for key, value in config["parameters"].items()}
+    port = TritonPorts.free().http
+    with web_ui_grpc_run(triton, port, "stream_gaps", "4s", tmp_path / "run") as process:
+        stats = json.loads(poll_during_run(process, f"http://127.0.0.1:{port}/stats/requests", streamed_rows_timed))
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr[-2000:]
+    (tab,) = [entry for entry in stats["extended_stats"] if entry["key"] == "triton-exact"]
+    (row,) = tab["data"]
+    assert row["endpoint"] == "stream_gaps [grpc]"
+    first_ms, gap_ms = params["first_ms"], params["gap_ms"]
+    assert first_ms * 0.999 <= row["ttfr_p50_ms"] <= row["ttfr_p99_ms"] <= first_ms * 1.001 + 10 * SLACK_MS, row
+    assert row["gap_p50_ms"] == pytest.approx(gap_ms, abs=gap_ms * 1e-3 + SLACK_MS), row
+    assert row["gap_p50_ms"] <= row["gap_p99_ms"]
+    # The final request: the response at the end of the stream (at least the whole timetable).
+    assert row["p50_ms"] >= (first_ms + (params["responses"] - 1) * gap_ms) * 0.999
 
 
 def listening_addresses(port: int) -> set[str]:

@@ -82,7 +82,7 @@ def test_the_issue_example_parses_in_order():
         ("p99<5ms,", "empty clause"),
         (":p99<5ms", "empty endpoint or model name"),
         ("ttfr_p99<200", "ttfr_p99 needs a unit"),
-        ("gap_p99<5ms@95%", "a confidence (@95%) applies only to percentiles"),
+        ("gap_max<5ms@95%", "a confidence (@95%) applies only to percentiles"),
     ],
 )
 def test_malformed_clauses_say_why(text, why):

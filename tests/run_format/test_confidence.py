@@ -95,7 +95,7 @@ def _gate(latencies_us, text: str, confidence_stats: bool = True):
     for latency in latencies_us:
         stats.record(request_outcome(float(latency), 1, None))
     entry = endpoint_json(stats, 10.0)
-    histogram_for = (lambda target: stats.histogram) if confidence_stats else None
+    histogram_for = (lambda target, variant: stats.histogram) if confidence_stats else None
     (result,) = evaluate(parse_slo(text), lambda target: entry, histogram_for)
     return result, entry
 

@@ -4,13 +4,18 @@ Triton's statistics of the model."""
 
 from __future__ import annotations
 
+import csv
+import json
+import math
 import shutil
 
 import pytest
 import tritonclient.http as httpclient
 
+from analysis.check import check_run
 from analysis.compare import write_comparison
 from analysis.report import write_report
+from loadtests.run_format.hdr import new_histogram, read_logs, summarise_us
 from tests.helpers import run_against_triton
 
 # HdrHistogram with 3 significant digits: a recorded value is within 0.1 % of the true one.
@@ -76,10 +81,11 @@ def test_timings_recovered_and_merged_over_worker_processes(triton, tmp_path):
         triton,
         tmp_path / "run",
         ["TritonGrpcUser"],
-        ["--model", "stream_gaps", "--processes", "2"],
+        ["--model", "stream_gaps", "--processes", "2", "--slo", "ttfr_p90<10s@95%,gap_p50<1us@90%"],
         models=("stream_gaps",),
         users=4,
         run_time="4s",
+        expect_exit=3,  # the gap clause fails on purpose
     )
     summary = run.summary
     assert summary["load_generator"]["workers"] == 2
@@ -88,7 +94,46 @@ def test_timings_recovered_and_merged_over_worker_processes(triton, tmp_path):
     assert endpoint["requests"] == endpoint["stream"]["requests"] == run.served()
     _assert_timetable_recovered(endpoint["stream"], params)
     assert summary["overall"]["stream"]["first_response_us"] == endpoint["stream"]["first_response_us"]
+    _assert_run_files_hold_the_stream(run.run_dir, endpoint)
     _assert_report_and_comparison_show(run.run_dir, endpoint, tmp_path)
+
+
+def _assert_run_files_hold_the_stream(run_dir, endpoint: dict) -> None:
+    """hdr/<endpoint>.first_response.hlog and .gap.hlog merged over the run are summary.json's
+    numbers; timeseries.csv's ttfr/gap cells are each window's interval; the run's confidence
+    clauses and `analysis check`'s, read back from the logs, agree."""
+    name, stream = endpoint["name"], endpoint["stream"]
+    with open(run_dir / "timeseries.csv", newline="") as file:
+        rows = {float(row["time_s"]): row for row in csv.DictReader(file) if row["endpoint"] == name}
+    start = json.loads((run_dir / "config.json").read_text())["started_at"]
+    # The latency log stays the endpoint's log (hdr/<endpoint>.first_response.hlog sorts before it).
+    latency = read_logs(run_dir / "hdr")[name].merge([(-math.inf, math.inf)], 0.0)[0]
+    assert summarise_us(latency) == endpoint["latency_us"]
+    for variant, key, column in (("first_response", "first_response_us", "ttfr"), ("gap", "gap_us", "gap")):
+        log = read_logs(run_dir / "hdr", variant)[name]
+        merged = log.merge([(-math.inf, math.inf)], 0.0)[0]
+        assert summarise_us(merged) == stream[key], variant
+        windows = 0
+        for offset, _, encoded in log.intervals():
+            window = new_histogram()
+            window.decode_and_add(encoded)
+            row = rows[round(log.base_epoch + offset - _epoch(start), 3)]
+            assert float(row[f"{column}_p50_us"]) == summarise_us(window)["p50"], (variant, row)
+            assert float(row[f"{column}_p99_us"]) == summarise_us(window)["p99"], (variant, row)
+            windows += 1
+        assert windows == sum(1 for row in rows.values() if row[f"{column}_p99_us"]) > 0
+    assert [result["verdict"] for result in json.loads((run_dir / "summary.json").read_text())["slo"]] == [
+        "pass",
+        "fail",
+    ]
+    assert check_run(run_dir) == 3  # the same clauses, the bounds from hdr/'s stream logs
+    assert check_run(run_dir, "ttfr_p90<10s@99%") == 0
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso).timestamp()
 
 
 def _assert_report_and_comparison_show(run_dir, endpoint: dict, tmp_path) -> None:

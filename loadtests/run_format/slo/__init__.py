@@ -21,8 +21,9 @@ Grammar (whitespace around tokens is ignored; clauses are separated by commas):
             | failures | dropped                             counts
             | rps | infer_per_s                              per second, optional UNIT /s
     OP     := < | <= | > | >=
-    CONFIDENCE := a percentage in (0, 100), percentiles only: judge the clause on the percentile's
-              confidence interval (loadtests/run_format/confidence.py) instead of its point estimate
+    CONFIDENCE := a percentage in (0, 100), percentiles only (ttfr_p99 and gap_p99 too): judge the
+              clause on the percentile's confidence interval (loadtests/run_format/confidence.py)
+              instead of its point estimate
     PRESET := mlperf-resnet50 | mlperf-bert                    (MLPERF_PRESETS)
 
 A clause with a confidence has three verdicts. For `<` and `<=`: pass when the interval's

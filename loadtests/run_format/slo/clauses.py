@@ -114,9 +114,17 @@ def _preset(clause_text: str) -> Clause | None:
     return Clause(clause_text, None, clause.metric, clause.op, clause.threshold, clause.unit, clause.confidence)
 
 
+def percentile_of(metric: str) -> str:
+    """The percentile a metric names: "p99" of "p99", "ttfr_p99" and "gap_p99"; else the metric."""
+    return STREAM_METRICS[metric][1] if metric in STREAM_METRICS else metric
+
+
 def _parse_confidence(text: str, metric: str, bad: Callable[[str], SloError]) -> float:
-    if metric not in PERCENTILE_METRICS:
-        raise bad(f"a confidence (@95%) applies only to percentiles ({', '.join(PERCENTILE_METRICS)}), not {metric}")
+    if percentile_of(metric) not in PERCENTILE_METRICS:
+        raise bad(
+            f"a confidence (@95%) applies only to percentiles ({', '.join(PERCENTILE_METRICS)}, "
+            f"and ttfr_/gap_ of them), not {metric}"
+        )
     match = _CONFIDENCE.match(text.strip())
     if match is None:
         raise bad(f"'@{text.strip()}' is not a confidence (a percentage, e.g. @95%)")

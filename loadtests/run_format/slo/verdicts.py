@@ -22,6 +22,7 @@ from loadtests.run_format.slo.clauses import (
     STREAM_METRICS,
     Clause,
     SloError,
+    percentile_of,
     rounded,
     shown,
 )
@@ -129,10 +130,13 @@ def interval(
 ) -> tuple[tuple[float | None, float | None] | None, str]:
     """A percentile's confidence interval in µs at the clause's confidence: from the merged
     histogram when there is one (any confidence), else from summary.json's `latency_ci_us`
-    (which holds one confidence, DEFAULT_CONFIDENCE). (None, why) when neither has it."""
+    (which holds one confidence, DEFAULT_CONFIDENCE; latencies only, not ttfr_/gap_).
+    (None, why) when neither has it."""
     assert clause.confidence is not None
     if histogram is not None:
-        bounds = percentile_bounds_us(histogram, clause.confidence).get(clause.metric)
+        bounds = percentile_bounds_us(histogram, clause.confidence).get(percentile_of(clause.metric))
+    elif clause.metric in STREAM_METRICS:
+        return None, f"no hdr/ stream logs to compute {clause.metric}'s bounds from"
     elif entry.get("confidence") == clause.confidence and "latency_ci_us" in entry:
         bounds = entry["latency_ci_us"].get(clause.metric)
     else:
@@ -141,6 +145,8 @@ def interval(
         return None, f"summary.json {held}, and no hdr/ logs to compute them at {confidence_label(clause.confidence)}"
     if not bounds:
         return None, "no successful requests"
+    if None in bounds and clause.metric in STREAM_METRICS:  # the note below would name the latency's count
+        return None, f"not enough {clause.metric.partition('_')[0]} values for {percentile_of(clause.metric)}"
     return (bounds[0], bounds[1]), ""
 
 
@@ -171,12 +177,13 @@ def judge_interval(
 def evaluate(
     clauses: Iterable[Clause],
     resolve: Callable[[str | None], dict],
-    histogram_for: Callable[[str | None], HdrHistogram | None] | None = None,
+    histogram_for: Callable[[str | None, str], HdrHistogram | None] | None = None,
 ) -> list[Result]:
     """Each clause against the entry resolve(target) returns (target None: overall).
 
-    histogram_for(target): the target's merged latency histogram, for clauses with a confidence
-    other than the one summary.json stores; optional.
+    histogram_for(target, variant): the target's merged histogram, for clauses with a confidence
+    other than the one summary.json stores and for ttfr_/gap_ clauses with one; variant "" the
+    latency, hdr.FIRST_RESPONSE or hdr.GAP a streamed endpoint's (stream_variant); optional.
     """
     results = []
     for clause in clauses:
@@ -187,12 +194,17 @@ def evaluate(
             continue
         measured = value / clause.scale
         if clause.confidence is not None:
-            histogram = histogram_for(clause.target) if histogram_for is not None else None
+            histogram = histogram_for(clause.target, stream_variant(clause.metric)) if histogram_for else None
             results.append(judge_interval(clause, measured, *interval(clause, entry, histogram)))
             continue
         # Compared as shown: a p99 of 50.0004 ms against "<=50ms" is judged on 50 ms.
         results.append(Result(clause, measured, OPERATORS[clause.op](rounded(measured, clause), clause.threshold)))
     return results
+
+
+def stream_variant(metric: str) -> str:
+    """The hdr/ log variant a metric's histogram is: "" (latency), "first_response" or "gap"."""
+    return STREAM_METRICS[metric][0].removesuffix("_us") if metric in STREAM_METRICS else ""
 
 
 def failed(results: Iterable[Result]) -> list[Result]:
