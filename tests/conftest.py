@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import os
 
+# Locust patches the standard library with gevent when it is imported. Imported here, before
+# anything imports ssl, the patching comes first whatever file a pytest process collects first:
+# with the files dealt to several processes (tests/shards.py), a file importing locust that came
+# first after ssl was loaded failed to collect (RecursionError in urllib3's SSLContext).
+import locust  # noqa: F401  (first, on purpose)
 import pytest
 
 from loadtests.server import DEMO_REPOSITORY, TEST_REPOSITORY, LocalTriton
