@@ -97,11 +97,13 @@ def test_overload_is_one_class_on_both_protocols_at_comparable_rates(triton, tmp
         # Overload and nothing else: never "connection refused", no back-off.
         assert set(endpoint["failures_by_class"]) == {expected[protocol]}, endpoint["failures_by_class"]
         assert endpoint["failures"] > endpoint["requests"] - endpoint["failures"], endpoint  # really overloaded
-    # Neither protocol throttles itself: measured before the fix, gRPC sent 225x fewer requests.
-    # Alone on the machine the two rates are within 3x; with two other pytest processes on two
-    # cores Triton's gRPC front end answered 11x slower than its HTTP one (8,191 against 725/s).
-    rates = [endpoints[p]["requests"] / endpoints[p]["duration_s"] for p in ("http", "grpc")]
-    assert max(rates) / min(rates) < 25, rates
+    # Neither protocol throttles itself: measured before the fix, gRPC sent 225x fewer requests
+    # (it backed off). Alone on the machine the two rates are within 3x; with two other pytest
+    # processes on two cores the one Locust process's CPU went mostly to the faster answers
+    # (HTTP 12,086/s against gRPC 282/s). So: both above what the connection back-off would leave
+    # (6 users pausing up to MAX_PAUSE_S, 100 ms, between tries: at most 60/s).
+    rates = {p: endpoints[p]["requests"] / endpoints[p]["duration_s"] for p in ("http", "grpc")}
+    assert min(rates.values()) > 100, rates
     # Reconciled with Triton: its successes are the client's; its failures are the failures of the
     # classes it counts (a queue timeout, REJECTED in its metrics), never a full queue.
     successes = sum(e["requests"] - e["failures"] for e in endpoints.values())
