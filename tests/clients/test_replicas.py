@@ -168,7 +168,8 @@ def test_round_robin_splits_requests_and_per_replica_counts_equal_tritons(triton
     text = (run_dir / "report.md").read_text()
     section = text[text.index("Per replica") :]
     assert all(s.http_address in section and s.grpc_address in section for s in servers)
-    assert "imbalanced" not in text
+    # Whether two like replicas' latencies come out within 25 % is the host's business: with other
+    # test processes on two cores one was once 33 % above the median, and the report said so.
 
 
 def test_a_replica_that_dies_is_a_failure_burst_and_the_run_goes_on(triton, tmp_path_factory, tmp_path):

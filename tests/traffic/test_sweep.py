@@ -464,7 +464,10 @@ def test_request_rate_sweep_against_triton(triton, tmp_path):
     run_dir = tmp_path / "rate"
     result = run_cli(
         ["-m", "loadtests", "sweep", "--model", "sleep_batch", "--shape", "INPUT0:16", "--run-dir", str(run_dir)]
-        + [*triton_options(triton), "--request-rate", "50:150:50", "--measurement-interval", "1000"],
+        + [*triton_options(triton), "--request-rate", "50:150:50", "--measurement-interval", "1000"]
+        # The sweep's mechanics, not this host's steadiness: a level once failed the default 10 %
+        # stability with other test processes on two cores (exit code 5, "unstable").
+        + ["--stability-percentage", "50", "--max-trials", "8"],
         timeout=150,
     )
     assert result.returncode == 0, result.stderr[-3000:]
