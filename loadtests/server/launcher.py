@@ -87,7 +87,13 @@ class TritonPorts:
 
     @classmethod
     def free(cls, host: str = DEFAULT_HOST) -> TritonPorts:
-        return cls(*(_free_port(host) for _ in range(3)))
+        """Three ports free now, all different: the three sockets stay bound until all are
+        picked (one bound and closed at a time, the kernel handed the same port out twice)."""
+        with contextlib.ExitStack() as stack:
+            socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(3)]
+            for sock in socks:
+                sock.bind((host, 0))
+            return cls(*(sock.getsockname()[1] for sock in socks))
 
     def check(self) -> None:
         """Three distinct port numbers; raises ServerError. Without this, tritonserver answers a
@@ -99,12 +105,6 @@ class TritonPorts:
         for (flag, port), (other, other_port) in itertools.combinations(flags.items(), 2):
             if port == other_port:
                 raise ServerError(f"{flag} and {other} are both {port}: Triton needs three different ports")
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def _check_port_free(host: str, port: int, flag: str) -> None:

@@ -235,3 +235,14 @@ def test_stop_never_kills_a_process_that_reused_a_remembered_pid():
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_free_ports_are_three_different_ports():
+    """TritonPorts.free() picked each port by binding port 0 and closing it: the kernel could hand
+    the same port out twice in one pick (a tracing test's Triton once got --http-port and
+    --metrics-port both 42737)."""
+    from loadtests.server import TritonPorts
+
+    picks = [TritonPorts.free() for _ in range(3000)]
+    repeated = [ports for ports in picks if len({ports.http, ports.grpc, ports.metrics}) < 3]
+    assert repeated == [], repeated[:5]
