@@ -204,13 +204,12 @@ class GrpcClient(TritonClient):
 
     def _traced(self, wire: PreparedCall) -> PreparedCall:
         """The call with the next trace id in its message (the same length as the placeholder)."""
-        self.trace_id = trace_id = self.trace_ids.next()
-        if trace_id is None:
+        self.trace_id, stamped = self.trace_ids.stamp(wire.traced)
+        if stamped is None:
             return wire
-        head, tail = wire.traced
         if wire.traced_in_header:
-            return PreparedCall(head + trace_id + tail, wire.body)
-        return PreparedCall(wire.header_block, head + trace_id + tail)
+            return PreparedCall(stamped, wire.body)
+        return PreparedCall(wire.header_block, stamped)
 
     def wire_bytes(self, wire: PreparedCall) -> int:
         return wire.message_bytes

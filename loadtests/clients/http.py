@@ -186,11 +186,10 @@ class HttpClient(TritonClient):
         return header_length, body
 
     def _request_bytes(self, wire: HttpWire) -> bytes:
-        traced = wire.traced
-        if traced is None:
+        if wire.traced is None:
             return wire.request
-        self.trace_id = trace_id = self.trace_ids.next()
-        return wire.request if trace_id is None else traced[0] + trace_id + traced[1]
+        self.trace_id, stamped = self.trace_ids.stamp(wire.traced)
+        return wire.request if stamped is None else stamped
 
     def _response_length(self, response: tuple[int | None, bytes]) -> int:
         return len(response[1])

@@ -53,6 +53,15 @@ class TraceIds:
             return None
         return f"{self.prefix}{next(self._counter):010x}".encode("ascii")
 
+    def stamp(self, traced: tuple[bytes, bytes]) -> tuple[bytes | None, bytes | None]:
+        """The next request's id and its bytes with the id between `traced`'s halves (the body
+        or the header block, split at the placeholder once before the test); (None, None) when
+        the client does not sample this request. Both protocols' clients send what this gives."""
+        trace_id = self.next()
+        if trace_id is None:
+            return None, None
+        return trace_id, traced[0] + trace_id + traced[1]
+
 
 def split_at_placeholder(data: bytes) -> tuple[bytes, bytes]:
     """The bytes before and after the placeholder's first occurrence (the request's id field

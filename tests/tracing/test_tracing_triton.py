@@ -35,8 +35,11 @@ SAMPLE = "20%"
 QUEUED_TAIL = "4:0.94,1:0.06"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def tracing_triton(tmp_path_factory):
+    # One per test (about 2 s each): after a gRPC run under tracing the bundled tritonserver
+    # sometimes crashed during the next test (2 of 3 runs of this file with one shared server),
+    # its fault (docs/guides/tracing.md), which must not fail the tests after it.
     repository = repository_of(tmp_path_factory.mktemp("tracing") / "models", "identity", SLOW)
     with LocalTriton([repository]) as server:
         yield server
