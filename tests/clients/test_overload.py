@@ -13,7 +13,8 @@ import urllib.request
 
 import pytest
 
-from loadtests.clients.failures import CLASSES, class_of, grpc_failure, http_failure
+from loadtests.clients.backoff import ConnectionBackoff
+from loadtests.clients.failures import CLASSES, RequestFailure, class_of, grpc_failure, http_failure
 from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust, triton_options
 
 DOC = REPO_ROOT / "docs" / "reference" / "failures.md"
@@ -98,12 +99,13 @@ def test_overload_is_one_class_on_both_protocols_at_comparable_rates(triton, tmp
         assert set(endpoint["failures_by_class"]) == {expected[protocol]}, endpoint["failures_by_class"]
         assert endpoint["failures"] > endpoint["requests"] - endpoint["failures"], endpoint  # really overloaded
     # Neither protocol throttles itself: measured before the fix, gRPC sent 225x fewer requests
-    # (it backed off). Alone on the machine the two rates are within 3x; with two other pytest
-    # processes on two cores the one Locust process's CPU went mostly to the faster answers
-    # (HTTP 12,086/s against gRPC 282/s). So: both above what the connection back-off would leave
-    # (6 users pausing up to MAX_PAUSE_S, 100 ms, between tries: at most 60/s).
-    rates = {p: endpoints[p]["requests"] / endpoints[p]["duration_s"] for p in ("http", "grpc")}
-    assert min(rates.values()) > 100, rates
+    # (its overload answers were taken for a lost connection and backed off). A rate bound cannot
+    # tell that apart from a slow host: with two other pytest processes on two cores the server
+    # answered 150/s in all, what a back-off would leave. So the run's own failure names are put
+    # to the client's back-off: none of them may pause a user.
+    for endpoint in endpoints.values():
+        for name in endpoint["failures_by_class"]:
+            assert ConnectionBackoff().after(RequestFailure(name)) == 0.0, name
     # Reconciled with Triton: its successes are the client's; its failures are the failures of the
     # classes it counts (a queue timeout, REJECTED in its metrics), never a full queue.
     successes = sum(e["requests"] - e["failures"] for e in endpoints.values())
