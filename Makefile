@@ -5,11 +5,17 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+# The repository on the venv's import path: `python -m loadtests`, `python -m analysis` work from any directory.
+ON_PATH := $(VENV)/.repository-on-path
 TINY_WEIGHTS := models/weights/tiny/build.json
 
 .PHONY: setup test-tools demo test check lint format bench bench-master serve clean
 
-setup: $(INSTALLED) $(TINY_WEIGHTS)
+setup: $(INSTALLED) $(ON_PATH) $(TINY_WEIGHTS)
+
+$(ON_PATH): $(INSTALLED)
+	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/triton-loadtest.pth"
+	touch $@
 
 $(INSTALLED): requirements.txt requirements-dev.txt requirements-vocab.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

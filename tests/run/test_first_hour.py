@@ -234,6 +234,24 @@ def test_console_shows_throughput_exact_table_last_and_the_report_command(triton
     assert f"python -m analysis report {run_dir}" in out
 
 
+def test_a_run_from_another_directory_and_its_printed_report_command_work_there(triton, tmp_path):
+    # A user keeps their runs in their own directory: the locustfile is named by its path and the
+    # report command the console prints is typed in that same directory.
+    locustfile = str(REPO_ROOT / "locustfile.py")
+    command = [sys.executable, "-m", "locust", "-f", locustfile, "--headless", "--only-summary", "-u", "1", "-t", "2s"]
+    command += ["TritonHttpUser", *triton.options, "--model", MODEL]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    printed = re.search(r"report: (python -m analysis report \S+)", result.stdout).group(1)
+    report = subprocess.run([sys.executable, *printed.split()[1:]], cwd=tmp_path, capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr[-3000:]
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert (run_dir / "report.html").is_file()
+    options = [sys.executable, "-m", "loadtests", "options"]
+    options = subprocess.run(options, cwd=tmp_path, capture_output=True, text=True)
+    assert options.returncode == 0 and "--triton-http" in options.stdout, options.stderr[-3000:]
+
+
 # -- 9. docs: the stale lines -----------------------------------------------------------------
 def test_docs_no_longer_say_open_loop_shapes_do_not_exist():
     assert "does not exist yet" not in Path("docs/reference/users.md").read_text()
