@@ -8,9 +8,11 @@ config and the repository index, on the suite's own HTTP/2 wire (no grpcio chann
 Triton's gRPC API has ModelStatistics, ModelMetadata and ModelConfig: a target reached
 over gRPC only is observed as fully as one over HTTP. The answers are the same documents
 as HTTP's `/v2/models/<m>/stats`, `/v2/models/<m>` and `/v2/models/<m>/config` (protobuf
-as JSON, field names as in the .proto), with protobuf's JSON rules: 64-bit counters come
-as strings ("12", turned back into numbers here) and zero counters are left out (the
-statistics' readers default a missing counter to 0: triton_stats/statistics.py).
+as JSON, field names as in the .proto). Protobuf's JSON rules would leave out every zero value
+(a model without batching had no `max_batch_size`) and write 64-bit numbers as strings (a
+queue delay "1000"); `_document` prints the zeros and turns every 64-bit field, by the
+.proto's types, back into a number, so each document equals HTTP's (a test compares them for
+every model).
 
 Each call is one unary call on a connection of its own (grpc_wire.Connection, TLS for
 grpcs://, --header as metadata), closed when it is answered: the control plane makes a few
@@ -31,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.json_format import MessageToDict
 from tritonclient.grpc import service_pb2
 
@@ -44,6 +47,10 @@ from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
 
 SERVICE = "/inference.GRPCInferenceService/"
+INT64_TYPES = frozenset(
+    (FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64,
+     FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64)
+)  # fmt: skip
 
 
 def open_control(
@@ -102,7 +109,7 @@ class TritonGrpcControl:
             request = service_pb2.ModelStatisticsRequest(name=model)
             answer = _document(self._call("ModelStatistics", request, service_pb2.ModelStatisticsResponse))
             for entry in answer.get("model_stats", []):
-                out.setdefault(entry["name"], {})[str(entry.get("version", ""))] = _counters(entry)
+                out.setdefault(entry["name"], {})[str(entry.get("version", ""))] = entry
             if model:
                 out.setdefault(model, {})
         return out
@@ -130,17 +137,30 @@ class TritonGrpcControl:
 
 
 def _document(message) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True)
+    """The message as HTTP's JSON has it: every field, zeros included, 64-bit numbers as numbers."""
+    document = MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    return _numbers(message.DESCRIPTOR, document)
 
 
-def _counters(value: Any, key: str = "") -> Any:
-    """protobuf's JSON strings for 64-bit counters back to numbers, as HTTP's JSON has them
-    (names and versions stay strings)."""
-    if isinstance(value, dict):
-        return {k: _counters(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_counters(v, key) for v in value]
-    if isinstance(value, str) and key not in ("name", "version") and value.isdigit():
+def _numbers(descriptor: Descriptor, document: dict[str, Any]) -> dict[str, Any]:
+    for key, value in document.items():
+        field = descriptor.fields_by_name.get(key)
+        if field is None:
+            continue
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            inner = field.message_type.fields_by_name["value"]
+            document[key] = {name: _number(inner, item) for name, item in value.items()}
+        elif isinstance(value, list):
+            document[key] = [_number(field, item) for item in value]
+        else:
+            document[key] = _number(field, value)
+    return document
+
+
+def _number(field: FieldDescriptor, value: Any) -> Any:
+    if field.message_type is not None and isinstance(value, dict):
+        return _numbers(field.message_type, value)
+    if field.type in INT64_TYPES and isinstance(value, str):
         return int(value)
     return value
 
