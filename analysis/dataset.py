@@ -186,6 +186,9 @@ def _load_run_dir(path: Path) -> Dataset:
     else:
         level_kind = "run"
         table = levels.from_summary(endpoints, run.server)
+    for endpoint in endpoints:
+        if endpoint.stream and endpoint.name in table:
+            levels.mark_streamed(table[endpoint.name])
     return Dataset(
         path=path,
         kind="run",

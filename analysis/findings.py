@@ -134,6 +134,13 @@ def _composition(frame: pd.DataFrame, level_kind: str) -> list[str]:
             f"Compute (input + infer + output) is {compute / last['mean_us']:.0%} of the mean latency "
             f"{_at(last, level_kind)} ({_ms(compute)} of {_ms(last['mean_us'])})."
         )
+    streaming = last.get("streaming_us", math.nan)
+    if not math.isnan(streaming):
+        out.append(
+            f"The model's later responses + send/recv + network are {streaming / last['mean_us']:.0%} of the "
+            f"mean latency {_at(last, level_kind)} ({_ms(streaming)}): for a decoupled model Triton's compute "
+            "counts only its execute call, so the time to its later responses is here, not split from the network."
+        )
     client = last["client_network_us"]
     if not math.isnan(client):
         out.append(

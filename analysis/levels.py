@@ -26,6 +26,10 @@ PERCENTILE_KEYS = LATENCY_KEYS
 # perf_analyzer's CSV splits client send and recv off and calls the rest (network_us)
 # "Network+Server Send/Recv"; the suite's sweep.csv keeps that header (docs/reference/reports.md#glossary).
 SEND_RECV_NETWORK = "send/recv + network"
+# A decoupled model's streamed endpoint: Triton's compute counts the model's execute call only, so
+# the rest of the client's mean holds the model's later responses as well as send/recv and the
+# network (streaming_us, which replaces client_network_us there).
+STREAMING_REST = "later responses + send/recv + network"
 LEVEL_COLUMNS = [
     "level",
     "label",
@@ -38,6 +42,7 @@ LEVEL_COLUMNS = [
     "network_us",
     "client_recv_us",
     "client_network_us",
+    "streaming_us",
     "client_wait_us",
     "p99_uncorrected_us",
     # The p99's 95 % interval (order statistics of the level's histogram), for comparisons.
@@ -67,6 +72,14 @@ def add_client_network(frame: pd.DataFrame) -> pd.DataFrame:
     (NaN only if none was)."""
     parts = frame[["client_send_us", "network_us", "client_recv_us"]].astype(float)
     frame["client_network_us"] = parts.sum(axis=1, min_count=1)
+    return frame
+
+
+def mark_streamed(frame: pd.DataFrame) -> pd.DataFrame:
+    """A streamed endpoint's levels: the time outside Triton's queue and compute is
+    streaming_us (STREAMING_REST), not send/recv + network, which it cannot be split from."""
+    frame["streaming_us"] = frame["client_network_us"]
+    frame[["network_us", "client_network_us"]] = math.nan
     return frame
 
 

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from analysis.dataset import Dataset
-from analysis.levels import PERCENTILE_KEYS, SEND_RECV_NETWORK
+from analysis.levels import PERCENTILE_KEYS, SEND_RECV_NETWORK, STREAMING_REST
 from loadtests.run_format.confidence import confidence_label, min_requests
 
 NOT_MEASURED = "n/a"
@@ -330,6 +330,7 @@ LEVEL_COMPACT = {
     "p99 uncorrected (ms)",
     "avg batch",
     f"{SEND_RECV_NETWORK} (ms)",
+    f"{STREAMING_REST} (ms)",
     "client send (ms)",
     "Network+Server Send/Recv (ms)",
     "client recv (ms)",
@@ -346,6 +347,8 @@ LEVEL_COMPACT = {
 def _send_recv_columns(frame: pd.DataFrame) -> list[tuple]:
     """The time outside Triton's queue and compute as one column, or as perf_analyzer's three
     parts when a CSV split client send and recv off (their sum is the one column)."""
+    if frame["streaming_us"].notna().any():
+        return [(f"{STREAMING_REST} (ms)", "streaming_us", ms)]
     split = frame[["client_send_us", "client_recv_us"]].notna().any().any()
     if not split:
         return [(f"{SEND_RECV_NETWORK} (ms)", "client_network_us", ms)]

@@ -17,11 +17,12 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from analysis.levels import SEND_RECV_NETWORK
+from analysis.levels import SEND_RECV_NETWORK, STREAMING_REST
 
 # perf_analyzer's order, bottom to top, and one colour per part in every chart.
 COMPONENTS = [
     ("client_network_us", SEND_RECV_NETWORK, "#9e9e9e"),
+    ("streaming_us", STREAMING_REST, "#c7c7c7"),
     ("client_wait_us", "client wait (open loop: due, not yet sent)", "#5f5f5f"),
     ("queue_us", "server queue", "#d62728"),
     ("compute_input_us", "compute input", "#f2b447"),
