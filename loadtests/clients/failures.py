@@ -38,10 +38,11 @@ any other outcome) and the replica is set aside for a moment (replicas.py): a se
 there or is going away is measured, not hammered. Overload is never backed off: it is what a
 capacity search or a spike is looking for, and both protocols must meet it at the same rate.
 
-A streamed request (a decoupled model, clients/grpc_stream.py) can also fail inside its stream:
-Triton sends a response carrying `error_message` instead of closing the call with a status. It
-is classed by its message like any answer, with the code "gRPC stream error" (before any
-response) or "gRPC stream error after responses" (the model failed mid-stream).
+A streamed request (a decoupled model, clients/grpc_stream.py and http_stream.py) can also fail
+inside its stream: Triton sends a response carrying `error_message` (gRPC) or an `error` event
+(HTTP generate_stream, after its 200) instead of a status. It is classed by its message like any
+answer, with the code "gRPC stream error" / "HTTP stream error" (before any response) or
+"... stream error after responses" (the model failed mid-stream).
 
 Triton answers a full queue before counting the request (its statistics and
 `nv_inference_request_failure` do not count "queue full"), but counts a queue timeout as a
@@ -238,16 +239,25 @@ def grpc_failure(status: str, message: str) -> RequestFailure:
     return _server_answer(failure_class, f"gRPC {status}", message)
 
 
-def stream_error(message: str, responses: int) -> RequestFailure:
-    """An `error_message` inside a streamed request's stream, after `responses` responses.
+def stream_error(message: str, responses: int, protocol: str = "gRPC") -> RequestFailure:
+    """An error inside a streamed request's stream (gRPC's `error_message`, an HTTP
+    generate_stream error event), after `responses` responses.
 
     Example: stream_error("failed after 1 responses", 1).name == "server error: gRPC stream error after responses"
     """
     failure_class = _overload(message) or SERVER_ERROR
     if UNKNOWN_MODEL_MESSAGE in message.lower():
         failure_class = SERVER_STOPPING
-    code = "gRPC stream error after responses" if responses else "gRPC stream error"
+    code = f"{protocol} stream error after responses" if responses else f"{protocol} stream error"
     return _server_answer(failure_class, code, message)
+
+
+def stream_broken(failure: RequestFailure, responded: bool) -> RequestFailure:
+    """A streamed request whose connection failed under it: after a response (the server had the
+    request) a lost connection is "stream broken: <what the wire said>", else the failure as is."""
+    if responded and failure.failure_class.name in ("connection reset", "unavailable", "server stopping"):
+        return RequestFailure(f"{STREAM_BROKEN.name}: {failure.name}", failure.detail, STREAM_BROKEN)
+    return failure
 
 
 def connection_failure(error: OSError) -> RequestFailure:

@@ -19,13 +19,12 @@ request's latency), and the number of responses with outputs (clients/outcome.St
 
 from __future__ import annotations
 
-import itertools
 import time
 
 from tritonclient.grpc import service_pb2
 
 from loadtests.clients.base import INTERRUPTED, TIMEOUT, PreparedRequest, Validator
-from loadtests.clients.failures import BAD_RESPONSE, STREAM_BROKEN, RequestFailure, stream_error
+from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, stream_broken, stream_error
 from loadtests.clients.grpc import GrpcClient, _failure
 from loadtests.clients.grpc_frames import NO_MESSAGE, CallFailure, TimedChunks, timed_messages
 from loadtests.clients.outcome import StreamTimings
@@ -69,13 +68,7 @@ class _Responses:
                 return
 
     def timings(self) -> StreamTimings:
-        origin, data = self.origin_ns, self.data_ns
-        return StreamTimings(
-            (data[0] - origin) / 1e3 if data else None,
-            tuple((later - earlier) / 1e3 for earlier, later in itertools.pairwise(data)),
-            (self.final_ns - origin) / 1e3,
-            len(data),
-        )
+        return StreamTimings.of(self.origin_ns, self.data_ns, self.final_ns)
 
 
 class GrpcStreamClient(GrpcClient):
@@ -127,7 +120,4 @@ class GrpcStreamClient(GrpcClient):
             return None
         if broken is None:
             return RequestFailure(BAD_RESPONSE.name, "the stream ended without the final response")
-        failure = _failure(broken)
-        if responses.data_ns and failure.failure_class.name in ("connection reset", "unavailable", "server stopping"):
-            return RequestFailure(f"{STREAM_BROKEN.name}: {failure.name}", failure.detail, STREAM_BROKEN)
-        return failure
+        return stream_broken(_failure(broken), bool(responses.data_ns))
