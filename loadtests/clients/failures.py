@@ -252,12 +252,22 @@ def stream_error(message: str, responses: int, protocol: str = "gRPC") -> Reques
     return _server_answer(failure_class, code, message)
 
 
-def stream_broken(failure: RequestFailure, responded: bool) -> RequestFailure:
-    """A streamed request whose connection failed under it: after a response (the server had the
-    request) a lost connection is "stream broken: <what the wire said>", else the failure as is."""
-    if responded and failure.failure_class.name in ("connection reset", "unavailable", "server stopping"):
-        return RequestFailure(f"{STREAM_BROKEN.name}: {failure.name}", failure.detail, STREAM_BROKEN)
-    return failure
+def stream_ended(
+    final_ns: int | None, start_ns: int, timeout_ns: int, broken: RequestFailure | None, responded: bool
+) -> RequestFailure | None:
+    """The failure of a streamed request whose responses were all well-formed, if it had one:
+    its final response after the deadline (which runs from the actual send, as for a unary
+    request), no final response, or its connection failing under it (`broken`): after a response
+    (the server had the request) a lost connection is "stream broken: <what the wire said>"."""
+    if final_ns is not None:
+        if final_ns - start_ns > timeout_ns:
+            return RequestFailure(TIMEOUT.name, f"final response after {(final_ns - start_ns) / 1e6:.1f} ms")
+        return None
+    if broken is None:
+        return RequestFailure(BAD_RESPONSE.name, "the stream ended without the final response")
+    if responded and broken.failure_class.name in ("connection reset", "unavailable", "server stopping"):
+        return RequestFailure(f"{STREAM_BROKEN.name}: {broken.name}", broken.detail, STREAM_BROKEN)
+    return broken
 
 
 def connection_failure(error: OSError) -> RequestFailure:

@@ -23,8 +23,8 @@ import time
 
 from tritonclient.grpc import service_pb2
 
-from loadtests.clients.base import INTERRUPTED, TIMEOUT, PreparedRequest, Validator
-from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, stream_broken, stream_error
+from loadtests.clients.base import INTERRUPTED, PreparedRequest, Validator
+from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, stream_ended, stream_error
 from loadtests.clients.grpc import GrpcClient, _failure
 from loadtests.clients.grpc_frames import NO_MESSAGE, CallFailure, TimedChunks, timed_messages
 from loadtests.clients.outcome import StreamTimings
@@ -100,7 +100,10 @@ class GrpcStreamClient(GrpcClient):
             responses.read(timed_messages(chunks), request.wire.request_id, validate, self, request)
         except CallFailure as error:
             responses.failure = _failure(error)
-        failure = responses.failure or self._ended(responses, broken, start)
+        broken_failure = None if broken is None else _failure(broken)
+        failure = responses.failure or stream_ended(
+            responses.final_ns, start, self._timeout_ns, broken_failure, bool(responses.data_ns)
+        )
         if failure is not None:
             if failure.failure_class.backs_off:
                 self._chooser.failed(replica)
@@ -109,15 +112,3 @@ class GrpcStreamClient(GrpcClient):
         timings = responses.timings()
         self._report(request, start, responses.final_ns, intended_ns, responses.length, None, timings)
         return None
-
-    def _ended(self, responses: _Responses, broken: CallFailure | None, start_ns: int) -> RequestFailure | None:
-        """The failure of a stream whose messages were all well-formed, if it had one."""
-        if responses.final_ns is not None:
-            # The deadline runs from the actual send, as for a unary request (clients/base.py).
-            if responses.final_ns - start_ns > self._timeout_ns:
-                elapsed_ms = (responses.final_ns - start_ns) / 1e6
-                return RequestFailure(TIMEOUT.name, f"final response after {elapsed_ms:.1f} ms")
-            return None
-        if broken is None:
-            return RequestFailure(BAD_RESPONSE.name, "the stream ended without the final response")
-        return stream_broken(_failure(broken), bool(responses.data_ns))

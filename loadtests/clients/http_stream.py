@@ -19,8 +19,8 @@ from http.client import HTTPException
 
 import gevent
 
-from loadtests.clients.base import INTERRUPTED, TIMEOUT, PreparedRequest, Validator
-from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, http_failure, stream_broken, stream_error
+from loadtests.clients.base import INTERRUPTED, PreparedRequest, Validator
+from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, http_failure, stream_ended, stream_error
 from loadtests.clients.generate import event_error, event_outputs, sse_events
 from loadtests.clients.grpc_frames import TimedChunks
 from loadtests.clients.http import HttpClient, _error_text, _transport_failure
@@ -100,7 +100,7 @@ class HttpStreamClient(HttpClient):
         events = _Events(start if intended_ns is None else min(intended_ns, start), request.wire.model)
         events.read(chunks, validate, request)
         length = sum(len(chunk) for chunk in chunks)
-        failure = events.failure or self._ended(events, broken, start)
+        failure = events.failure or stream_ended(events.final_ns, start, self._timeout_ns, broken, bool(events.data_ns))
         if failure is not None:
             return self._failed(request, start, end, intended_ns, length, failure)
         self._report(request, start, events.final_ns, intended_ns, length, None, events.timings())
@@ -113,15 +113,3 @@ class HttpStreamClient(HttpClient):
             self._chooser.failed(self.replica)
         self._report(request, start, end, intended_ns, length, failure)
         return failure
-
-    def _ended(self, events: _Events, broken: RequestFailure | None, start_ns: int) -> RequestFailure | None:
-        """The failure of a stream whose events were all well-formed, if it had one."""
-        if events.final_ns is not None:
-            # The deadline runs from the actual send, as for a unary request (clients/base.py).
-            if events.final_ns - start_ns > self._timeout_ns:
-                elapsed_ms = (events.final_ns - start_ns) / 1e6
-                return RequestFailure(TIMEOUT.name, f"final response after {elapsed_ms:.1f} ms")
-            return None
-        if broken is None:
-            return RequestFailure(BAD_RESPONSE.name, "the stream ended without the end of its body")
-        return stream_broken(broken, bool(events.data_ns))
