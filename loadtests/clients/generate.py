@@ -31,15 +31,10 @@ import numpy as np
 from loadtests.config.model_spec import ModelSpec, TensorSpec
 from loadtests.errors import ModelMismatchError
 
-GENERATE_STREAM = "generate_stream"
 # Datatypes generate's JSON cannot carry (Triton refuses them as JSON values).
 NOT_JSON = ("FP16", "BF16")
 ERROR_KEY = "error"
 METADATA_KEYS = ("model_name", "model_version")
-
-
-def generate_stream_path(model: str) -> str:
-    return f"/v2/models/{model}/{GENERATE_STREAM}"
 
 
 def generate_refusal(model: ModelSpec, batch_sizes: tuple[int, ...]) -> str | None:

@@ -24,7 +24,7 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from loadtests.clients.base import CONTROL_TIMEOUT_S, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
-from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
+from loadtests.clients.control import LIVE_PATH, TritonControl, generate_stream_path, infer_path
 from loadtests.clients.failures import (
     BAD_RESPONSE,
     CONNECTION_RESET,
@@ -33,7 +33,7 @@ from loadtests.clients.failures import (
     connection_failure,
     http_failure,
 )
-from loadtests.clients.generate import generate_body, generate_stream_path
+from loadtests.clients.generate import generate_body
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
 from loadtests.clients.trace_ids import PLACEHOLDER, TRACEPARENT, TRACEPARENT_HEADER, split_at_placeholder
