@@ -14,18 +14,21 @@ if TYPE_CHECKING:
     from loadtests.config.settings import Settings
 
 PROTOCOLS = ("http", "grpc")
-# open_client's name for a gRPC client that streams each request (a decoupled model's endpoint,
-# grpc_stream.py); it reports as "grpc".
+# open_client's names for the clients that stream each request (a decoupled model's endpoint:
+# grpc_stream.py, http_stream.py's generate_stream); they report as "grpc" and "http".
 GRPC_STREAM = "grpc-stream"
+HTTP_STREAM = "http-stream"
+STREAMING = {"grpc": GRPC_STREAM, "http": HTTP_STREAM}
 
 
 def open_client(protocol: str, settings: Settings, request_event, connections: Connections) -> TritonClient:
     """A new client for one user (a client is never shared between greenlets); `connections`
     are its process's (gRPC pools and the replicas of each address, see connections.py)."""
-    if protocol == "http":
+    if protocol in ("http", HTTP_STREAM):
         from loadtests.clients.http import HttpClient
+        from loadtests.clients.http_stream import HttpStreamClient
 
-        client = HttpClient(
+        client = (HttpStreamClient if protocol == HTTP_STREAM else HttpClient)(
             settings.triton_http,
             settings.request_timeout_s,
             request_event,
@@ -59,7 +62,9 @@ def open_client(protocol: str, settings: Settings, request_event, connections: C
 
 __all__ = [
     "GRPC_STREAM",
+    "HTTP_STREAM",
     "PROTOCOLS",
+    "STREAMING",
     "Connections",
     "PreparedRequest",
     "RequestFailure",

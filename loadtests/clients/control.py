@@ -73,6 +73,11 @@ def infer_path(model: str) -> str:
     return f"{model_path(model)}/infer"
 
 
+def generate_stream_path(model: str) -> str:
+    """A decoupled model's data-plane route over HTTP (generate extension, clients/http_stream.py)."""
+    return f"{model_path(model)}/generate_stream"
+
+
 def _trace_path(model: str | None) -> str:
     return f"{model_path(model)}/trace/setting" if model else "/v2/trace/setting"
 

@@ -38,10 +38,11 @@ any other outcome) and the replica is set aside for a moment (replicas.py): a se
 there or is going away is measured, not hammered. Overload is never backed off: it is what a
 capacity search or a spike is looking for, and both protocols must meet it at the same rate.
 
-A streamed request (a decoupled model, clients/grpc_stream.py) can also fail inside its stream:
-Triton sends a response carrying `error_message` instead of closing the call with a status. It
-is classed by its message like any answer, with the code "gRPC stream error" (before any
-response) or "gRPC stream error after responses" (the model failed mid-stream).
+A streamed request (a decoupled model, clients/grpc_stream.py and http_stream.py) can also fail
+inside its stream: Triton sends a response carrying `error_message` (gRPC) or an `error` event
+(HTTP generate_stream, after its 200) instead of a status. It is classed by its message like any
+answer, with the code "gRPC stream error" / "HTTP stream error" (before any response) or
+"... stream error after responses" (the model failed mid-stream).
 
 Triton answers a full queue before counting the request (its statistics and
 `nv_inference_request_failure` do not count "queue full"), but counts a queue timeout as a
@@ -238,16 +239,35 @@ def grpc_failure(status: str, message: str) -> RequestFailure:
     return _server_answer(failure_class, f"gRPC {status}", message)
 
 
-def stream_error(message: str, responses: int) -> RequestFailure:
-    """An `error_message` inside a streamed request's stream, after `responses` responses.
+def stream_error(message: str, responses: int, protocol: str = "gRPC") -> RequestFailure:
+    """An error inside a streamed request's stream (gRPC's `error_message`, an HTTP
+    generate_stream error event), after `responses` responses.
 
     Example: stream_error("failed after 1 responses", 1).name == "server error: gRPC stream error after responses"
     """
     failure_class = _overload(message) or SERVER_ERROR
     if UNKNOWN_MODEL_MESSAGE in message.lower():
         failure_class = SERVER_STOPPING
-    code = "gRPC stream error after responses" if responses else "gRPC stream error"
+    code = f"{protocol} stream error after responses" if responses else f"{protocol} stream error"
     return _server_answer(failure_class, code, message)
+
+
+def stream_ended(
+    final_ns: int | None, start_ns: int, timeout_ns: int, broken: RequestFailure | None, responded: bool
+) -> RequestFailure | None:
+    """The failure of a streamed request whose responses were all well-formed, if it had one:
+    its final response after the deadline (which runs from the actual send, as for a unary
+    request), no final response, or its connection failing under it (`broken`): after a response
+    (the server had the request) a lost connection is "stream broken: <what the wire said>"."""
+    if final_ns is not None:
+        if final_ns - start_ns > timeout_ns:
+            return RequestFailure(TIMEOUT.name, f"final response after {(final_ns - start_ns) / 1e6:.1f} ms")
+        return None
+    if broken is None:
+        return RequestFailure(BAD_RESPONSE.name, "the stream ended without the final response")
+    if responded and broken.failure_class.name in ("connection reset", "unavailable", "server stopping"):
+        return RequestFailure(f"{STREAM_BROKEN.name}: {broken.name}", broken.detail, STREAM_BROKEN)
+    return broken
 
 
 def connection_failure(error: OSError) -> RequestFailure:

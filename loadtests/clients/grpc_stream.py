@@ -19,13 +19,12 @@ request's latency), and the number of responses with outputs (clients/outcome.St
 
 from __future__ import annotations
 
-import itertools
 import time
 
 from tritonclient.grpc import service_pb2
 
-from loadtests.clients.base import INTERRUPTED, TIMEOUT, PreparedRequest, Validator
-from loadtests.clients.failures import BAD_RESPONSE, STREAM_BROKEN, RequestFailure, stream_error
+from loadtests.clients.base import INTERRUPTED, PreparedRequest, Validator
+from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, stream_ended, stream_error
 from loadtests.clients.grpc import GrpcClient, _failure
 from loadtests.clients.grpc_frames import NO_MESSAGE, CallFailure, TimedChunks, timed_messages
 from loadtests.clients.outcome import StreamTimings
@@ -69,13 +68,7 @@ class _Responses:
                 return
 
     def timings(self) -> StreamTimings:
-        origin, data = self.origin_ns, self.data_ns
-        return StreamTimings(
-            (data[0] - origin) / 1e3 if data else None,
-            tuple((later - earlier) / 1e3 for earlier, later in itertools.pairwise(data)),
-            (self.final_ns - origin) / 1e3,
-            len(data),
-        )
+        return StreamTimings.of(self.origin_ns, self.data_ns, self.final_ns)
 
 
 class GrpcStreamClient(GrpcClient):
@@ -107,7 +100,10 @@ class GrpcStreamClient(GrpcClient):
             responses.read(timed_messages(chunks), request.wire.request_id, validate, self, request)
         except CallFailure as error:
             responses.failure = _failure(error)
-        failure = responses.failure or self._ended(responses, broken, start)
+        broken_failure = None if broken is None else _failure(broken)
+        failure = responses.failure or stream_ended(
+            responses.final_ns, start, self._timeout_ns, broken_failure, bool(responses.data_ns)
+        )
         if failure is not None:
             if failure.failure_class.backs_off:
                 self._chooser.failed(replica)
@@ -116,18 +112,3 @@ class GrpcStreamClient(GrpcClient):
         timings = responses.timings()
         self._report(request, start, responses.final_ns, intended_ns, responses.length, None, timings)
         return None
-
-    def _ended(self, responses: _Responses, broken: CallFailure | None, start_ns: int) -> RequestFailure | None:
-        """The failure of a stream whose messages were all well-formed, if it had one."""
-        if responses.final_ns is not None:
-            # The deadline runs from the actual send, as for a unary request (clients/base.py).
-            if responses.final_ns - start_ns > self._timeout_ns:
-                elapsed_ms = (responses.final_ns - start_ns) / 1e6
-                return RequestFailure(TIMEOUT.name, f"final response after {elapsed_ms:.1f} ms")
-            return None
-        if broken is None:
-            return RequestFailure(BAD_RESPONSE.name, "the stream ended without the final response")
-        failure = _failure(broken)
-        if responses.data_ns and failure.failure_class.name in ("connection reset", "unavailable", "server stopping"):
-            return RequestFailure(f"{STREAM_BROKEN.name}: {failure.name}", failure.detail, STREAM_BROKEN)
-        return failure

@@ -24,7 +24,7 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from loadtests.clients.base import CONTROL_TIMEOUT_S, SequenceStep, TritonClient
 from loadtests.clients.connections import Connections
-from loadtests.clients.control import LIVE_PATH, TritonControl, infer_path
+from loadtests.clients.control import LIVE_PATH, TritonControl, generate_stream_path, infer_path
 from loadtests.clients.failures import (
     BAD_RESPONSE,
     CONNECTION_RESET,
@@ -33,6 +33,7 @@ from loadtests.clients.failures import (
     connection_failure,
     http_failure,
 )
+from loadtests.clients.generate import generate_body
 from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
 from loadtests.clients.trace_ids import PLACEHOLDER, TRACEPARENT, TRACEPARENT_HEADER, split_at_placeholder
@@ -42,6 +43,7 @@ from loadtests.config.security import ConnectionSecurity
 
 INFER_HEADER = "Inference-Header-Content-Length"
 CONNECTION_TIMEOUT_S = 5.0
+EVENT_STREAM = "text/event-stream"
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class HttpWire:
     request: bytes = b""
     # --trace-sample: `request` split around its id's place (clients/trace_ids.py), else None.
     traced: tuple[bytes, bytes] | None = None
+    # A decoupled model's generate_stream request: the model, to read its events' outputs.
+    model: ModelSpec | None = None
 
 
 class HttpClient(TritonClient):
@@ -129,6 +133,8 @@ class HttpClient(TritonClient):
         batch_size: int,
         sequence: SequenceStep | None = None,
     ) -> HttpWire:
+        if model.decoupled:  # streamed through generate_stream (http_stream.py); not traced
+            return self._generate_stream(model, inputs)
         tensors = []
         for name, array in inputs.items():
             tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
@@ -154,6 +160,14 @@ class HttpClient(TritonClient):
             header = {TRACEPARENT_HEADER: TRACEPARENT.format(PLACEHOLDER)} if ids.in_header else {}
             traced = split_at_placeholder(build_request(self.address, path, body, {**headers, **header}))
         return HttpWire(path, body, headers, request, traced)
+
+    def _generate_stream(self, model: ModelSpec, inputs: dict[str, np.ndarray]) -> HttpWire:
+        """A decoupled model's request, for HttpStreamClient (http_stream.py): generate's JSON."""
+        body = generate_body(model, inputs)
+        path = generate_stream_path(model.name)
+        headers = {"Accept": EVENT_STREAM, **self._headers}
+        request = build_request(self.address, path, body, headers, content_type="application/json")
+        return HttpWire(path, body, headers, request, model=model)
 
     def warm(self) -> bool:
         try:

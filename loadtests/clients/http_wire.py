@@ -26,6 +26,8 @@ import time
 import gevent.select
 import gevent.socket
 
+from loadtests.clients.grpc_frames import TimedChunks
+
 READ_CHUNK = 64 * 1024
 # A kept-alive connection idle for longer than this is checked (a non-blocking peek) before
 # it is reused, so a server that closed it in between costs a reconnect, not a failure.
@@ -40,11 +42,18 @@ class ConnectionClosed(ConnectionResetError):
     """The server closed the connection before the response was complete."""
 
 
-def build_request(authority: str, path: str, body: bytes, headers: dict[str, str], method: str = "POST") -> bytes:
+def build_request(
+    authority: str,
+    path: str,
+    body: bytes,
+    headers: dict[str, str],
+    method: str = "POST",
+    content_type: str = "application/octet-stream",
+) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", f"Host: {authority}"]
     if method == "POST":
         lines.append(f"Content-Length: {len(body)}")
-        lines.append("Content-Type: application/octet-stream")
+        lines.append(f"Content-Type: {content_type}")
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
@@ -117,19 +126,21 @@ class HttpConnection:
         finally:
             sock.settimeout(self.timeout_s)
 
-    def exchange(self, request: bytes) -> tuple[int, int | None, bytes]:
+    def exchange(self, request: bytes, timed: TimedChunks | None = None) -> tuple[int, int | None, bytes]:
         """Send one request, read its response: (status, Inference-Header-Content-Length, body),
         all within the timeout. Raises OSError (refused, reset, timeout) or ResponseError; the
-        connection is closed then."""
+        connection is closed then. `timed` (a streamed answer, http_stream.py) gets each piece
+        of a chunked body as it is read, with its time, and an empty piece at the body's end:
+        what arrived before a failure stays there."""
         deadline = time.monotonic() + self.timeout_s
         reused = self._sock is not None
-        result = self._exchange(request, deadline)
+        result = self._exchange(request, deadline, timed)
         if result[0] == 408 and reused and self._sock is None:
             # The server timed the kept-alive connection out as the request went: never processed.
-            result = self._exchange(request, deadline)
+            result = self._exchange(request, deadline, timed)
         return result
 
-    def _exchange(self, request: bytes, deadline: float) -> tuple[int, int | None, bytes]:
+    def _exchange(self, request: bytes, deadline: float, timed: TimedChunks | None) -> tuple[int, int | None, bytes]:
         try:
             sock = self._socket()
             if self.tls is None:
@@ -138,7 +149,7 @@ class HttpConnection:
                 sock.settimeout(remaining(deadline))
                 sock.sendall(request)
                 sock.settimeout(remaining(deadline))
-            result, keep_alive = read_response(sock, deadline)
+            result, keep_alive = read_response(sock, deadline, timed)
         except BaseException:
             self.close()
             raise
@@ -166,7 +177,9 @@ def recv(sock, deadline: float, where: str) -> bytes:
     return chunk
 
 
-def read_response(sock, deadline: float) -> tuple[tuple[int, int | None, bytes], bool]:
+def read_response(
+    sock, deadline: float, timed: TimedChunks | None = None
+) -> tuple[tuple[int, int | None, bytes], bool]:
     """The first read waits the socket's timeout (the request's own when the write did not wait);
     any later read, what is left of it."""
     buffer = bytearray(sock.recv(READ_CHUNK))
@@ -201,7 +214,7 @@ def read_response(sock, deadline: float) -> tuple[tuple[int, int | None, bytes],
         elif name == "connection":
             keep_alive = value.strip().lower() != "close"
     if chunked:
-        body = read_chunked(sock, buffer, deadline)
+        body = read_chunked(sock, buffer, deadline, timed)
     elif content_length is not None:
         body = read_body(sock, buffer, content_length, deadline)
     else:  # the body runs to the end of the connection
@@ -231,7 +244,7 @@ def read_body(sock, rest: bytearray, length: int, deadline: float) -> bytes:
     return bytes(body)
 
 
-def read_chunked(sock, data: bytearray, deadline: float) -> bytes:
+def read_chunked(sock, data: bytearray, deadline: float, timed: TimedChunks | None = None) -> bytes:
     body = bytearray()
     where = "in the middle of a chunked body"
     while True:
@@ -245,6 +258,10 @@ def read_chunked(sock, data: bytearray, deadline: float) -> bytes:
         while len(data) < size + 2:
             data += recv(sock, deadline, where)
         if size == 0:
+            if timed is not None:
+                timed.append(b"")  # the body's end: a stream's final response
             return bytes(body)  # (trailers, if any, are not used)
+        if timed is not None:
+            timed.append(bytes(data[:size]))
         body += data[:size]
         del data[: size + 2]

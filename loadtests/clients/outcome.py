@@ -16,12 +16,14 @@ object.__setattr__). It is on every request's path.
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 
 class StreamTimings(NamedTuple):
-    """A streamed request's responses (a decoupled model over gRPC, clients/grpc_stream.py),
-    on the same clock as its latency: from the intended send in open loop, else from the send.
+    """A streamed request's responses (a decoupled model: over gRPC clients/grpc_stream.py, over
+    HTTP clients/http_stream.py), on the same clock as its latency: from the intended send in
+    open loop, else from the send.
 
     StreamTimings(first_us=10_250.0, gaps_us=(20_010.0, 19_990.0), final_us=50_400.0, responses=3)
     """
@@ -30,6 +32,16 @@ class StreamTimings(NamedTuple):
     gaps_us: tuple[float, ...]  # between consecutive responses with outputs
     final_us: float  # to the response flagged final (triton_final_response)
     responses: int  # responses with outputs (the empty final one not counted)
+
+    @classmethod
+    def of(cls, origin_ns: int, data_ns: list[int], final_ns: int) -> StreamTimings:
+        """From the perf_counter_ns of the origin, of each response with outputs and of the final one."""
+        return cls(
+            (data_ns[0] - origin_ns) / 1e3 if data_ns else None,
+            tuple((later - earlier) / 1e3 for earlier, later in itertools.pairwise(data_ns)),
+            (final_ns - origin_ns) / 1e3,
+            len(data_ns),
+        )
 
 
 class RequestOutcome(NamedTuple):

@@ -81,7 +81,7 @@ class ModelSpec:
     # The data_type of its CORRID control ("TYPE_UINT64", "TYPE_STRING", ...), if it has one.
     correlation_id_type: str | None = None
     # `model_transaction_policy { decoupled: true }`: any number of responses per request,
-    # served over gRPC streaming only (the gRPC users stream it, clients/grpc_stream.py).
+    # streamed (clients/grpc_stream.py, and over HTTP clients/http_stream.py's generate_stream).
     decoupled: bool = False
 
     @property

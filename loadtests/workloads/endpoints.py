@@ -20,6 +20,7 @@ from loadtests.clients import PreparedRequest, TritonClient
 from loadtests.clients.base import Validator
 from loadtests.clients.control import answers_http1
 from loadtests.clients.control_grpc import open_control
+from loadtests.clients.generate import generate_refusal
 from loadtests.config.batch_size import UniformSource
 from loadtests.config.model_spec import TRITON_TO_NUMPY, ModelSpec
 from loadtests.config.settings import Settings
@@ -86,7 +87,7 @@ class Endpoint:
 
     @property
     def streams(self) -> bool:
-        """Its requests are streamed (a decoupled model over gRPC: clients/grpc_stream.py)."""
+        """Its requests are streamed (a decoupled model: clients/grpc_stream.py, http_stream.py)."""
         return self.model.decoupled
 
     def pick(self, rng: UniformSource) -> PreparedRequest:
@@ -187,16 +188,23 @@ def _check_json_datatypes(model: ModelSpec) -> None:
                 )
 
 
-def _check_streams(kind: WorkloadKind, client: TritonClient, model: ModelSpec) -> None:
+def _check_streams(kind: WorkloadKind, client: TritonClient, model: ModelSpec, settings: Settings) -> None:
     """A decoupled model answers a request with any number of responses (none included), which
-    Triton serves over gRPC streaming only: the gRPC users stream it, nothing else can."""
-    if client.protocol == "grpc" and kind.streams_decoupled:
-        return
-    where = "over HTTP" if client.protocol == "http" else f"with the {kind.name} workload"
-    raise ModelMismatchError(
-        f"model '{model.name}' is decoupled (model_transaction_policy {{ decoupled: true }}): it cannot be "
-        f"load-tested {where}; TritonGrpcUser streams it (ModelStreamInfer, one call per request)"
-    )
+    Triton streams over gRPC (ModelStreamInfer) and over HTTP (generate_stream, whose JSON
+    carries only some models' inputs: clients/generate.py)."""
+    decoupled = f"model '{model.name}' is decoupled (model_transaction_policy {{ decoupled: true }})"
+    if not kind.streams_decoupled:
+        raise ModelMismatchError(
+            f"{decoupled}: it cannot be load-tested with the {kind.name} workload; TritonGrpcUser and "
+            "TritonHttpUser stream it"
+        )
+    if client.protocol == "http":
+        reason = generate_refusal(model, settings.batch_size.sizes)
+        if reason is not None:
+            raise ModelMismatchError(
+                f"{decoupled} and HTTP streams it through generate_stream, which cannot carry its requests: "
+                f"{reason}; TritonGrpcUser streams it (ModelStreamInfer)"
+            )
 
 
 def _batch_and_expected(workload: Workload, size: int, rng: np.random.Generator) -> tuple[dict, dict | None]:
@@ -217,7 +225,7 @@ def build_endpoint(kind: WorkloadKind, client: TritonClient, model: ModelSpec, s
     if client.protocol == "http" and not getattr(client, "binary", True):
         _check_json_datatypes(model)
     if model.decoupled:
-        _check_streams(kind, client, model)
+        _check_streams(kind, client, model, settings)
     kind.check_model(model, settings)
     name = f"{model.name} [{client.protocol}]"
     if kind.build is None:

@@ -77,7 +77,7 @@ class WorkloadKind:
     correlation_ids: bool = False  # its requests carry sequence IDs (run/sequence_run.py sizes them)
     in_sweeps: bool = True  # one of the sweep command's --user-class choices
     demo_models: tuple[str, ...] = ()  # the demo repository's models its payloads fit (sweep picks the kind)
-    # A decoupled model's requests may be streamed over gRPC (False: each must be answered once).
+    # A decoupled model's requests may be streamed, over gRPC or HTTP (False: each must be answered once).
     streams_decoupled: bool = True
 
     def model_name(self, settings: Settings, kinds_in_run: Iterable[WorkloadKind]) -> str:

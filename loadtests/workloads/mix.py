@@ -181,7 +181,8 @@ def prepare_mix(client: TritonClient, mix: ModelMix, settings: Settings) -> Mixe
     if decoupled:
         raise ModelMismatchError(
             f"model '{decoupled[0]}' is decoupled (model_transaction_policy {{ decoupled: true }}): a --mix sends "
-            "one request for one response; load-test it alone with TritonGrpcUser --model, which streams it"
+            "one request for one response; load-test it alone with TritonGrpcUser or TritonHttpUser --model, "
+            "which stream it"
         )
     _check_shapes_used(settings.shapes, specs)
     endpoints = tuple(

@@ -34,7 +34,7 @@ import gevent
 from locust import User, constant, task
 from locust.user.task import LOCUST_STATE_STOPPING
 
-from loadtests.clients import GRPC_STREAM, Connections, TritonClient, open_client
+from loadtests.clients import STREAMING, Connections, TritonClient, open_client
 from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
@@ -97,9 +97,11 @@ class TritonUser(User):
             process.fail_startup(error)
             self.stop(force=True)
             return
-        # A decoupled model's requests are streamed (ModelStreamInfer), each by its own call:
-        # clients/grpc_stream.py. Pre-flight refuses decoupled models on any other path.
-        self.client_protocol = GRPC_STREAM if getattr(self.endpoint, "streams", False) else self.protocol
+        # A decoupled model's requests are streamed, each by its own call: ModelStreamInfer
+        # (clients/grpc_stream.py) or generate_stream (clients/http_stream.py). Pre-flight
+        # refuses decoupled models on any other path.
+        streams = getattr(self.endpoint, "streams", False)
+        self.client_protocol = STREAMING[self.protocol] if streams else self.protocol
         events = self.environment.events
         client = open_client(self.client_protocol, process.settings, events.request, process.connections)
         client.warm()  # connect now, not inside the first timed request

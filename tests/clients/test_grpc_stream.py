@@ -1,6 +1,8 @@
-"""A decoupled model's requests streamed on the suite's own HTTP/2 wire (clients/grpc_stream.py),
-against the session's Triton and the test repository's decoupled models (models/test_repository):
-their timetables come from their config parameters, read from Triton, never written here."""
+"""A decoupled model's requests streamed on the suite's own HTTP/2 wire (clients/grpc_stream.py)
+and, the tests against Triton, over HTTP through generate_stream (clients/http_stream.py; what
+only HTTP does is in test_http_stream.py), against the session's Triton and the test
+repository's decoupled models (models/test_repository): their timetables come from their config
+parameters, read from Triton, never written here."""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ from loadtests.clients import Connections
 from loadtests.clients.base import PreparedRequest
 from loadtests.clients.grpc_frames import MESSAGE_PREFIX, CallFailure, TimedChunks, timed_messages
 from loadtests.clients.grpc_stream import GrpcStreamClient
+from loadtests.clients.http_stream import HttpStreamClient
 from loadtests.config.model_spec import ModelSpec
-from tests.helpers import grpc_target
+from loadtests.workloads.validation import make_validator
+from tests.helpers import grpc_target, http_target
 
 # A response is sent by a Python thread that sleeps to its time, then crosses the stub, Triton
 # and the loopback: on this shared 2-core host that adds up to a few ms, never a negative time.
@@ -27,28 +31,51 @@ def _parameters(config: dict) -> dict[str, float]:
     return {key: float(value["string_value"]) for key, value in (config.get("parameters") or {}).items()}
 
 
-def _streamed(triton, model: str, count: int = REQUESTS, timeout_s: float = 10.0):
-    """`count` requests in a row through one streaming client: their outcomes and the model's parameters."""
+PROTOCOLS = ("grpc", "http")
+# A stream error's code (clients/failures.py stream_error) by protocol.
+STREAM_ERROR = {"grpc": "gRPC stream error", "http": "HTTP stream error"}
+
+
+def streaming_client(triton, protocol: str, timeout_s: float, event: EventHook):
+    if protocol == "grpc":
+        return GrpcStreamClient(grpc_target(triton.grpc_address), timeout_s, event, Connections())
+    return HttpStreamClient(http_target(triton.http_address), timeout_s, event, connections=Connections())
+
+
+def streamed(
+    triton,
+    model: str,
+    count: int = REQUESTS,
+    timeout_s: float = 10.0,
+    protocol: str = "grpc",
+    validate: bool = False,
+    values: int = 4,
+):
+    """`count` requests in a row through one streaming client (INPUT0 of `values` numbers, one
+    sample, --validate-responses' checks if `validate`): their outcomes, failures and the model's
+    parameters."""
     fired: list = []
     event = EventHook()
     event.add_listener(lambda **kwargs: fired.append(kwargs))
-    client = GrpcStreamClient(grpc_target(triton.grpc_address), timeout_s, event, Connections())
+    client = streaming_client(triton, protocol, timeout_s, event)
     try:
         metadata, config = client.model_metadata_and_config(model)
         spec = ModelSpec.from_triton(metadata, config)
         assert spec.decoupled
-        inputs = {"INPUT0": np.arange(4, dtype=np.float32)}
-        wire = client.prepare(spec, inputs, f"{model} [grpc]", 1)
-        request = PreparedRequest(f"{model} [grpc]", model, 1, wire, request_bytes=client.wire_bytes(wire))
+        inputs = {"INPUT0": np.arange(values, dtype=np.float32).reshape((1, values) if spec.batches else (values,))}
+        wire = client.prepare(spec, inputs, f"{model} [{protocol}]", 1)
+        request = PreparedRequest(f"{model} [{protocol}]", model, 1, wire, request_bytes=client.wire_bytes(wire))
         client.infer(request)  # the model's first request starts its stub's threads: not timed here
-        failures = [client.infer(request) for _ in range(count)]
+        validator = make_validator(spec, lambda *args: None) if validate else None
+        failures = [client.infer(request, validator) for _ in range(count)]
     finally:
         client.close()
     return [event["context"] for event in fired[1:]], failures, _parameters(config)
 
 
-def test_every_response_is_read_and_timed_as_the_model_sends_it(triton):
-    outcomes, failures, params = _streamed(triton, "stream_gaps")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_response_is_read_and_timed_as_the_model_sends_it(triton, protocol):
+    outcomes, failures, params = streamed(triton, "stream_gaps", protocol=protocol)
     assert failures == [None] * REQUESTS
     first_ms, gap_ms, responses = params["first_ms"], params["gap_ms"], int(params["responses"])
     for outcome in outcomes:
@@ -68,8 +95,9 @@ def test_every_response_is_read_and_timed_as_the_model_sends_it(triton):
     assert first_ms * 1e3 <= ttfr < (first_ms + SCHEDULING_SLACK_MS) * 1e3, ttfr
 
 
-def test_a_request_answered_by_the_final_flag_alone_succeeds_with_no_response(triton):
-    outcomes, failures, params = _streamed(triton, "stream_sparse")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_request_answered_by_the_final_flag_alone_succeeds_with_no_response(triton, protocol):
+    outcomes, failures, params = streamed(triton, "stream_sparse", protocol=protocol)
     assert failures == [None] * REQUESTS
     counts = [outcome.stream.responses for outcome in outcomes]
     every = int(params["empty_every"])
@@ -81,11 +109,13 @@ def test_a_request_answered_by_the_final_flag_alone_succeeds_with_no_response(tr
     assert all(timings.first_us is None and timings.gaps_us == () for timings in empty)
 
 
-def test_a_model_failing_mid_stream_is_a_named_failure_of_that_request(triton):
-    outcomes, failures, params = _streamed(triton, "stream_fail")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_model_failing_mid_stream_is_a_named_failure_of_that_request(triton, protocol):
+    outcomes, failures, params = streamed(triton, "stream_fail", protocol=protocol)
     every = int(params["fail_every"])
     names = [failure.name if failure is not None else None for failure in failures]
-    assert names.count("server error: gRPC stream error after responses") == REQUESTS // every, names
+    name = f"server error: {STREAM_ERROR[protocol]} after responses"
+    assert names.count(name) == REQUESTS // every, names
     assert names.count(None) == REQUESTS - REQUESTS // every
     for outcome, failure in zip(outcomes, failures, strict=True):
         assert (outcome.stream is None) == (failure is not None)
@@ -95,13 +125,14 @@ def test_a_model_failing_mid_stream_is_a_named_failure_of_that_request(triton):
             assert "failed after" in failure.detail
 
 
-def test_the_deadline_bounds_the_whole_stream(triton):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_deadline_bounds_the_whole_stream(triton, protocol):
     """--request-timeout below the model's final response: each request times out (its stream
-    cancelled), whatever responses it had by then."""
-    _, _, params = _streamed(triton, "stream_gaps", count=1)
+    cancelled, or its HTTP connection closed), whatever responses it had by then."""
+    _, _, params = streamed(triton, "stream_gaps", count=1, protocol=protocol)
     final_ms = params["first_ms"] + (params["responses"] - 1) * params["gap_ms"]
     timeout_s = final_ms / 2 / 1e3
-    outcomes, failures, _ = _streamed(triton, "stream_gaps", count=3, timeout_s=timeout_s)
+    outcomes, failures, _ = streamed(triton, "stream_gaps", count=3, timeout_s=timeout_s, protocol=protocol)
     assert [failure.name for failure in failures] == ["timeout"] * 3
     for outcome in outcomes:
         assert outcome.stream is None

@@ -539,10 +539,12 @@ def test_a_healthy_slow_model_is_not_cut_at_the_end(tmp_path):
     assert endpoint["requests"] == after["requests"] - before["requests"] == 2 * USERS
 
 
-def test_triton_killed_under_streamed_requests(tmp_path):
-    """A decoupled model's streams cut by a Triton kill: the requests in flight that had responses
-    fail as "stream broken: connection reset", the rest as connection failures; every request the
-    client sent is counted once, the successes are Triton's, and the run ends on time."""
+@pytest.mark.parametrize("user_class", ["TritonGrpcUser", "TritonHttpUser"])
+def test_triton_killed_under_streamed_requests(tmp_path, user_class):
+    """A decoupled model's streams (gRPC ModelStreamInfer, HTTP generate_stream) cut by a Triton
+    kill: the requests in flight that had responses fail as "stream broken: connection reset", the
+    rest as connection failures; every request the client sent is counted once, the successes are
+    Triton's, and the run ends on time."""
     repository = tmp_path / "repository"
     shutil.copytree(TEST_REPOSITORY / "stream_gaps", repository / "stream_gaps")
     config = repository / "stream_gaps" / "config.pbtxt"
@@ -562,7 +564,7 @@ def test_triton_killed_under_streamed_requests(tmp_path):
 
         run_time_s = 6
         start, end, output = run_drill(
-            server, run_dir, run_time_s, [(3.5, kill)], "--model", "stream_gaps", user_class="TritonGrpcUser"
+            server, run_dir, run_time_s, [(3.5, kill)], "--model", "stream_gaps", user_class=user_class
         )
     assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
     (endpoint,) = assert_complete(run_dir)["endpoints"]
@@ -582,6 +584,6 @@ def test_triton_killed_under_streamed_requests(tmp_path):
     broken = failures["stream broken: connection reset"]
     assert successes + broken - USERS <= counted <= successes + broken, (counted, successes, broken)
     log_drill(
-        "stream-kill", ended_after_t_s=round(end - start - run_time_s, 2), client_requests=endpoint["requests"],
-        client_successes=successes, failures=failures,
+        f"stream-kill-{user_class}", ended_after_t_s=round(end - start - run_time_s, 2),
+        client_requests=endpoint["requests"], client_successes=successes, failures=failures,
     )  # fmt: skip

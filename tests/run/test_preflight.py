@@ -94,25 +94,29 @@ def test_image_user_against_a_non_image_model(triton):
     assert_startup_error(result, "text_reverse")
 
 
-@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonSequenceGrpcUser"])
-def test_decoupled_model_is_refused_where_it_cannot_be_streamed(triton, user_class):
+def test_decoupled_model_is_refused_where_it_cannot_be_streamed(triton):
     """Finding 3: a decoupled model got thousands of HTTP 501 / gRPC UNIMPLEMENTED failures. The
-    gRPC users stream it (tests/workloads/test_streaming.py); HTTP and sequences cannot, and the
-    refusal names the user class that can."""
+    gRPC and HTTP users stream it (tests/workloads/test_streaming.py); sequences cannot, and the
+    refusal names the user classes that can."""
     before = model_stats(triton.http_address, "decoupled_echo")
     result = run_locust(
-        [user_class],
-        [
-            "--triton-http",
-            triton.http_address,
-            "--triton-grpc",
-            triton.grpc_address,
-            "--model",
-            "decoupled_echo",
-        ],
+        ["TritonSequenceGrpcUser"],
+        ["--triton-grpc", triton.grpc_address, "--model", "decoupled_echo"],
     )
-    assert_startup_error(result, "decoupled_echo", "decoupled", "TritonGrpcUser streams it")
+    assert_startup_error(result, "decoupled_echo", "decoupled", "TritonGrpcUser and TritonHttpUser stream it")
     assert model_stats(triton.http_address, "decoupled_echo") == before
+
+
+def test_a_decoupled_model_generate_stream_cannot_carry_is_refused_over_http(triton):
+    """HTTP streams a decoupled model through generate_stream, whose JSON takes one sample per
+    request (Triton refuses a nested list): a batch is refused before any load, naming gRPC."""
+    before = model_stats(triton.http_address, "stream_batching")
+    result = run_locust(
+        ["TritonHttpUser"],
+        ["--triton-http", triton.http_address, "--model", "stream_batching", "--batch-size", "4"],
+    )
+    assert_startup_error(result, "stream_batching", "generate_stream", "--batch-size 1", "TritonGrpcUser streams it")
+    assert model_stats(triton.http_address, "stream_batching") == before
 
 
 def test_unknown_data_mode_is_refused(triton):

@@ -1,5 +1,6 @@
 """The gRPC users stream a decoupled model (one ModelStreamInfer call per request,
-clients/grpc_stream.py): a whole Locust run against the session's Triton, its counts against
+clients/grpc_stream.py), the HTTP users through Triton's generate_stream (server-sent events,
+clients/http_stream.py): a whole Locust run against the session's Triton, its counts against
 Triton's statistics of the model."""
 
 from __future__ import annotations
@@ -25,12 +26,18 @@ HDR_PRECISION = 1e-3
 SLACK_US = 5_000.0
 
 
-@pytest.mark.parametrize("model", ["stream_gaps", "stream_fail"])
-def test_the_grpc_user_streams_a_decoupled_model_and_counts_match_triton(triton, tmp_path, model):
+PROTOCOLS = {"TritonGrpcUser": ("grpc", "gRPC"), "TritonHttpUser": ("http", "HTTP")}
+
+
+@pytest.mark.parametrize("model", ["stream_gaps", "stream_fail", "stream_sparse"])
+@pytest.mark.parametrize("user_class", sorted(PROTOCOLS))
+def test_a_decoupled_model_is_streamed_and_counts_match_triton(triton, tmp_path, user_class, model):
+    """gRPC streams it (ModelStreamInfer), HTTP through generate_stream (server-sent events)."""
+    protocol, code = PROTOCOLS[user_class]
     run = run_against_triton(
         triton,
         tmp_path / "run",
-        ["TritonGrpcUser"],
+        [user_class],
         ["--model", model],
         models=(model,),
         users=2,
@@ -38,7 +45,7 @@ def test_the_grpc_user_streams_a_decoupled_model_and_counts_match_triton(triton,
         expect_exit=1 if model == "stream_fail" else 0,  # Locust's: any failed request is exit code 1
     )
     [endpoint] = run.summary["endpoints"]
-    assert endpoint["name"] == f"{model} [grpc]"
+    assert endpoint["name"] == f"{model} [{protocol}]"
     assert endpoint["requests"] > 0
     # Triton counts a request whose model failed mid-stream as a successful execution (the
     # model's execute() returned; the error travelled as a response): every request is its.
@@ -46,10 +53,23 @@ def test_the_grpc_user_streams_a_decoupled_model_and_counts_match_triton(triton,
     assert run.served(count="failures") == 0
     failures = endpoint.get("failures_by_class") or {}
     if model == "stream_fail":
-        assert set(failures) == {"server error: gRPC stream error after responses"}
+        assert set(failures) == {f"server error: {code} stream error after responses"}
         assert endpoint["failures"] == sum(failures.values()) > 0
+        return
+    assert endpoint["failures"] == 0, failures
+    stream = endpoint["stream"]
+    assert stream["requests"] == endpoint["requests"]
+    params = _timetable(triton, model)
+    if model == "stream_sparse":
+        # The model numbers the requests it receives and empties every k-th: the run's requests
+        # are a run of consecutive numbers, so a k-th of them (rounded either way) had none.
+        every = int(params["empty_every"])
+        assert abs(stream["requests_without_response"] - endpoint["requests"] / every) < 1, stream
+        answered = endpoint["requests"] - stream["requests_without_response"]
+        assert stream["responses"] == answered * int(params["responses"]), stream
     else:
-        assert endpoint["failures"] == 0, failures
+        assert stream["requests_without_response"] == 0
+        assert stream["responses"] == endpoint["requests"] * int(params["responses"])
 
 
 def _timetable(triton, model: str) -> dict[str, float]:
@@ -73,14 +93,15 @@ def _assert_timetable_recovered(stream: dict, params: dict[str, float]) -> None:
     assert final["p50"] >= (first_us + (responses - 1) * gap_us) * (1 - HDR_PRECISION), final
 
 
-def test_timings_recovered_and_merged_over_worker_processes(triton, tmp_path):
+@pytest.mark.parametrize("user_class", sorted(PROTOCOLS))
+def test_timings_recovered_and_merged_over_worker_processes(triton, tmp_path, user_class):
     """Two worker processes, closed loop: each worker's histograms merged on the master; the
     model's timetable comes back, and the request count is Triton's."""
     params = _timetable(triton, "stream_gaps")
     run = run_against_triton(
         triton,
         tmp_path / "run",
-        ["TritonGrpcUser"],
+        [user_class],
         ["--model", "stream_gaps", "--processes", "2", "--slo", "ttfr_p90<10s@95%,gap_p50<1us@90%"],
         models=("stream_gaps",),
         users=4,
@@ -157,12 +178,13 @@ def _assert_report_and_comparison_show(run_dir, endpoint: dict, tmp_path) -> Non
     assert "## Streaming" in compared and f"| two: {endpoint['name']} | {row} |" in compared
 
 
-def test_open_loop_times_the_stream_from_the_intended_send(triton, tmp_path):
+@pytest.mark.parametrize("user_class", sorted(PROTOCOLS))
+def test_open_loop_times_the_stream_from_the_intended_send(triton, tmp_path, user_class):
     params = _timetable(triton, "stream_gaps")
     run = run_against_triton(
         triton,
         tmp_path / "run",
-        ["TritonGrpcUser"],
+        [user_class],
         ["--model", "stream_gaps", "--traffic", "constant", "--rate", "40"],
         models=("stream_gaps",),
         users=2,
