@@ -59,7 +59,7 @@ class EndpointSummary:
     replicas: dict[str, dict] = field(default_factory=dict)
     # Sequence users only: {"started", "completed", "failed", "ended_early"} ({} otherwise).
     sequences: dict[str, int] = field(default_factory=dict)
-    # A streamed endpoint (a decoupled model over gRPC): summary.json's `stream` object ({} otherwise).
+    # A streamed endpoint (a decoupled model, over gRPC or HTTP): summary.json's `stream` object ({} otherwise).
     stream: dict = field(default_factory=dict)
 
     @classmethod

@@ -1,6 +1,6 @@
 """The streaming section of a report and a comparison (runs with streamed endpoints only).
 
-Reads each endpoint's summary.json `stream` object (a decoupled model's requests over gRPC):
+Reads each endpoint's summary.json `stream` object (a decoupled model's requests, over gRPC or HTTP):
 responses per request, time to the first response, gaps between responses, time to the final
 response. An endpoint without it has no row, so a run without streamed requests has no section.
 
@@ -56,7 +56,8 @@ def stream_table(run: SavedRun, label: str = "") -> tuple[list[str], list[list[s
 
 
 STREAM_NOTE = (
-    "Streamed requests (a decoupled model over gRPC, one ModelStreamInfer call each), successes only: "
+    "Streamed requests (a decoupled model: one ModelStreamInfer call each over gRPC, one generate_stream "
+    "request over HTTP), successes only: "
     "responses with outputs per request (the empty final response not counted), requests answered by the "
     "final flag alone, the time to the first response, every gap between two responses of a request, and "
     "the time to the final response (the endpoint's latency). Exact HdrHistograms merged over workers."
