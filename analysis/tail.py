@@ -38,6 +38,9 @@ def band_rows(block: dict) -> list[list[str]]:
         band = block["bands"].get(key)
         if band is None:
             continue
+        if not band["requests"]:  # too few traced requests for the band (36 have none above p99)
+            rows.append([label, "0", "no request", *("" for _ in PARTS)])
+            continue
         shares = [f"{100 * band['share'][part]:.0f} %" for part in PARTS]
         rows.append([label, str(band["requests"]), f"{band['mean_us'] / 1000:.3f}", *shares])
     return rows

@@ -45,6 +45,8 @@ def tail_parts_figure(name: str, block: dict) -> Figure:
     labels = [
         f"{BAND_LABELS[band]}\n{block['bands'][band]['requests']} requests, "
         f"mean {block['bands'][band]['mean_us'] / 1000:.2f} ms"
+        if block["bands"][band]["requests"]
+        else f"{BAND_LABELS[band]}\nno request"
         for band in bands
     ]
     axes.set_xticks(x, labels, fontsize=8)
