@@ -41,8 +41,7 @@ OTEL_RATE = 1_000_000_000
 GONE = (
     "Triton could not be reached when the traced run ended ({error}): it stopped or crashed during the run, "
     "so the traces it still held are lost and its trace settings are not restored (a restarted Triton has its "
-    "start-up ones); the bundled tritonserver crashes under tracing when requests run at the same time "
-    "(docs/guides/tracing.md)"
+    "start-up ones); the bundled tritonserver crashes under tracing now and then (docs/guides/tracing.md)"
 )
 
 
