@@ -75,19 +75,26 @@ def interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def wait_until_running(run_dir: Path, after_s: float) -> None:
+    """Until a Locust run into `run_dir` has started (timeseries.csv exists; a busy machine can
+    take seconds to get there, at most 60), then `after_s` more."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(after_s)
+
+
 def interrupt_locust(command: list[str], run_dir: Path, after_s: float = 2.0, while_running=None) -> None:
     """Start a Locust `command`, wait until its run has started (timeseries.csv exists; a busy
     machine can take seconds to get there) and `after_s` more, call `while_running()` if given,
     then Ctrl-C it and wait for it to end."""
-    import time
 
     with subprocess.Popen(
         command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible
     ) as process:
-        deadline = time.monotonic() + 60
-        while not (run_dir / "timeseries.csv").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(after_s)
+        wait_until_running(run_dir, after_s)
         if while_running is not None:
             while_running()
         process.send_signal(signal.SIGINT)

@@ -36,6 +36,13 @@ CHANGED = ("trace_level", "trace_rate", "trace_count", "log_frequency")
 # rate must be non-zero"), so one in a billion: in effect only the ones the client sampled.
 OTEL_CHANGED = ("trace_level", "trace_rate", "trace_count")
 OTEL_RATE = 1_000_000_000
+# Triton answered when tracing was turned on (before any load), so no answer at the end means it
+# stopped during the run: the bundled tritonserver crashes under tracing (docs/guides/tracing.md).
+GONE = (
+    "Triton could not be reached when the traced run ended ({error}): it stopped or crashed during the run, "
+    "so the traces it still held are lost and its trace settings are not restored (a restarted Triton has its "
+    "start-up ones); the bundled tritonserver crashes under tracing now and then (docs/guides/tracing.md)"
+)
 
 
 class TraceSwitch:
@@ -120,7 +127,9 @@ class TraceSwitch:
         try:
             default = self.control.trace_setting() if previous else {}
         except ServerError as error:
-            return [f"trace settings not restored: {error}"]
+            problem = GONE.format(error=error)
+            logger.warning(problem)
+            return [problem]
         for model, before in previous.items():
             follows_global = all(before.get(key) == default.get(key) for key in self.changed)
             changes = {key: None if follows_global else before.get(key) for key in self.changed}
