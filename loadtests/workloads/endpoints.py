@@ -198,6 +198,11 @@ def _check_streams(kind: WorkloadKind, client: TritonClient, model: ModelSpec, s
             f"{decoupled}: it cannot be load-tested with the {kind.name} workload; TritonGrpcUser and "
             "TritonHttpUser stream it"
         )
+    if settings.trace_sample is not None:
+        raise ModelMismatchError(
+            f"--trace-sample: {decoupled}: its streamed requests carry no trace id, so Triton's traces could "
+            "not be joined to them; trace a model that is not decoupled, or leave out --trace-sample"
+        )
     if client.protocol == "http":
         reason = generate_refusal(model, settings.batch_size.sizes)
         if reason is not None:

@@ -361,6 +361,14 @@ CLI_CASES: list[CliCase] = [
         "BertQAHttpUser ResNetHttpUser",
     ),
     locust_case("generic-without-model", [], "--model", "identity", "TritonHttpUser"),
+    # a streamed request carries no trace id: Triton's traces of it could never be joined
+    locust_case(
+        "trace-sample-decoupled",
+        ["--model", "stream_gaps", "--trace-sample", "10%"],
+        "--trace-sample: model 'stream_gaps' is decoupled",
+        "stream_gaps",
+        "TritonGrpcUser",
+    ),
     locust_case("closed-http-port", ["--triton-http", "127.0.0.1:{closed_http}"], "cannot reach"),
     locust_case(
         "closed-grpc-port", ["--triton-grpc", "127.0.0.1:{closed_grpc}"], "cannot reach", "resnet50", "ResNetGrpcUser"
