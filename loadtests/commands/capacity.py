@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loadtests.clients.control import TritonControl
+from loadtests.clients.control_grpc import TritonGrpcControl, open_control
 from loadtests.commands.args import (
     add_load_generator_arguments,
     add_stability_arguments,
@@ -42,7 +43,8 @@ from loadtests.commands.args import (
     shape_command,
     subcommand,
 )
-from loadtests.commands.sweep import choose_user_classes
+from loadtests.commands.sweep import USER_CLASSES, choose_user_classes
+from loadtests.config.addresses import TritonTarget
 from loadtests.errors import ServerError, SpecError
 from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
 from loadtests.traffic.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
@@ -175,6 +177,15 @@ def wants_probe(args: argparse.Namespace) -> bool:
     return args.start_rate is None and args.probe_users != 0
 
 
+def target_control(args: argparse.Namespace) -> TritonControl | TritonGrpcControl:
+    """Triton's control plane where the search's users send: over gRPC when they all speak gRPC
+    (a gRPC-only target gives --triton-grpc alone), else over HTTP; the first replica of either."""
+    classes = choose_user_classes(load_target(args).user_class_model, args.protocol, args.user_class)
+    if all(USER_CLASSES[name] == "grpc" for name in classes):
+        return open_control(TritonTarget.parse("--triton-grpc", args.triton_grpc, "grpc"), timeout_s=5.0)
+    return open_control(TritonTarget.parse("--triton-http", args.triton_http, "http"), timeout_s=5.0)
+
+
 def sized_probe_users(args: argparse.Namespace) -> int:
     """--probe-users, or enough users to saturate the model as Triton configured it (for a mix,
     or a configuration that cannot be read here, MIN_PROBE_USERS: the probe's pre-flight then
@@ -185,7 +196,7 @@ def sized_probe_users(args: argparse.Namespace) -> int:
     if model is None:
         return MIN_PROBE_USERS
     try:
-        return probe_users(TritonControl(args.triton_http, timeout_s=5.0).model_config(model))
+        return probe_users(target_control(args).model_config(model))
     except ServerError as error:
         print(f"capacity: {model}'s configuration not read ({error}): the probe uses {MIN_PROBE_USERS} users")
         return MIN_PROBE_USERS
