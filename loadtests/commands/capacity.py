@@ -46,6 +46,7 @@ from loadtests.commands.args import (
 from loadtests.commands.sweep import USER_CLASSES, choose_user_classes
 from loadtests.config.addresses import TritonTarget
 from loadtests.errors import ServerError, SpecError
+from loadtests.run_format import slo
 from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
 from loadtests.traffic.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
 from loadtests.traffic.capacity_levels import DEFAULT_START_RATE, parse_capacity_args
@@ -202,6 +203,28 @@ def sized_probe_users(args: argparse.Namespace) -> int:
         return MIN_PROBE_USERS
 
 
+def check_stream_clauses(args: argparse.Namespace) -> None:
+    """A ttfr_/gap_ clause on a model that does not stream could only be "not measured" at every
+    level: refused before any load, as the load test's pre-flight refuses it (raises SpecError).
+    The model's configuration says whether it is decoupled; one that cannot be read here is
+    left to the probe's pre-flight."""
+    model = load_target(args).model
+    clauses = [c for c in search_slo_clauses(model, args.slo) if c.metric in slo.STREAM_METRICS]
+    if not clauses:
+        return
+    if model is None:
+        raise SpecError(f"--slo clause {clauses[0].text!r}: a mix's models do not stream (none is decoupled)")
+    try:
+        config = target_control(args).model_config(model)
+    except ServerError:
+        return
+    decoupled = bool((config.get("model_transaction_policy") or {}).get("decoupled"))
+    try:
+        slo.check_streamed(clauses, {model: model}, [model] if decoupled else [])
+    except slo.SloError as error:
+        raise SpecError(f"--slo {error}") from None
+
+
 def probe_command(args: argparse.Namespace, extra: list[str], run_dir: Path, users: int) -> list[str]:
     """The saturation probe's Locust command: `users` closed-loop users for --probe-time s."""
     target = load_target(args)
@@ -252,9 +275,28 @@ def with_probe(command: list[str], probed_rps: float) -> list[str]:
     ]
 
 
+def stream_columns(content: dict) -> list[str]:
+    """The streamed metrics the SLO's clauses judge (ttfr_p99, gap_p50, ...): a column each."""
+    metrics = (clause["metric"] for level in content["levels"] for clause in level["clauses"])
+    return list(dict.fromkeys(metric for metric in metrics if metric in slo.STREAM_METRICS))
+
+
+def stream_cells(level: dict, metrics: list[str]) -> str:
+    """A level's value of each streamed metric, ms ("-": nothing streamed)."""
+    cells = []
+    for metric in metrics:
+        key, percentile = slo.STREAM_METRICS[metric]
+        value = (level.get("stream") or {}).get(key, {}).get(percentile)
+        cells.append(f" {'-' if value is None else f'{value / 1000:.2f}':>{max(9, len(metric) + 3)}}")
+    return "".join(cells)
+
+
 def console_table(content: dict) -> str:
-    """Every level in the order tried, then the capacity and its bracket."""
-    lines = [f"{'#':>3} {'rate/s':>10} {'verdict':<8} {'achieved/s':>10} {'p99 ms':>9} {'failures':>8}  note"]
+    """Every level in the order tried (with the streamed metrics the SLO judges), then the
+    capacity and its bracket."""
+    streamed = stream_columns(content)
+    heads = "".join(f" {metric + ' ms':>{max(9, len(metric) + 3)}}" for metric in streamed)
+    lines = [f"{'#':>3} {'rate/s':>10} {'verdict':<8} {'achieved/s':>10} {'p99 ms':>9}{heads} {'failures':>8}  note"]
     for level in content["levels"]:
         note = f"stopped early: {level['stopped_early']}" if level["stopped_early"] else ""
         if not note and not level["passed"]:
@@ -264,7 +306,8 @@ def console_table(content: dict) -> str:
             note += " (measured again to confirm)"
         lines.append(
             f"{level['order']:>3} {level['rate']:>10g} {'pass' if level['passed'] else 'FAIL':<8} "
-            f"{level['throughput_rps']:>10.1f} {level['latency_us']['p99'] / 1000:>9.2f} {level['failures']:>8}  {note}"
+            f"{level['throughput_rps']:>10.1f} {level['latency_us']['p99'] / 1000:>9.2f}"
+            f"{stream_cells(level, streamed)} {level['failures']:>8}  {note}"
         )
     passing, failing = content["bracket"]["last_passing_rps"], content["bracket"]["first_failing_rps"]
     if passing is None:
@@ -281,6 +324,7 @@ def console_table(content: dict) -> str:
 def run_capacity(args: argparse.Namespace) -> int:
     extra = list(getattr(args, "extra", []))
     command, run_dir = capacity_command(args, extra)
+    check_stream_clauses(args)
     if wants_probe(args):
         try:
             code, probed = probe_rps(args, extra, run_dir)
