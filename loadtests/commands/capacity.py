@@ -4,6 +4,7 @@
     python -m loadtests capacity --model my_model --protocol grpc --slo "p99<20ms" --start-rate 50
     python -m loadtests capacity --model resnet50 --slo "p95<100ms" --workers 2 --traffic poisson
     python -m loadtests capacity --mix "model_a:0.7,model_b:0.3" --slo "p99<100ms"   # one load, docs/guides/mixes.md
+    python -m loadtests capacity --model my_llm --protocol grpc --slo "ttfr_p99<200ms"  # a decoupled model
 
 Open-loop levels (latency timed from each request's intended send time), each held until
 stable by the sweep's rule (see `python -m loadtests sweep --help`), are searched for the
@@ -11,7 +12,7 @@ highest rate that meets every --slo clause: the rate doubles from --start-rate w
 pass, then the range between the last passing and the first failing rate is halved until the
 two are within --precision percent. A failure is measured a second time before it counts
 (one hiccup of a busy machine must not pin the search low). A level that is clearly failing (in a window of at least
-20 requests: a latency clause's metric over 3x its limit, over 5 % of requests failed, or a
+20 requests: a latency (or ttfr_/gap_) clause's metric over 3x its limit, over 5 % of requests failed, or a
 late ratio over 3x a late_ratio clause's limit) ends at once.
 Prints the capacity with its bracket and every level; writes capacity.json and capacity.csv
 (and sweep.json/sweep.csv, by rate) to the run directory beside the usual files. Any option
