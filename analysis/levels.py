@@ -30,6 +30,7 @@ SEND_RECV_NETWORK = "send/recv + network"
 # the rest of the client's mean holds the model's later responses as well as send/recv and the
 # network (streaming_us, which replaces client_network_us there).
 STREAMING_REST = "later responses + send/recv + network"
+STREAM_LEVEL_COLUMNS = ("ttfr_p50_us", "ttfr_p99_us", "gap_p50_us", "gap_p99_us")
 LEVEL_COLUMNS = [
     "level",
     "label",
@@ -54,6 +55,8 @@ LEVEL_COLUMNS = [
     "compute_total_us",
     "cache_us",
     "responses_per_s",
+    # A streamed model's sweep or capacity levels: time to first response and gaps (sweep.json's `stream`).
+    *STREAM_LEVEL_COLUMNS,
     "gpu_utilization_pct",
     "gpu_power_w",
     "gpu_memory_used_bytes",
@@ -176,8 +179,20 @@ def from_sweep(sweep: dict, series: str, model: str | None) -> dict[str, pd.Data
         }
         value = float(level["level"])
         row = make_row(f"{value:g}", value, counts, level.get("latency_us"), server, level.get("stable"))
-        rows.append(row | p99_interval((level.get("latency_ci_us") or {}).get("p99")))
+        rows.append(row | p99_interval((level.get("latency_ci_us") or {}).get("p99")) | stream_cells(level))
     return {series: frame(rows)}
+
+
+def stream_cells(level: dict) -> dict:
+    """A streamed level's responses/s and time to first response and gap p50/p99 ({} otherwise)."""
+    stream = level.get("stream")
+    if not stream:
+        return {}
+    cells = {f"{prefix}_{p}_us": float(stream[key][p]) for prefix, key in STREAM_KEYS for p in ("p50", "p99")}
+    return cells | {"responses_per_s": float(stream.get("responses_per_s", math.nan))}
+
+
+STREAM_KEYS = (("ttfr", "first_response_us"), ("gap", "gap_us"))
 
 
 def users_by_class_text(cell: str) -> str:

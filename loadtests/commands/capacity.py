@@ -4,6 +4,7 @@
     python -m loadtests capacity --model my_model --protocol grpc --slo "p99<20ms" --start-rate 50
     python -m loadtests capacity --model resnet50 --slo "p95<100ms" --workers 2 --traffic poisson
     python -m loadtests capacity --mix "model_a:0.7,model_b:0.3" --slo "p99<100ms"   # one load, docs/guides/mixes.md
+    python -m loadtests capacity --model my_llm --protocol grpc --slo "ttfr_p99<200ms"  # a decoupled model
 
 Open-loop levels (latency timed from each request's intended send time), each held until
 stable by the sweep's rule (see `python -m loadtests sweep --help`), are searched for the
@@ -11,7 +12,7 @@ highest rate that meets every --slo clause: the rate doubles from --start-rate w
 pass, then the range between the last passing and the first failing rate is halved until the
 two are within --precision percent. A failure is measured a second time before it counts
 (one hiccup of a busy machine must not pin the search low). A level that is clearly failing (in a window of at least
-20 requests: a latency clause's metric over 3x its limit, over 5 % of requests failed, or a
+20 requests: a latency (or ttfr_/gap_) clause's metric over 3x its limit, over 5 % of requests failed, or a
 late ratio over 3x a late_ratio clause's limit) ends at once.
 Prints the capacity with its bracket and every level; writes capacity.json and capacity.csv
 (and sweep.json/sweep.csv, by rate) to the run directory beside the usual files. Any option
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loadtests.clients.control import TritonControl
+from loadtests.clients.control_grpc import TritonGrpcControl, open_control
 from loadtests.commands.args import (
     add_load_generator_arguments,
     add_stability_arguments,
@@ -42,8 +44,10 @@ from loadtests.commands.args import (
     shape_command,
     subcommand,
 )
-from loadtests.commands.sweep import choose_user_classes
+from loadtests.commands.sweep import USER_CLASSES, choose_user_classes
+from loadtests.config.addresses import TritonTarget
 from loadtests.errors import ServerError, SpecError
+from loadtests.run_format import slo
 from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
 from loadtests.traffic.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
 from loadtests.traffic.capacity_levels import DEFAULT_START_RATE, parse_capacity_args
@@ -175,6 +179,15 @@ def wants_probe(args: argparse.Namespace) -> bool:
     return args.start_rate is None and args.probe_users != 0
 
 
+def target_control(args: argparse.Namespace) -> TritonControl | TritonGrpcControl:
+    """Triton's control plane where the search's users send: over gRPC when they all speak gRPC
+    (a gRPC-only target gives --triton-grpc alone), else over HTTP; the first replica of either."""
+    classes = choose_user_classes(load_target(args).user_class_model, args.protocol, args.user_class)
+    if all(USER_CLASSES[name] == "grpc" for name in classes):
+        return open_control(TritonTarget.parse("--triton-grpc", args.triton_grpc, "grpc"), timeout_s=5.0)
+    return open_control(TritonTarget.parse("--triton-http", args.triton_http, "http"), timeout_s=5.0)
+
+
 def sized_probe_users(args: argparse.Namespace) -> int:
     """--probe-users, or enough users to saturate the model as Triton configured it (for a mix,
     or a configuration that cannot be read here, MIN_PROBE_USERS: the probe's pre-flight then
@@ -185,10 +198,32 @@ def sized_probe_users(args: argparse.Namespace) -> int:
     if model is None:
         return MIN_PROBE_USERS
     try:
-        return probe_users(TritonControl(args.triton_http, timeout_s=5.0).model_config(model))
+        return probe_users(target_control(args).model_config(model))
     except ServerError as error:
         print(f"capacity: {model}'s configuration not read ({error}): the probe uses {MIN_PROBE_USERS} users")
         return MIN_PROBE_USERS
+
+
+def check_stream_clauses(args: argparse.Namespace) -> None:
+    """A ttfr_/gap_ clause on a model that does not stream could only be "not measured" at every
+    level: refused before any load, as the load test's pre-flight refuses it (raises SpecError).
+    The model's configuration says whether it is decoupled; one that cannot be read here is
+    left to the probe's pre-flight."""
+    model = load_target(args).model
+    clauses = [c for c in search_slo_clauses(model, args.slo) if c.metric in slo.STREAM_METRICS]
+    if not clauses:
+        return
+    if model is None:
+        raise SpecError(f"--slo clause {clauses[0].text!r}: a mix's models do not stream (none is decoupled)")
+    try:
+        config = target_control(args).model_config(model)
+    except ServerError:
+        return
+    decoupled = bool((config.get("model_transaction_policy") or {}).get("decoupled"))
+    try:
+        slo.check_streamed(clauses, {model: model}, [model] if decoupled else [])
+    except slo.SloError as error:
+        raise SpecError(f"--slo {error}") from None
 
 
 def probe_command(args: argparse.Namespace, extra: list[str], run_dir: Path, users: int) -> list[str]:
@@ -241,9 +276,28 @@ def with_probe(command: list[str], probed_rps: float) -> list[str]:
     ]
 
 
+def stream_columns(content: dict) -> list[str]:
+    """The streamed metrics the SLO's clauses judge (ttfr_p99, gap_p50, ...): a column each."""
+    metrics = (clause["metric"] for level in content["levels"] for clause in level["clauses"])
+    return list(dict.fromkeys(metric for metric in metrics if metric in slo.STREAM_METRICS))
+
+
+def stream_cells(level: dict, metrics: list[str]) -> str:
+    """A level's value of each streamed metric, ms ("-": nothing streamed)."""
+    cells = []
+    for metric in metrics:
+        key, percentile = slo.STREAM_METRICS[metric]
+        value = (level.get("stream") or {}).get(key, {}).get(percentile)
+        cells.append(f" {'-' if value is None else f'{value / 1000:.2f}':>{max(9, len(metric) + 3)}}")
+    return "".join(cells)
+
+
 def console_table(content: dict) -> str:
-    """Every level in the order tried, then the capacity and its bracket."""
-    lines = [f"{'#':>3} {'rate/s':>10} {'verdict':<8} {'achieved/s':>10} {'p99 ms':>9} {'failures':>8}  note"]
+    """Every level in the order tried (with the streamed metrics the SLO judges), then the
+    capacity and its bracket."""
+    streamed = stream_columns(content)
+    heads = "".join(f" {metric + ' ms':>{max(9, len(metric) + 3)}}" for metric in streamed)
+    lines = [f"{'#':>3} {'rate/s':>10} {'verdict':<8} {'achieved/s':>10} {'p99 ms':>9}{heads} {'failures':>8}  note"]
     for level in content["levels"]:
         note = f"stopped early: {level['stopped_early']}" if level["stopped_early"] else ""
         if not note and not level["passed"]:
@@ -253,7 +307,8 @@ def console_table(content: dict) -> str:
             note += " (measured again to confirm)"
         lines.append(
             f"{level['order']:>3} {level['rate']:>10g} {'pass' if level['passed'] else 'FAIL':<8} "
-            f"{level['throughput_rps']:>10.1f} {level['latency_us']['p99'] / 1000:>9.2f} {level['failures']:>8}  {note}"
+            f"{level['throughput_rps']:>10.1f} {level['latency_us']['p99'] / 1000:>9.2f}"
+            f"{stream_cells(level, streamed)} {level['failures']:>8}  {note}"
         )
     passing, failing = content["bracket"]["last_passing_rps"], content["bracket"]["first_failing_rps"]
     if passing is None:
@@ -270,6 +325,7 @@ def console_table(content: dict) -> str:
 def run_capacity(args: argparse.Namespace) -> int:
     extra = list(getattr(args, "extra", []))
     command, run_dir = capacity_command(args, extra)
+    check_stream_clauses(args)
     if wants_probe(args):
         try:
             code, probed = probe_rps(args, extra, run_dir)

@@ -249,6 +249,26 @@ class EndpointStats:
         self.fold()
         return summarise_us(self.histogram) or zero_summary()
 
+    def histogram_of(self, variant: str = "") -> HdrHistogram | None:
+        """The histogram an SLO clause's metric is read from (run_format.slo.stream_variant):
+        "" the latency, "first_response" or "gap" the stream's (None: nothing streamed)."""
+        self.fold()
+        if not variant:
+            return self.histogram
+        return None if self.stream is None else getattr(self.stream, variant)
+
+    def stream_json(self, latency_us: dict, duration_s: float) -> dict | None:
+        """summary.json's `stream` object of this endpoint (or merged entry, or capacity level):
+        its streamed requests' timings, the time to the final response (`latency_us`, the entry's
+        own: a streamed request ends at its final response) and responses per second; None when
+        nothing streamed. The one builder of that object (run_dir.py, the SLO gate, capacity levels)."""
+        if self.stream is None:
+            return None
+        stream = self.stream.summary()
+        stream["final_response_us"] = latency_us
+        stream["responses_per_s"] = round(stream["responses"] / duration_s, 3) if duration_s > 0 else 0.0
+        return stream
+
     def latency_ci_us(self, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, list[float | None]]:
         """[lower, upper] µs per percentile at this confidence (loadtests/run_format/confidence.py); {} if empty."""
         self.fold()

@@ -170,10 +170,7 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         for key in SEQUENCE_COUNTS:
             summary[f"sequences_{key}"] = stats.sequences[key]
     if stats.stream is not None:  # a streamed endpoint (decoupled model): its responses' timings
-        stream = stats.stream.summary()
-        stream["final_response_us"] = summary["latency_us"]  # a streamed request ends at its final response
-        stream["responses_per_s"] = round(stream["responses"] / duration_s, 3)
-        summary["stream"] = stream
+        summary["stream"] = stats.stream_json(summary["latency_us"], duration_s)
     if len(stats.replicas.requests) > 1:  # several Triton replicas: who got what
         summary["replicas"] = stats.replicas.to_json()
     if open_loop:

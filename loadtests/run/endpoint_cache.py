@@ -55,6 +55,10 @@ class EndpointCache:
                 names.setdefault(f"{model} [{cls.protocol}]", model)
         return names
 
+    def streamed(self) -> set[str]:
+        """The prepared endpoints whose model is decoupled (their requests are streamed)."""
+        return {endpoint.name for target in self.prepared.values() for endpoint in _parts(target) if endpoint.streams}
+
     def payloads(self) -> dict[str, dict]:
         """Endpoint name -> what its requests carry (the prepared endpoints that say; config.json)."""
         return {

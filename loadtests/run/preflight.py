@@ -64,6 +64,7 @@ class Preflight:
                 if used is not None:
                     raise used
                 process.endpoints.prepare_all()
+                slo_gate.check_streamed(settings, process.endpoints.names(), process.endpoints.streamed())
                 # Sequence models with a 32-bit CORRID: do the planned workers and users fit?
                 check_sequence_endpoints(list(process.endpoints.prepared.values()), planned_size(process))
                 self.choose_statistics_address()
@@ -118,6 +119,7 @@ class Preflight:
         self.check_traffic()
         slo_gate.validate(settings, self.process.endpoints.names())
         self.process.endpoints.prepare_all()
+        slo_gate.check_streamed(settings, self.process.endpoints.names(), self.process.endpoints.streamed())
         self.choose_statistics_address()
         self.locate_traces()
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from loadtests.config.settings import CLOSED_LOOP, Settings
 from loadtests.errors import SpecError
 from loadtests.recording.merged import by_model, merge_stats
+from loadtests.run_format import slo
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED
 from loadtests.run_format.slo import (
@@ -79,6 +80,15 @@ def validate(settings: Settings, endpoints: dict[str, str]) -> list[Clause]:
     return clauses
 
 
+def check_streamed(settings: Settings, endpoints: dict[str, str], streamed: set[str]) -> None:
+    """Once the endpoints are prepared (their models read): a ttfr_/gap_ clause whose endpoints
+    (name -> model) stream none (`streamed`: the decoupled ones). Raises SpecError (exit 2, before any load)."""
+    try:
+        slo.check_streamed(clauses_from(settings), endpoints, streamed)
+    except SloError as error:
+        raise SpecError(f"--slo '{settings.slo}': {error}") from None
+
+
 def add_merged_totals(summary: dict, totals: dict[str, EndpointStats]) -> None:
     """summary.json's `overall` (every endpoint) and `model_totals` (models with several endpoints).
 
@@ -102,7 +112,7 @@ def with_interval(entry: dict, stats: EndpointStats) -> dict:
     entry["confidence"] = DEFAULT_CONFIDENCE
     entry["latency_ci_us"] = stats.latency_ci_us(DEFAULT_CONFIDENCE)
     if stats.stream is not None:  # its streamed endpoints' response timings, merged (ttfr_*, gap_* gates)
-        entry["stream"] = {**stats.stream.summary(), "final_response_us": entry["latency_us"]}
+        entry["stream"] = stats.stream_json(entry["latency_us"], float(entry.get("duration_s", 0.0)))
     return entry
 
 
@@ -120,12 +130,7 @@ def histograms_of(totals: dict[str, EndpointStats]) -> Callable[[str | None, str
             if not group:
                 return None
             stats = merge_stats(group, target)
-        if not variant:
-            return stats.histogram
-        if stats.stream is None:
-            return None
-        stats.stream.fold()
-        return getattr(stats.stream, variant)
+        return stats.histogram_of(variant)
 
     return histogram_for
 

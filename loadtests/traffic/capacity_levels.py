@@ -98,8 +98,9 @@ def level_entry(result: LevelResult | Trial) -> dict[str, Any]:
 
 
 def stats_entry(stats: Any, duration_s: float) -> dict[str, Any]:
-    """Merged EndpointStats over `duration_s` as a summary.json endpoint entry."""
-    return {
+    """Merged EndpointStats over `duration_s` as a summary.json endpoint entry (with its
+    `stream` object when the model streams: ttfr_/gap_ clauses read it)."""
+    entry = {
         "name": stats.name,
         "requests": stats.requests,
         "failures": stats.failure_count,
@@ -112,14 +113,17 @@ def stats_entry(stats: Any, duration_s: float) -> dict[str, Any]:
         "late": stats.late,
         "dropped": stats.dropped,
     }
+    if stats.stream is not None:
+        entry["stream"] = stats.stream_json(entry["latency_us"], duration_s)
+    return entry
 
 
 def judge(result: LevelResult, clauses: list[slo.Clause]) -> tuple[bool, list[slo.Result]]:
     """Whether a level met every clause (and dropped nothing), with each clause's result."""
     entry = level_entry(result)
-    # The level's own histogram: `@95%` clauses (and the MLPerf presets) are judged on its bounds
-    # (a level entry has no `stream`: a ttfr_/gap_ clause is "not measured" before it asks for one).
-    results = slo.evaluate(clauses, lambda _target: entry, lambda _target, _variant: result.stats.histogram)
+    # The level's own histograms: `@95%` clauses (and the MLPerf presets) are judged on their
+    # bounds, a ttfr_/gap_ clause's on the stream's histogram of that variant.
+    results = slo.evaluate(clauses, lambda _target: entry, lambda _target, variant: result.stats.histogram_of(variant))
     return (entry["dropped"] == 0 and not slo.failed(results)), results
 
 
@@ -143,7 +147,7 @@ class CapacityController(SweepController):
             return self._finish(False, STABILITY_WINDOWS, f"clearly failing: {reason}", early=reason)
         level = merge_parts(t.stats for t in self.trials)
         entry = stats_entry(level, sum(t.window_s for t in self.trials))
-        certain = certain_verdict(entry, level.histogram, self.clauses, self.levels[self.index])
+        certain = certain_verdict(entry, level.histogram_of, self.clauses, self.levels[self.index])
         if certain is not None:
             return self._finish(False, len(self.trials), f"certain: {certain.reason}", certain=certain)
         throughputs = [t.infer_per_s for t in self.trials]
@@ -160,11 +164,11 @@ class CapacityController(SweepController):
         last = merge_parts(t.stats for t in self.trials[-STABILITY_WINDOWS:])
         entry = stats_entry(last, sum(t.window_s for t in self.trials[-STABILITY_WINDOWS:]))
         for clause in self.clauses:
-            if clause.metric not in slo.PERCENTILE_METRICS or not last.histogram.get_total_count():
+            percentile = slo.percentile_of(clause.metric)
+            histogram = last.histogram_of(slo.stream_variant(clause.metric))
+            if percentile not in slo.PERCENTILE_METRICS or histogram is None or not histogram.get_total_count():
                 continue
-            lower, upper = percentile_bounds_us(last.histogram, CERTAIN_CONFIDENCE, (float(clause.metric[1:]),))[
-                clause.metric
-            ]
+            lower, upper = percentile_bounds_us(histogram, CERTAIN_CONFIDENCE, (float(percentile[1:]),))[percentile]
             limit = clause.threshold * clause.scale
             if lower is not None and upper is not None and lower <= limit <= upper and entry["requests"]:
                 return True

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from hdrh.histogram import HdrHistogram
 
 from loadtests.run_format.confidence import percentile_bounds_us
-from loadtests.run_format.slo import LATENCY_METRICS, PERCENTILE_METRICS, Clause, measure
+from loadtests.run_format.slo import (
+    PERCENTILE_METRICS,
+    TIMED_METRICS,
+    Clause,
+    measure,
+    percentile_of,
+    stream_variant,
+)
 
 # The saturation probe's users when the model's configuration says nothing more (no dynamic
 # batcher, or a configuration that could not be read).
@@ -155,8 +162,8 @@ def clearly_failing(window: dict, clauses: list[Clause]) -> str | None:
         ratio = int(window.get("failures", 0)) / requests
         if ratio > max(CLEARLY_FAILING_RATIO, allowed_fail):
             return f"{ratio:.1%} of requests failed"
-    for clause in clauses:
-        if clause.metric not in LATENCY_METRICS or clause.op not in ("<", "<="):
+    for clause in clauses:  # latencies, and a streamed model's ttfr_/gap_ (the window's `stream`)
+        if clause.metric not in TIMED_METRICS or clause.op not in ("<", "<="):
             continue
         value, _why = measure(window, clause.metric)
         limit_us = clause.threshold * clause.scale
@@ -179,9 +186,12 @@ class Certain:
     reason: str
 
 
-def certain_verdict(entry: dict, histogram: HdrHistogram | None, clauses: list[Clause], rate: float) -> Certain | None:
+def certain_verdict(
+    entry: dict, histogram_of: Callable[[str], HdrHistogram | None], clauses: list[Clause], rate: float
+) -> Certain | None:
     """Whether a level's verdict is already certain, from everything it measured so far (a
-    summary.json-like entry over its usable windows, and its latency histogram).
+    summary.json-like entry over its usable windows, and its histograms: `histogram_of("")`
+    the latency's, `histogram_of("first_response")` / `("gap")` a streamed model's).
 
     It fails as soon as one clause's lower bound is over its limit, and passes once every
     clause's upper bound is under its limit; None: measure on. Percentiles are bounded by
@@ -194,7 +204,7 @@ def certain_verdict(entry: dict, histogram: HdrHistogram | None, clauses: list[C
     undecided = False
     reasons = []
     for clause in clauses:
-        lower, upper = _bounds(clause, entry, histogram, requests)
+        lower, upper = _bounds(clause, entry, histogram_of, requests)
         limit = clause.threshold * clause.scale
         shown = _shown(clause)
         if lower is not None and (lower > limit or (clause.op == "<" and lower == limit)):
@@ -212,24 +222,26 @@ def certain_verdict(entry: dict, histogram: HdrHistogram | None, clauses: list[C
 
 
 def _shown(clause: Clause) -> Callable[[float], str]:
-    if clause.metric in LATENCY_METRICS:
+    if clause.metric in TIMED_METRICS:
         return lambda value: f"{value / 1000:.2f} ms"
     return lambda value: f"{value:.4g}"
 
 
 def _bounds(
-    clause: Clause, entry: dict, histogram: HdrHistogram | None, requests: int
+    clause: Clause, entry: dict, histogram_of: Callable[[str], HdrHistogram | None], requests: int
 ) -> tuple[float | None, float | None]:
-    """(lower, upper) bound of the clause's metric in its base unit; None for a side it cannot bound."""
+    """(lower, upper) bound of the clause's metric in its base unit; None for a side it cannot bound.
+    A ttfr_/gap_ percentile is bounded on the stream's histogram of that variant, like a latency's."""
     metric = clause.metric
-    if metric in PERCENTILE_METRICS:
+    percentile = percentile_of(metric)
+    if percentile in PERCENTILE_METRICS:
+        histogram = histogram_of(stream_variant(metric))
         if histogram is None or histogram.get_total_count() == 0:
             return None, None
-        percentile = float(metric[1:])
         confidence = max(clause.confidence or 0.0, CERTAIN_CONFIDENCE)
-        lower, upper = percentile_bounds_us(histogram, confidence, (percentile,))[metric]
+        lower, upper = percentile_bounds_us(histogram, confidence, (float(percentile[1:]),))[percentile]
         return lower, upper
-    if metric == "max":
+    if percentile == "max":  # max, ttfr_max, gap_max: can only grow
         value, _ = measure(entry, metric)
         return value, None
     if metric in ("fail_ratio", "late_ratio"):

@@ -89,6 +89,7 @@ class LevelResult:
     def to_json(self, relative_to: float) -> dict[str, Any]:
         """One entry of sweep.json's `levels`; times on timeseries.csv's clock (`relative_to`: run start)."""
         level: float | int = int(self.level) if self.kind == USERS else self.level
+        latency = self.stats.latency_summary_us()
         return {
             "level": level,
             "stable": self.stable,
@@ -99,9 +100,11 @@ class LevelResult:
             "failures": self.stats.failure_count,
             "throughput_rps": round(self.stats.requests / self.duration_s, 3),
             "throughput_infer_per_s": round(self.throughput_infer_per_s, 3),
-            "latency_us": self.stats.latency_summary_us(),
+            "latency_us": latency,
             **({"latency_uncorrected_us": self.stats.uncorrected_summary_us()} if self.stats.uncorrected else {}),
             "server": {model: delta.to_json() for model, delta in sorted(self.server.items())},
+            # A streamed model's time to first response, gaps, responses: summary.json's `stream`.
+            **({"stream": self.stats.stream_json(latency, self.duration_s)} if self.stats.stream else {}),
         }
 
 

@@ -325,6 +325,8 @@ def test_exit_code_3_wins_over_1_for_request_failures(triton, tmp_path):
         ("p99<fifty", "clause 'p99<fifty': 'fifty' is not a non-negative number"),
         ("resnet50:p99<50ms", "no endpoint or model 'resnet50' in this run (known: identity, identity [http])"),
         ("late_ratio<0.01", "late_ratio is measured only with open-loop traffic"),
+        # identity is not decoupled: its requests are not streamed, a ttfr_/gap_ clause could never be measured
+        ("ttfr_p99<100ms", "ttfr_p99 is measured on a decoupled model's streamed responses, and identity is not"),
     ],
 )
 def test_bad_slo_exits_2_before_any_load(triton, tmp_path, slo, why):

@@ -207,7 +207,7 @@ def test_a_warm_up_spike_does_not_decide_a_level():
     (stats,) = mixed_window(first).values()
     entry = {"requests": 40, "failures": 0, "duration_s": 1.0, "latency_us": stats.latency_summary_us()}
     spike_alone = certain_verdict(
-        {**entry, "requests": MIN_CERTAIN_REQUESTS, "duration_s": 5.0}, stats.histogram, parse_slo("p99<50ms"), 40
+        {**entry, "requests": MIN_CERTAIN_REQUESTS, "duration_s": 5.0}, stats.histogram_of, parse_slo("p99<50ms"), 40
     )
     assert spike_alone is not None and spike_alone.passed is False  # what the minimum count prevents
     controller = CapacityController(CapacitySearch(start_rate=40.0), parse_slo("p99<50ms"), settle=1, max_trials=10)

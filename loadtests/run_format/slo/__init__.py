@@ -49,12 +49,15 @@ from loadtests.run_format.slo.clauses import (
     OPEN_LOOP_METRICS,
     PERCENTILE_METRICS,
     STREAM_METRICS,
+    TIMED_METRICS,
     Clause,
     SloError,
+    check_streamed,
     check_targets,
     open_loop_clauses,
     parse_clause,
     parse_slo,
+    percentile_of,
 )
 from loadtests.run_format.slo.outputs import format_table, junit_xml, write_junit
 from loadtests.run_format.slo.verdicts import (
@@ -69,6 +72,7 @@ from loadtests.run_format.slo.verdicts import (
     judge_interval,
     measure,
     resolver_for_summary,
+    stream_variant,
 )
 
 __all__ = [
@@ -82,9 +86,11 @@ __all__ = [
     "PASS",
     "PERCENTILE_METRICS",
     "STREAM_METRICS",
+    "TIMED_METRICS",
     "Clause",
     "Result",
     "SloError",
+    "check_streamed",
     "check_targets",
     "evaluate",
     "failed",
@@ -96,6 +102,8 @@ __all__ = [
     "open_loop_clauses",
     "parse_clause",
     "parse_slo",
+    "percentile_of",
     "resolver_for_summary",
+    "stream_variant",
     "write_junit",
 ]

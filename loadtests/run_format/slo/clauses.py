@@ -201,5 +201,24 @@ def check_targets(clauses: Iterable[Clause], endpoints: dict[str, str]) -> None:
             )
 
 
+def check_streamed(clauses: Iterable[Clause], endpoints: dict[str, str], streamed: Iterable[str]) -> None:
+    """A ttfr_/gap_ clause needs a streamed endpoint (a decoupled model's) among its target's:
+    on none it could only be "not measured". Raises SloError.
+
+    endpoints: endpoint name -> model name; streamed: the endpoints whose model is decoupled.
+    """
+    streaming = set(streamed)
+    for clause in clauses:
+        names = [name for name, model in endpoints.items() if clause.target in (None, name, model)]
+        if clause.metric not in STREAM_METRICS or not names or streaming.intersection(names):
+            continue
+        models = sorted({endpoints[name] for name in names})
+        raise SloError(
+            f"clause '{clause.text}': {clause.metric} is measured on a decoupled model's streamed responses, "
+            f"and {', '.join(models)} {'is' if len(models) == 1 else 'are'} not decoupled "
+            "(model_transaction_policy { decoupled: true })"
+        )
+
+
 def open_loop_clauses(clauses: Iterable[Clause]) -> list[Clause]:
     return [clause for clause in clauses if clause.metric in OPEN_LOOP_METRICS]

@@ -106,7 +106,7 @@ def measure(entry: dict, metric: str) -> tuple[float | None, str]:
     if metric in STREAM_METRICS:
         stream = entry.get("stream")
         if not stream or not stream.get("requests"):
-            return None, "no successful streamed requests (a decoupled model's, over gRPC)"
+            return None, "no successful streamed requests (a decoupled model's)"
         key, percentile = STREAM_METRICS[metric]
         return float(stream[key][percentile]), ""
     if metric == "fail_ratio":

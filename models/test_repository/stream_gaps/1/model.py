@@ -10,10 +10,13 @@ Parameters (config.pbtxt, string values):
                 final flag (0: never)
   fail_every    every k-th request sends `fail_after` responses, then an error (0: never)
   fail_after    data responses before the error (default 1)
+  inline        1: execute() sends each request's responses itself and returns after its
+                final flag, so one instance serves one request at a time and the others
+                wait in Triton's queue (0, the default: a thread per request)
 
 Responses are sent from a thread per request, so requests overlap (one instance serves
-many at once) and each request's timetable is kept against the monotonic clock from its
-own start: a late wake-up does not shift the responses after it.
+many at once), unless `inline`; each request's timetable is kept against the monotonic
+clock from its own start: a late wake-up does not shift the responses after it.
 """
 
 import json
@@ -39,6 +42,7 @@ class TritonPythonModel:
         self.empty_every = int(_param(params, "empty_every", 0))
         self.fail_every = int(_param(params, "fail_every", 0))
         self.fail_after = int(_param(params, "fail_after", 1))
+        self.inline = bool(_param(params, "inline", 0))
         self.lock = threading.Lock()
         self.received = 0
         self.threads = set()
@@ -53,6 +57,9 @@ class TritonPythonModel:
             fail = self.fail_every and number % self.fail_every == 0
             count = 0 if empty else (self.fail_after if fail else self.responses)
             args = (request.get_response_sender(), np.array(data), count, bool(fail))
+            if self.inline:
+                self._respond(*args)
+                continue
             thread = threading.Thread(target=self._respond, args=args, daemon=True)
             with self.lock:
                 self.threads.add(thread)
