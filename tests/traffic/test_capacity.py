@@ -204,7 +204,7 @@ def test_a_mix_takes_clauses_on_the_whole_mix_only(triton, tmp_path):
 
 def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path):
     """`--workers 2 --protocol grpc`: the master holds the search and splits each level's rate
-    between the workers; every level's client count is Triton's, and the figure is the truth's."""
+    between the workers; every level's client count is Triton's, and its bracket holds the truth."""
     run_dir = tmp_path / "capacity-workers"
     before = model_stats(triton.http_address, MODEL)["requests"]
     args = capacity_args(
@@ -214,13 +214,14 @@ def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path):
         "grpc",
         "--workers",
         "2",
-        # Start near the answer with a coarse precision: this test is about who drives the
-        # search, the accuracy and the level count are the test above's. 1-s windows of 60-100
-        # requests: a level's p99 still comes from 180 or more.
+        # A coarse search (40, 80, then the failures at 160 and 120: with workers each level
+        # waits out the master's grace for late worker reports): this test is about who drives
+        # the search, the accuracy and the level count are the test above's. 1-s windows of
+        # 40-160 requests: a level's p99 still comes from 120 or more.
         "--start-rate",
-        "60",
+        "40",
         "--precision",
-        "10",
+        "50",
         "--measurement-interval",
         "1000",
         "--max-trials",
@@ -234,7 +235,11 @@ def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path):
     served = [level["server"][MODEL] for level in levels if level["server"].get(MODEL, {}).get("executions")]
     executions = sum(server["executions"] for server in served)
     truth_rps = 1e6 / (sum(service_us(server) * server["executions"] for server in served) / executions)
-    assert content["capacity_rps"] == pytest.approx(truth_rps, rel=0.20), (content["capacity_rps"], truth_rps, levels)
+    # The truth lies in the search's bracket, give or take 20 % (a busy machine's SLO capacity
+    # is below 1 / service time): no level well above it passed, none well below it failed.
+    passing, failing = content["bracket"]["last_passing_rps"], content["bracket"]["first_failing_rps"]
+    assert content["capacity_rps"] == passing and failing is not None, content["bracket"]
+    assert passing <= 1.2 * truth_rps and failing >= 0.8 * truth_rps, (passing, failing, truth_rps, levels)
 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["load_generator"]["workers"] == 2, summary["load_generator"]
