@@ -9,6 +9,7 @@ dynamic batcher, else 1) / 40 ms = 25, 50, 100 and 200 requests/s. The search is
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -19,6 +20,7 @@ import time
 
 import pytest
 
+from loadtests.commands.tune import stop_below
 from loadtests.errors import SpecError
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.serve import model_control_args
@@ -351,6 +353,16 @@ def _result(name: str, capacity: float | None, p99_rate: float | None = None, st
     result = ranking.VariantResult(variant.name, variant.slug, variant.settings, {}, status=status)
     result.capacity_rps, result.p99_at_rate_us = capacity, p99_rate
     return result
+
+
+def test_a_search_skips_below_the_best_capacity_only_when_it_starts_from_a_probe():
+    """Without --start-rate each search starts from a probe, and a variant whose probe saturates
+    below the best capacity so far is skipped (--stop-below); with it there is no probe, so every
+    variant is searched."""
+    measured = [_result("a", 91.6614), _result("b", None, status="load failed: no GPU"), _result("c", 40.0)]
+    assert stop_below([], argparse.Namespace(start_rate=None)) == []  # nothing measured yet
+    assert stop_below(measured, argparse.Namespace(start_rate=None)) == ["--stop-below", "91.6614"]
+    assert stop_below(measured, argparse.Namespace(start_rate=20.0)) == []
 
 
 def test_ranking_is_by_capacity_then_p99_at_the_rate_with_failures_last():
