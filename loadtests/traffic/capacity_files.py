@@ -77,7 +77,7 @@ def write_capacity_files(directory: Path, content: dict[str, Any]) -> None:
             writer.writerow(
                 [
                     level["order"],
-                    f"{level['rate']:g}",
+                    level["rate"],  # as capacity.json has it: a probe-based rate has more than 6 digits
                     level["passed"],
                     level["stopped_early"] or "",
                     level["to_confirm"],

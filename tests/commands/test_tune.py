@@ -4,11 +4,12 @@ The module's own Triton (started as `python -m loadtests serve --model-control e
 start it) loads `sleep_40ms_batch4` (models/test_repository: 40 ms per execution, batches of up
 to 4, one instance, no batcher), whose variants have known capacities: instances x (4 with the
 dynamic batcher, else 1) / 40 ms = 25, 50, 100 and 200 requests/s. The search is coarse
-(growth 4, precision 100 %) to keep the test short: it still separates variants 2x apart.
+(precision 100 %, 3 windows a level) to keep the test short: it still separates variants 2x apart.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -19,6 +20,7 @@ import time
 
 import pytest
 
+from loadtests.commands.tune import stop_below
 from loadtests.errors import SpecError
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.serve import model_control_args
@@ -38,22 +40,9 @@ from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli, run_cl
 MODEL = "sleep_40ms_batch4"
 NO_BATCH_MODEL = "echo_fp32_nobatch"
 SLO = "p99<200ms"
-QUICK_SEARCH = [
-    "--start-rate",
-    "20",
-    "--growth",
-    "4",
-    "--precision",
-    "100",
-    "--measurement-interval",
-    "1000",
-    "--max-trials",
-    "3",
-    "--settle-windows",
-    "0",
-    "--shape",
-    "INPUT0:16",
-]
+# The search's resolution: coarse, 3 windows a level.
+COARSE = ["--precision", "100", "--max-trials", "3", "--settle-windows", "0", "--shape", "INPUT0:16"]
+QUICK_SEARCH = ["--start-rate", "20", "--growth", "4", "--measurement-interval", "1000", *COARSE]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +70,11 @@ def assert_one_line_error(result: subprocess.CompletedProcess, fragment: str) ->
 
 
 # -- against the real server ---------------------------------------------------------------------
-def test_tune_measures_four_variants_ranks_them_and_restores_the_original(explicit_triton, tmp_path):
+def test_tune_measures_the_variants_skips_those_that_cannot_win_ranks_them_and_restores(explicit_triton, tmp_path):
+    """Four variants, each search from its saturation probe (no --start-rate). In the order
+    tried (instances=1 off, 1 on, 2 off, 2 on: 25, 100, 50, 200 requests/s) the third one's
+    probe saturates below the best capacity so far and its search is skipped; the others are
+    measured, ranked by capacity, and the original configuration is loaded back."""
     api = RepositoryApi(explicit_triton.http_address)
     before = api.config(MODEL)
     out = tmp_path / "tune"
@@ -96,7 +89,13 @@ def test_tune_measures_four_variants_ranks_them_and_restores_the_original(explic
         "dynamic_batching=off,on",
         "--slo",
         SLO,
-        *QUICK_SEARCH,
+        # No --start-rate: each search starts from its probe. Probes of 2 s and 0.5-s windows:
+        # the capacities are 2x apart or more, which 3 windows of 12-100 requests still tell apart.
+        "--probe-time",
+        "2",
+        "--measurement-interval",
+        "500",
+        *COARSE,
     )
     result = run_cli(args, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
@@ -109,12 +108,14 @@ def test_tune_measures_four_variants_ranks_them_and_restores_the_original(explic
     assert sorted(v["name"] for v in variants) == sorted(
         f"instances={i} dynamic_batching={b}" for i in (1, 2) for b in ("off", "on")
     )
-    assert all(v["status"] == "measured" for v in variants), [v["status"] for v in variants]
+    measured = [v for v in variants if v["status"] == "measured"]
+    (skipped,) = [v for v in variants if v["status"] != "measured"]
     # Each variant ran with its settings (the config Triton reported while it was loaded).
     for variant in variants:
         groups = variant["config"]["instance_group"]
         assert [g["count"] for g in groups] == [variant["settings"]["instances"]]
         assert ("dynamic_batching" in variant["config"]) == variant["settings"]["dynamic_batching"]
+    for variant in measured:
         levels = json.loads((REPO_ROOT / variant["capacity_run"] / "capacity.json").read_text())["levels"]
         assert variant["levels"] == len(levels) and variant["capacity_rps"] is not None
         # Triton formed batches only where the batcher was on.
@@ -123,48 +124,37 @@ def test_tune_measures_four_variants_ranks_them_and_restores_the_original(explic
         else:
             assert variant["avg_batch"] == 1.0
 
-    # Ranked by capacity, best first; the known capacities put a batching variant first and
-    # one instance without the batcher (8x below the best, 2x below any other) last.
+    # The skipped one: two instances without the batcher saturate below one with it.
+    assert skipped["settings"] == {"instances": 2, "dynamic_batching": False}
+    assert skipped["status"].startswith("stopped after the probe: saturated at "), skipped["status"]
+    capacity = json.loads((REPO_ROOT / skipped["capacity_run"] / "capacity.json").read_text())
+    best_before = max(v["capacity_rps"] for v in measured if v["settings"]["instances"] == 1)  # tried before it
+    assert capacity["levels"] == [] and capacity["skipped"]["probe_rps"] < best_before
+    assert capacity["skipped"]["stop_below_rps"] == float(f"{best_before:g}")  # as tune passes it on
+    assert not (REPO_ROOT / skipped["capacity_run"] / "summary.json").exists()  # no search ran
+
+    # Ranked by capacity, best first, the skipped one last; the known capacities put a batching
+    # variant first and one instance without the batcher (8x below the best) last of the measured.
     assert [v["rank"] for v in variants] == [1, 2, 3, 4]
-    capacities = [v["capacity_rps"] for v in variants]
+    assert variants[-1] is skipped
+    capacities = [v["capacity_rps"] for v in measured]
+    assert variants[: len(measured)] == measured
     assert capacities == sorted(capacities, reverse=True)
     assert capacities[0] > capacities[-1]
-    assert variants[0]["settings"]["dynamic_batching"] is True
-    assert variants[-1]["settings"] == {"instances": 1, "dynamic_batching": False}
+    assert measured[0]["settings"]["dynamic_batching"] is True
+    assert measured[-1]["settings"] == {"instances": 1, "dynamic_batching": False}
     assert content["winner"] == variants[0]["name"]
 
     with open(out / "tune.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     assert [row["variant"] for row in rows] == [v["name"] for v in variants]
-    assert [float(row["capacity_rps"]) for row in rows] == capacities
+    assert [float(row["capacity_rps"]) for row in rows[: len(measured)]] == capacities
 
     # The winner's config.pbtxt says what Triton ran it with.
     written = (out / "config.pbtxt").read_text()
     assert parse_pbtxt(written) == normalised(variants[0]["config"])
     assert (out / "compare" / "compare.html").is_file()
     assert f"winner: {variants[0]['name']}" in result.stdout
-
-
-def test_a_variant_that_cannot_beat_the_best_stops_after_its_probe(explicit_triton, tmp_path):
-    """Without --start-rate each search starts from its saturation probe, and a variant whose
-    saturated throughput is below the best capacity so far is not searched: the batcher off
-    serves 1 request per 40 ms (25/s), on it serves 4 (100/s)."""
-    api = RepositoryApi(explicit_triton.http_address)
-    before = api.config(MODEL)
-    out = tmp_path / "probed"
-    quick = [*QUICK_SEARCH[QUICK_SEARCH.index("--precision") :]]  # no --start-rate, no --growth
-    args = tune_args(explicit_triton, out, "--model", MODEL, "--vary", "dynamic_batching=on,off", "--slo", SLO, *quick)
-    result = run_cli(args, timeout=600)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
-    assert api.config(MODEL) == before
-    best, skipped = json.loads((out / "tune.json").read_text())["variants"]
-    assert best["settings"]["dynamic_batching"] is True and best["status"] == "measured"
-    assert skipped["settings"]["dynamic_batching"] is False
-    assert skipped["status"].startswith("stopped after the probe: saturated at "), skipped["status"]
-    capacity = json.loads((REPO_ROOT / skipped["capacity_run"] / "capacity.json").read_text())
-    assert capacity["levels"] == [] and capacity["skipped"]["probe_rps"] < best["capacity_rps"]
-    assert capacity["skipped"]["stop_below_rps"] == best["capacity_rps"]
-    assert not (REPO_ROOT / skipped["capacity_run"] / "summary.json").exists()  # no search ran
 
 
 def test_a_variant_triton_cannot_load_is_reported_and_the_original_restored(explicit_triton, tmp_path):
@@ -363,6 +353,16 @@ def _result(name: str, capacity: float | None, p99_rate: float | None = None, st
     result = ranking.VariantResult(variant.name, variant.slug, variant.settings, {}, status=status)
     result.capacity_rps, result.p99_at_rate_us = capacity, p99_rate
     return result
+
+
+def test_a_search_skips_below_the_best_capacity_only_when_it_starts_from_a_probe():
+    """Without --start-rate each search starts from a probe, and a variant whose probe saturates
+    below the best capacity so far is skipped (--stop-below); with it there is no probe, so every
+    variant is searched."""
+    measured = [_result("a", 91.6614), _result("b", None, status="load failed: no GPU"), _result("c", 40.0)]
+    assert stop_below([], argparse.Namespace(start_rate=None)) == []  # nothing measured yet
+    assert stop_below(measured, argparse.Namespace(start_rate=None)) == ["--stop-below", "91.6614"]
+    assert stop_below(measured, argparse.Namespace(start_rate=20.0)) == []
 
 
 def test_ranking_is_by_capacity_then_p99_at_the_rate_with_failures_last():

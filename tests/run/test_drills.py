@@ -321,9 +321,15 @@ def test_triton_frozen_mid_run(drill_triton, tmp_path):
     run_dir = tmp_path / "run"
     before = model_stats(drill_triton.http_address, "identity")
 
-    run_time_s = 18
+    # Frozen from 3 s to 10 s, then 5 s to catch up before -t: the 1-s windows starting from 4.5 s
+    # to 8.5 s (4 or 5 of them; one may be lost to the freeze's own delays) lie inside the freeze.
+    freeze_s, thaw_s = 3, 10
+    run_time_s = thaw_s + 5
     start, end, output = run_drill(
-        drill_triton, run_dir, run_time_s, [(3, lambda: freeze(drill_triton)), (13, lambda: thaw(drill_triton))]
+        drill_triton,
+        run_dir,
+        run_time_s,
+        [(freeze_s, lambda: freeze(drill_triton)), (thaw_s, lambda: thaw(drill_triton))],
     )
     after = model_stats(drill_triton.http_address, "identity")
     assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
@@ -333,8 +339,8 @@ def test_triton_frozen_mid_run(drill_triton, tmp_path):
     assert endpoint["failures"] == 0
     assert endpoint["requests"] == after["requests"] - before["requests"] == summary["server"]["identity"]["requests"]
     rows = read_rows(run_dir / "timeseries.csv")
-    frozen = [r for r in rows if 4.5 <= float(r["time_s"]) <= 11.5]
-    assert len(frozen) >= 6 and all(int(r["requests"]) == 0 for r in frozen), rows
+    frozen = [r for r in rows if freeze_s + 1.5 <= float(r["time_s"]) <= thaw_s - 1.5]
+    assert len(frozen) >= thaw_s - freeze_s - 4 and all(int(r["requests"]) == 0 for r in frozen), rows
     assert all(r["p50_us"] == "" for r in frozen)  # no latency measured, not a latency of 0
     log_drill(
         "frozen-mid-run", ended_after_t_s=round(end - start - run_time_s, 2), client_requests=endpoint["requests"],

@@ -1,10 +1,14 @@
-"""The capacity search's rate choice and early-failure rule (pure)."""
+"""The capacity search's rate choice and early-failure rule, and its files (pure)."""
 
 from __future__ import annotations
+
+import csv
+import json
 
 import pytest
 
 from loadtests.run_format.slo import parse_slo
+from loadtests.traffic.capacity_files import write_capacity_files
 from loadtests.traffic.capacity_search import CapacitySearch, clearly_failing, probe_users
 from tests.helpers import request_outcome
 
@@ -266,3 +270,18 @@ def test_the_probe_has_enough_users_to_saturate_a_batcher():
     assert probe_users(batcher) == 2 * 64 * 2
     assert probe_users({"max_batch_size": 4, "dynamic_batching": {}, "instance_group": [{"count": 1}]}) == 16
     assert probe_users({"max_batch_size": 0, "instance_group": [{"count": 1}, {"count": 3}]}) == 16
+
+
+def test_capacity_csv_holds_each_levels_rate_as_capacity_json_does(tmp_path):
+    """A search started from a probe tries rates such as 0.8 x 118.43081: the CSV row must name
+    the same level as the JSON (it once kept 6 significant digits: 94.7446 for 94.74465)."""
+    rate = 0.8 * 118.43081
+    level = {
+        "order": 1, "rate": rate, "passed": True, "stopped_early": None, "to_confirm": False, "stable": True,
+        "windows": 3, "throughput_rps": 94.6, "requests": 284, "failures": 0, "late": 0, "dropped": 0,
+        "latency_us": {"p50": 10_100.0, "p95": 12_000.0, "p99": 14_000.0, "p99.9": 15_000.0},
+    }  # fmt: skip
+    write_capacity_files(tmp_path, {"levels": [level]})
+    with open(tmp_path / "capacity.csv", newline="") as file:
+        (row,) = csv.DictReader(file)
+    assert float(row["rate"]) == json.loads((tmp_path / "capacity.json").read_text())["levels"][0]["rate"] == rate

@@ -429,8 +429,11 @@ def check_mix_endpoints(summary: dict, models: tuple[str, ...], protocols: tuple
         assert sent == summary["server"][model]["requests"], (model, sent, summary["server"][model])
 
 
-@pytest.mark.parametrize("protocol", ["grpc", "both"])
-@pytest.mark.parametrize("mode", ["--concurrency", "--request-rate"])
+# Each protocol choice once and each mode once: both protocols share a closed loop's users here;
+# how an open loop's sends are shared by an HTTP and a gRPC user is test_open_loop.py's
+# test_open_loop_splits_the_rate_over_the_user_classes, and a capacity search (open loop) over a
+# mix over both protocols is test_capacity.py's.
+@pytest.mark.parametrize(("protocol", "mode"), [("both", "--concurrency"), ("grpc", "--request-rate")])
 def test_a_sweep_over_a_mix_over_grpc_or_both_protocols(triton, tmp_path, protocol, mode):
     """--protocol grpc or both with --mix: each level's requests go over the protocols asked for
     (both: half the users, or half the rate, each), and the level's numbers are the whole mix."""
