@@ -5,17 +5,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
-# The repository on the venv's import path: `python -m loadtests`, `python -m analysis` work from any directory.
-ON_PATH := $(VENV)/.repository-on-path
 TINY_WEIGHTS := models/weights/tiny/build.json
 
 .PHONY: setup test-tools demo test check lint format bench bench-master serve clean
 
-setup: $(INSTALLED) $(ON_PATH) $(TINY_WEIGHTS)
-
-$(ON_PATH): $(INSTALLED)
-	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/triton-loadtest.pth"
-	touch $@
+setup: $(INSTALLED) $(TINY_WEIGHTS)
+	@# Every time (a venv shared by two checkouts points at the one that ran make last).
+	@$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "triton-loadtest.pth").write_text("$(CURDIR)\n")'
 
 $(INSTALLED): requirements.txt requirements-dev.txt requirements-vocab.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
