@@ -166,10 +166,12 @@ def run_locust(
     run_time: str | None = "4s",
     timeout: float = 180,
     env: dict[str, str] | None = None,
+    locustfile: str = "locustfile.py",
 ) -> subprocess.CompletedProcess:
     """A headless Locust run of the project's locustfile, as a user would type it. run_time
-    None: no -u/-r/-t (a --load-shape decides the users and the end)."""
-    head = ["-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary"]
+    None: no -u/-r/-t (a --load-shape decides the users and the end); `locustfile`: Locust's
+    -f, e.g. "locustfile.py,<a user's own file>"."""
+    head = ["-m", "locust", "-f", locustfile, "--headless", "--only-summary"]
     if run_time is not None:
         head += ["-u", str(users), "-r", str(max(users, 1) * 10), "-t", run_time]
     return run_cli([*head, *user_classes, *options], timeout=timeout, env=env)
@@ -211,6 +213,7 @@ def run_against_triton(
     target: list[str] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 180,
+    locustfile: str = "locustfile.py",
 ) -> LocustRun:
     """Run Locust against `triton` (the session's, or a test's own) into `run_dir`, reading
     Triton's statistics of `models` before and after. `target` replaces the options that point
@@ -224,6 +227,7 @@ def run_against_triton(
         run_time=run_time,
         timeout=timeout,
         env=env,
+        locustfile=locustfile,
     )
     if expect_exit is not None:
         assert result.returncode == expect_exit, result.stdout[-2000:] + result.stderr[-3000:]

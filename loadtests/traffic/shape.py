@@ -13,6 +13,7 @@ changed them). The shapes and their `--shape-args` are listed in docs/guides/tra
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -44,6 +45,13 @@ class TrafficShape(LoadTestShape):
     `tick()` returns `(users, spawn_rate)` while the profile runs, None when it is over.
     After the first tick it reads the profile half a tick ahead (LOOKAHEAD_S), so each
     change happens at the tick nearest to it.
+
+    The profile's clock starts when Locust's test_start is over (every listener, the suite's
+    run directory and any of the user's own setup), not at the first tick: until then tick()
+    holds the first target. A single process fires test_start in the greenlet that spawns
+    the users, and Locust ticks the shape meanwhile; a step that began there would start
+    before any user, and its start() would kill that greenlet mid-test_start (the run then
+    began again, in a second directory). A master fires it inside the first tick's start().
 
     `passed_steps` holds every step started so far in this run and `record()` what
     `steps.json` holds. Locust's `start_shape` calls `reset_time()`, which begins a new
@@ -77,6 +85,10 @@ class TrafficShape(LoadTestShape):
         self._run_time_s: float | None = None
         self._last_tick: tuple[int, float] | None = None
         self._last_rate: float | None = None
+        # The first target, held while Locust's test_start runs (None once the clock runs).
+        self._held: tuple[int, float] | None = None
+        self._clock_running = False
+        self._clock_origin = 0.0  # Locust's run time (get_run_time) at the profile's time 0
 
     def reset_time(self) -> None:
         super().reset_time()
@@ -84,7 +96,7 @@ class TrafficShape(LoadTestShape):
         if self.profile is not None and getattr(runner, "shape_greenlet", None) is gevent.getcurrent():
             # MasterRunner.start restarts the clock at test_start, inside this run's first
             # tick: the same run, on the clock of the run directory.
-            self.started_at = time.time()
+            self.started_at, self._clock_origin = time.time(), 0.0
             return
         self._begin_run()  # Locust's start_shape: a new run (the web UI may have changed the args)
 
@@ -120,7 +132,9 @@ class TrafficShape(LoadTestShape):
     def tick(self) -> tuple[int, float] | None:
         if not self.loaded():
             return None
-        t = self.get_run_time()
+        if self._held is not None:
+            return self._held  # test_start is not over: the same tick, so Locust starts nothing
+        t = self.get_run_time() - self._clock_origin
         if t >= LOOKAHEAD_S:  # the first tick starts the profile's first target
             t += LOOKAHEAD_S
         if self._run_time_s is not None and t >= self._run_time_s:
@@ -134,7 +148,31 @@ class TrafficShape(LoadTestShape):
             users = self.args["users"]
         else:
             users = round_users(target)
-        return users, self._spawn_rate(users)
+        first = users, self._spawn_rate(users)
+        if not self._clock_running:
+            self._held = first
+            self._start_clock_after_test_start()
+        return first
+
+    def _start_clock_after_test_start(self) -> None:
+        """Listen last to test_start (after the user's own listeners too): the clock starts there."""
+        hook = self.runner.environment.events.test_start if self.runner is not None else None
+        if hook is None:
+            self._start_clock()
+            return
+        with contextlib.suppress(ValueError):  # not there yet
+            hook.remove_listener(self._test_start_over)
+        hook.add_listener(self._test_start_over)
+
+    def _test_start_over(self, **_kwargs: Any) -> None:
+        if self._held is not None:
+            self._start_clock()
+
+    def _start_clock(self) -> None:
+        """Time 0 of the profile is now: the first target's users start spawning."""
+        self._clock_origin = self.get_run_time()
+        self.started_at = time.time()
+        self._held, self._clock_running = None, True
 
     def set_rate(self, rate: float) -> None:
         """A kind=rate target: `target_rate_changed`, once per change."""

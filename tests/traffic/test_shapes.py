@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import gevent
 import pytest
+from locust.event import Events
 
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
@@ -211,8 +212,8 @@ class FakeClock:
 def make_shape(cls, shape_args: str, run_time=None, num_users=1, traffic="closed"):
     options = argparse.Namespace(shape_args=shape_args, run_time=run_time, num_users=num_users, traffic=traffic)
     shape = cls(SuiteEvents(), lambda: settings_from_options(options))
-    shape.runner = SimpleNamespace(environment=SimpleNamespace(parsed_options=options, process_exit_code=None))
-    shape.runner.user_count = 0
+    environment = SimpleNamespace(parsed_options=options, process_exit_code=None, events=Events())
+    shape.runner = SimpleNamespace(environment=environment, user_count=0)
     shape.get_run_time = clock = FakeClock()
     return shape, clock
 
@@ -231,14 +232,22 @@ def install_shape(environment, web_ui=None):
     )
 
 
-def run_ticks(shape, clock, times):
-    """Tick at each time as Locust would, the runner reaching each returned user count."""
+def run_ticks(shape, clock, times, test_start_s: float = 0.0):
+    """Tick at each time as Locust would, the runner reaching each returned user count; Locust's
+    test_start, fired by the first tick's start(), is over `test_start_s` later."""
     ticks = []
+    test_start_over = None
     for t in times:
+        if test_start_over is not None and t >= test_start_over:
+            clock.t, test_start_over = test_start_over, None
+            shape.runner.environment.events.test_start.fire(environment=shape.runner.environment)
+            shape.runner.user_count = ticks[0][0]  # the first target's users start
         clock.t = t
         tick = shape.tick()
         ticks.append(tick)
-        if tick is not None:
+        if tick is not None and len(ticks) == 1:
+            test_start_over = t + test_start_s
+        if tick is not None and test_start_over is None:
             shape.runner.user_count = tick[0]
     return ticks
 
@@ -262,6 +271,20 @@ def test_steps_shape_ticks_and_records_steps():
     assert [(s["start_s"], s["end_s"], s["target"]) for s in record["steps"]] == [(0, 3, 1), (3, 6, 3), (6, 9, 2)]
 
 
+def test_the_profile_starts_when_test_start_is_over_holding_the_first_target_till_then():
+    # Single process: test_start runs in the greenlet that spawns the users, and Locust ticks
+    # the shape meanwhile. Here it takes 4.5 s; steps of 3 s must still each hold 3 s of users.
+    shape, clock = make_shape(StepsShape, "targets=1;3,step_s=3")
+    started = fired(shape.events.step_started)
+    ticks = run_ticks(shape, clock, locust_ticks(11), test_start_s=4.5)
+    # While it runs: the first tick again and again (Locust calls start() only on a change).
+    assert ticks[:5] == [(1, 1.0)] * 5
+    # From 4.5 s the profile runs: 1 user until 7.5 s, 3 until 10.5 s, each change at the
+    # tick nearest to it (7.002 s and 10.002 s).
+    assert ticks[5:] == [(1, 1.0)] * 2 + [(3, 2.0)] * 3 + [None]
+    assert [step.index for step in started] == [0, 1]
+
+
 def test_changes_happen_at_the_nearest_tick():
     # A distributed master restarts the shape's clock (reset_time, from the shape's own
     # greenlet) at test_start, just after the first tick: later ticks fall just before
@@ -269,6 +292,7 @@ def test_changes_happen_at_the_nearest_tick():
     shape, clock = make_shape(StepsShape, "targets=1;3,step_s=3")
     started = fired(shape.events.step_started)
     assert run_ticks(shape, clock, [0.0])[0][0] == 1
+    shape.runner.environment.events.test_start.fire(environment=shape.runner.environment)  # in start()
     shape.runner.shape_greenlet = gevent.getcurrent()
     shape.reset_time()
     users = [t[0] if t else None for t in run_ticks(shape, clock, [k - 0.02 for k in range(1, 7)])]
@@ -513,6 +537,49 @@ def test_steps_shape_end_to_end(triton, tmp_path):
     # 4.6 s): the windows must go 1 then 3 users, in that order.
     assert phases(users, {1, 3}) == [1, 3], users
     assert max(t for t, _ in users) < 8, users  # the shape ended the run
+
+
+SLOW_SETUP = """
+import gevent
+from locust import events
+
+
+@events.test_start.add_listener
+def load_a_dataset(**_kwargs):
+    gevent.sleep(3)  # a user's own setup at the start of the test (a dataset to load, say)
+"""
+
+
+def test_a_slow_test_start_neither_cuts_the_first_step_nor_starts_the_run_twice(triton, tmp_path):
+    # Locust ticks the shape while test_start still runs (single process: in the spawning
+    # greenlet). The shape's clock ran from its first tick, so a step began before the first
+    # users existed, and its start() killed the greenlet mid-test_start: the run began again
+    # in a second directory (seen in CI: Triton's statistics slow to answer on a busy machine).
+    setup = tmp_path / "slow_setup.py"
+    setup.write_text(SLOW_SETUP)
+    options = ["--model", "identity", "--window", "1", "--load-shape", "steps", "--shape-args", "targets=1;2,step_s=3"]
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
+        ["TritonHttpUser"],
+        options,
+        models=("identity",),
+        run_time=None,
+        timeout=120,
+        locustfile=f"locustfile.py,{setup}",
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run", "slow_setup.py"]  # one run directory
+    record = json.loads((run.run_dir / "steps.json").read_text())
+    starts = [step["start_s"] for step in record["steps"]]
+    assert [step["target"] for step in record["steps"]] == [1, 2], record
+    # Each step held its 3 s from the run's start (Locust ticks about once a second).
+    assert starts[1] - starts[0] == pytest.approx(3, abs=1.0), record
+    with (run.run_dir / "timeseries.csv").open() as file:
+        users = [(float(row["time_s"]), int(row["users"])) for row in csv.DictReader(file)]
+    assert phases(users, {1, 2}) == [1, 2], users
+    assert sum(count == 1 for _, count in users) >= 2, users  # the first step was not cut
+    (endpoint,) = run.summary["endpoints"]
+    assert endpoint["requests"] == run.served() > 0, endpoint
 
 
 def test_spike_shape_end_to_end(triton, tmp_path):
