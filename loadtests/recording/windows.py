@@ -9,7 +9,9 @@
 
 Windows are keyed by absolute time (epoch seconds // window length), so all processes
 agree on them without a shared start. A window stays open on the master for a grace
-period (late worker reports), then is written out and dropped: memory stays bounded
+period (late worker reports), or until every live worker has drained past it (a worker keys
+its records and its drain time on one clock, so after a drain at d all it records falls in
+windows from d's on), then is written out and dropped: memory stays bounded
 whatever the run length (a histogram is ~170 KB; only open windows and totals are kept). What is
 dropped (a shipped or merged window, a closed one) is released at once: hdrh's histograms sit in a
 reference cycle, and would otherwise wait for a rare full garbage collection (histograms.py).
@@ -20,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from loadtests.clients.outcome import RequestOutcome
@@ -118,6 +120,8 @@ class RunAggregator:
         self.last_closed: int | None = None
         self.last_window: dict[str, EndpointStats] = {}
         self.late_messages = 0
+        # Each worker's last drain (its own clock, Unix s): windows before it are complete for it.
+        self.drained: dict[str, float] = {}
         # Called as each window closes, after the sink: (start_s, end_s, endpoints). The run
         # wiring fires the suite's `window_closed` event from it (loadtests/events.py).
         self.on_closed = on_closed
@@ -154,15 +158,32 @@ class RunAggregator:
             # garbage collector either.
             add_message(message, targets, self.adder)
 
-    def close_windows(self, final: bool = False, end_s: float | None = None) -> None:
-        """Write out every window older than the grace period (all of them when final).
+    def note_drained(self, worker: str, at_s: float | None) -> None:
+        """A worker drained its recorder at `at_s` (its clock) into the report just merged."""
+        if at_s is not None:
+            self.drained[worker] = max(at_s, self.drained.get(worker, at_s))
+
+    def _limit(self, workers: Collection[str]) -> float:
+        """The first window still open: the grace period's, or, when every live worker has
+        drained since, the first window one of them may still add to."""
+        now = self.clock()
+        limit = window_key(now - self.grace_s, self.window_s)
+        if workers and all(worker in self.drained for worker in workers):
+            drained = min(window_key(self.drained[worker], self.window_s) for worker in workers)
+            # Never the master's own current window (a worker's clock may run ahead of it).
+            limit = max(limit, min(drained, window_key(now, self.window_s)))
+        return limit
+
+    def close_windows(self, final: bool = False, end_s: float | None = None, workers: Collection[str] = ()) -> None:
+        """Write out every window older than the grace period, or that every one of `workers`
+        (the live workers' ids; none in a single process) has drained past (all when final).
 
         A window in which nothing completed (a frozen or dead server) is written too, with
         zero requests for every endpoint seen so far, so an outage shows as one in
         timeseries.csv instead of a straight line between the windows around it. At the
         final close, `end_s` (the run's stop) is the last window to write.
         """
-        limit = math.inf if final else window_key(self.clock() - self.grace_s, self.window_s)
+        limit = math.inf if final else self._limit(workers)
         keys = set(k for k in self.open if k < limit)
         if self.totals:
             first = self.last_closed + 1 if self.last_closed is not None else min(keys | {self._first_key()})

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 import gevent
-from locust.runners import STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED
+from locust.runners import STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner
 
 from loadtests.errors import ServerError
 from loadtests.events import RunStarted
@@ -188,7 +188,7 @@ class RunLifecycle:
             run.aggregator.note_users(users, self.target_rate(), users_by_class(runner))
             running = runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING)
             run.faults.check_workers(runner, running=running)
-            run.aggregator.close_windows()
+            run.aggregator.close_windows(workers=live_workers(runner))
             if self.process.settings.open_loop and not run.warned_behind:
                 warnings = behind_schedule_warnings(run.aggregator.last_window, " (last window)")
                 for warning in warnings:
@@ -271,6 +271,14 @@ class RunLifecycle:
         self.collect(run)
         self.last = run
         finish_run(self.process, run)
+
+
+def live_workers(runner) -> tuple[str, ...]:
+    """The ids of the master's workers that are not missing (none in a single process): a window
+    closes once each of them has drained past it (recording/windows.py)."""
+    if not isinstance(runner, MasterRunner):
+        return ()
+    return tuple(node.id for node in runner.clients.all if node.state != STATE_MISSING)
 
 
 def users_by_class(runner) -> dict[str, int] | None:

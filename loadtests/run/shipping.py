@@ -65,8 +65,10 @@ class WorkerShipping:
         """The windows since the last report, this process's CPU and throttling."""
         process = self.process
         self.grace.follow(process.slowest_ms)
+        drained_s = process.recorder.clock()  # what is recorded from now on falls in later windows
         return {
             "windows": process.recorder.drain(),
+            "drained_s": drained_s,
             "cpu_s": process.take_cpu(),
             "throttle": process.take_throttle(),
             "final": final,
@@ -124,6 +126,7 @@ class MasterReceiving:
                 logger.warning("worker %s reported after the run was written: not in its summary", client_id)
             return
         run.aggregator.merge(report["windows"])
+        run.aggregator.note_drained(client_id, report.get("drained_s"))
         run.faults.worker_reported(client_id, report["windows"], users, final=report.get("final", False))
         run.cpu_s += report["cpu_s"]
         run.workers_reported.add(client_id)

@@ -131,6 +131,42 @@ def test_windows_close_in_order_after_the_grace_period_and_late_data_is_not_lost
     assert aggregator.totals["m [http]"].requests == 16  # the straggler is in the totals
 
 
+def test_a_window_closes_once_every_live_worker_has_drained_past_it_without_waiting_for_the_grace():
+    # Each worker keys its records and its drain time on its own clock: after a drain at d, all
+    # it records falls in windows from d's on. So a window every live worker has drained past is
+    # final, and the master need not wait out the grace (8 s: every distributed sweep or capacity
+    # level paid it) for it.
+    clock = FakeClock(1000.0)
+    sink = ListSink()
+    aggregator = RunAggregator(window_s=1.0, grace_s=8.0, sink=sink, clock=clock)
+    workers = {name: WindowRecorder(window_s=1.0, clock=clock) for name in ("a", "b")}
+    for second in range(3):
+        clock.now = 1000.0 + second + 0.5
+        for recorder in workers.values():
+            recorder.record(RequestOutcome("m [http]", "m", "http", 100.0, 1, None))
+    clock.now = 1003.2
+    aggregator.merge(workers["a"].drain())
+    aggregator.note_drained("a", clock.now)
+    aggregator.close_windows(workers=("a", "b"))
+    assert sink.rows == []  # b has not drained: its windows may still come
+    aggregator.merge(workers["b"].drain())
+    aggregator.note_drained("b", clock.now)
+    aggregator.close_windows(workers=("a", "b"))
+    assert [(row[0], row[1]["m [http]"]) for row in sink.rows] == [(1000.0, 2), (1001.0, 2), (1002.0, 2)]
+    # A worker that has not reported yet (joined late) holds the windows back until the grace ends.
+    clock.now = 1004.5
+    workers["a"].record(RequestOutcome("m [http]", "m", "http", 100.0, 1, None))
+    clock.now = 1005.1
+    aggregator.merge(workers["a"].drain())
+    aggregator.note_drained("a", clock.now)
+    aggregator.close_windows(workers=("a", "b", "c"))
+    assert len(sink.rows) == 3
+    clock.now = 1013.1  # the grace (8 s) is over for window 1004
+    aggregator.close_windows(workers=("a", "b", "c"))
+    assert [row[0] for row in sink.rows][-2:] == [1003.0, 1004.0]
+    assert aggregator.late_messages == 0
+
+
 def test_edge_windows_count_throughput_over_the_part_the_run_covered(tmp_path):
     directory = RunDirectory(tmp_path, started_at=1000.5)
     for start in (1000.0, 1001.0, 1002.0):
