@@ -136,9 +136,10 @@ def test_the_deadline_bounds_the_whole_stream(triton, protocol):
     assert [failure.name for failure in failures] == ["timeout"] * 3
     for outcome in outcomes:
         assert outcome.stream is None
-        # Triton enforces the same deadline (grpc-timeout) on its own clock and may answer
-        # DEADLINE_EXCEEDED a little before the client's own timer (seen: 34.4 and 33.8 ms of 35).
-        assert 0.9 * timeout_s * 1e6 <= outcome.latency_us < final_ms * 1e3  # not held to the final response
+        # Triton enforces the same deadline (grpc-timeout) itself and may answer
+        # DEADLINE_EXCEEDED before the client's own timer, the more so on a busy host (seen:
+        # 34.4 and 33.8 ms of 35 quiet, 30.5 ms with three test shards on two cores).
+        assert 0.5 * timeout_s * 1e6 <= outcome.latency_us < final_ms * 1e3  # not held to the final response
 
 
 def test_messages_are_timed_by_the_frame_that_completes_them():
