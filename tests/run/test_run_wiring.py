@@ -4,6 +4,7 @@ observed from outside, as a load shape or a plugin would."""
 from __future__ import annotations
 
 import json
+import time
 
 import gevent
 import pytest
@@ -63,6 +64,11 @@ def test_summary_is_written_once_complete_then_run_finished(triton, tmp_path):
     try:
         runner.start(2, spawn_rate=10)
         gevent.sleep(2.5)
+        # Two periodic snapshots besides the first: a busy host can take longer than 2.5 s to
+        # get there (a 3-shard make test saw only one).
+        deadline = time.monotonic() + 30
+        while len(snapshots) < 3 and time.monotonic() < deadline:
+            gevent.sleep(0.1)
         runner.stop()
     finally:
         runner.quit()
