@@ -161,14 +161,17 @@ class RunLifecycle:
     # -- steps ----------------------------------------------------------------------------
     def on_step_started(self, step, **_kwargs) -> None:
         """A load-shape step starts: its boundary in steps.json, and Triton's statistics read
-        right there, so each step's server breakdown is exact (not blended from a polling
-        interval that spans two steps)."""
+        right there, as the step's users start, so each step's server breakdown is its own (not
+        blended from a polling interval that spans two steps)."""
         run = self.active
         if run is None:
             return
         self.write_steps(run)
         if step.index > 0:  # step 0 starts with the run's first snapshot
-            self._snapshot_now()
+            # In a greenlet of its own: this runs inside the shape's tick, and the step's users
+            # start only when the tick returns. A busy Triton took seconds to answer, and the
+            # step's users came that much late.
+            gevent.spawn(self._snapshot_now)
 
     def write_steps(self, run: ActiveRun, final: bool = False) -> None:
         """steps.json: the load shape's step boundaries, on the run directory's clock."""

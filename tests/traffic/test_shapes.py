@@ -4,6 +4,7 @@ runner, the web UI's shape selection, and headless runs against the local Triton
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -580,6 +581,89 @@ def test_a_slow_test_start_neither_cuts_the_first_step_nor_starts_the_run_twice(
     assert sum(count == 1 for _, count in users) >= 2, users  # the first step was not cut
     (endpoint,) = run.summary["endpoints"]
     assert endpoint["requests"] == run.served() > 0, endpoint
+
+
+class SlowStatisticsProxy:
+    """Triton's HTTP endpoint behind a proxy that answers every statistics request 2 s late, as a
+    busy Triton did in CI; everything else passes straight through."""
+
+    DELAY_S = 2.0
+
+    def __init__(self, upstream: str) -> None:
+        import http.client
+        import http.server
+        import threading
+        import time
+
+        delay = self.DELAY_S
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _forward(self) -> None:
+                with contextlib.suppress(OSError):  # the client gave up (its timeout), or the run ended
+                    self._pass_on()
+
+            def _pass_on(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.split("?")[0].endswith("/stats"):
+                    time.sleep(delay)
+                connection = http.client.HTTPConnection(upstream, timeout=30)
+                connection.request(self.command, self.path, body or None, dict(self.headers))
+                answer = connection.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                connection.close()
+
+            do_GET = do_POST = _forward
+
+            def log_message(self, *_args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_step_does_not_wait_for_tritons_statistics(triton, tmp_path):
+    # Each step's boundary reads Triton's statistics, from inside the shape's tick: with Triton
+    # slow to answer, the step's users came as late as the answer (2.6 s late in a CI-like run).
+    proxy = SlowStatisticsProxy(triton.http_address)
+    try:
+        target = ["--triton-http", proxy.address, "--triton-grpc", triton.grpc_address]
+        options = [
+            "--model",
+            "identity",
+            "--window",
+            "1",
+            "--load-shape",
+            "steps",
+            "--shape-args",
+            "targets=1;3,step_s=4",
+        ]
+        run = run_against_triton(
+            triton, tmp_path / "run", ["TritonGrpcUser"], options, run_time=None, timeout=120, target=target
+        )
+    finally:
+        proxy.close()
+    steps = json.loads((run.run_dir / "steps.json").read_text())["steps"]
+    with (run.run_dir / "timeseries.csv").open() as file:
+        users = [(float(row["time_s"]), int(row["users"])) for row in csv.DictReader(file)]
+    # The second step's users run from its start: every window that begins half a second after
+    # it (and ends before its end) holds its 3 users (before the fix they came 2 s late).
+    second = steps[1]
+    inside = [count for t, count in users if second["start_s"] + 0.5 <= t and t + 1 <= second["end_s"]]
+    assert inside and set(inside) == {3}, (steps, users)
 
 
 def test_spike_shape_end_to_end(triton, tmp_path):
