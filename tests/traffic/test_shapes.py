@@ -609,9 +609,12 @@ class SlowStatisticsProxy:
                 if self.path.split("?")[0].endswith("/stats"):
                     time.sleep(delay)
                 connection = http.client.HTTPConnection(upstream, timeout=30)
-                connection.request(self.command, self.path, body or None, dict(self.headers))
-                answer = connection.getresponse()
-                data = answer.read()
+                try:
+                    connection.request(self.command, self.path, body or None, dict(self.headers))
+                    answer = connection.getresponse()
+                    data = answer.read()
+                finally:
+                    connection.close()
                 self.send_response(answer.status)
                 for name, value in answer.getheaders():
                     if name.lower() not in ("content-length", "connection", "transfer-encoding"):
@@ -619,7 +622,6 @@ class SlowStatisticsProxy:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
-                connection.close()
 
             do_GET = do_POST = _forward
 
@@ -627,6 +629,7 @@ class SlowStatisticsProxy:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = False  # close() waits for every handler, its sockets closed
         self.address = f"127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
