@@ -108,7 +108,8 @@ def mark_steps(axes: Axes, steps: list[dict], kind: str, label: bool) -> None:
 
 def _mark_faults(axes: Axes, faults: dict, label: bool) -> None:
     """Outages on the timeline: a Triton restart between its two snapshots, spans in which
-    Triton's statistics could not be read, and the moment a worker was found lost."""
+    Triton's statistics could not be read, the moment a worker was found lost, and the load
+    generator's own stalls."""
     for restart in faults.get("server_restarts", []):
         axes.axvspan(restart["after_s"], restart["before_s"], color=FAULT_COLOUR, alpha=0.15, label="_fault")
         if label:
@@ -119,6 +120,10 @@ def _mark_faults(axes: Axes, faults: dict, label: bool) -> None:
         axes.axvline(lost["lost_at_s"], color=FAULT_COLOUR, linestyle="--", linewidth=1, label="_fault")
         if label:
             _fault_text(axes, lost["lost_at_s"], f"worker {lost['index']} lost")
+    for stall in faults.get("load_generator_stalled", []):
+        axes.axvspan(stall["from_s"], stall["to_s"], color=FAULT_COLOUR, alpha=0.10, hatch="//", label="_fault")
+        if label:
+            _fault_text(axes, stall["from_s"], "load generator stalled")
 
 
 def _fault_text(axes: Axes, x: float, text: str) -> None:

@@ -17,6 +17,9 @@ in the logs. The master (or single process) keeps one FaultLog per run:
   summary was written (a worker starved of CPU around the stop): its last report and window;
 - `server_restarts`: where Triton's counters went down between two statistics snapshots;
 - `server_unreachable`: spans in which statistics snapshots failed;
+- `load_generator_stalled`: each stretch of half a second or more in which a process of the
+  load generator ran none of its greenlets (loadtests/recording/stalls.py): `process` ("local"
+  for a single process, "master", or the worker's id), `from_s`, `to_s`, `s`;
 - `unreported_requests_estimate`: per model, Triton's count minus the client's, when a
   worker was lost or sent no final report (the requests it sent but never reported); `estimate_is_lower_bound` when
   Triton also restarted, since its count then misses what the old server did after its last
@@ -63,6 +66,8 @@ class FaultLog:
     _final: set[str] = field(default_factory=set)
     # Workers told to stop while running, whose final report is due even if they never reported.
     _expected: set[str] = field(default_factory=set)
+    # (process, from, to) in Unix s: the load generator's stalls (loadtests/recording/stalls.py).
+    _stalls: list[tuple[str, float, float]] = field(default_factory=list)
 
     def worker_reported(self, worker: str, windows: list[dict], users: int | None = None, final: bool = False) -> None:
         """A worker's report; `final` once its users have stopped (its last windows are in)."""
@@ -76,6 +81,12 @@ class FaultLog:
             self._last_window[worker] = max(keys + [self._last_window.get(worker, keys[0])])
         if users is not None:
             self._users[worker] = users
+
+    def stalled(self, process: str, stalls) -> None:
+        """Stalls of one process ("local", "master" or a worker's id), (from, to) in Unix s."""
+        for start, end in stalls:
+            logger.warning("load generator (%s) stalled for %.1f s: it sent and read nothing", process, end - start)
+            self._stalls.append((process, float(start), float(end)))
 
     def expect_final_reports(self, workers: set[str]) -> None:
         """Workers just told to stop: each owes a final report, whether or not it reported yet."""
@@ -145,6 +156,10 @@ class FaultLog:
                 for restart in restarts
             ],
             "server_unreachable": self._unreachable(scrape_errors),
+            "load_generator_stalled": [
+                {"process": process, "from_s": self._rel(start), "to_s": self._rel(end), "s": round(end - start, 3)}
+                for process, start, end in sorted(self._stalls, key=lambda stall: stall[1])
+            ],
         }
         if self.lost or unfinished:
             out["unreported_requests_estimate"] = {

@@ -75,6 +75,7 @@ class RunLifecycle:
             return
         self.process.take_cpu()
         self.process.take_throttle()
+        self.process.take_stalls()
         self.finish()  # a previous web-UI run that was never finished
         self.start()
 
@@ -207,6 +208,8 @@ class RunLifecycle:
         run.cpu_s += self.process.take_cpu()
         if local:
             run.throttle = add_throttle(run.throttle, self.process.take_throttle())
+        # The master's own stalls count too: its shape ticks and window closing wait on them.
+        run.faults.stalled("local" if local else "master", self.process.take_stalls())
         # The master has no users: it follows the workers' slowest through the merged histograms.
         self.grace.follow(max(self.process.slowest_ms, run.merged_slowest_ms()))
 

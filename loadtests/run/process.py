@@ -26,6 +26,7 @@ from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
 from loadtests.options.reading import settings_from
 from loadtests.recording.console import HeldConsole
+from loadtests.recording.stalls import StallMeter
 from loadtests.recording.throttling import ThrottleMeter
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run.endpoint_cache import EndpointCache
@@ -88,6 +89,7 @@ class SuiteProcess:
         self._user_seed = 0
         self._cpu_mark = time.process_time()
         self._throttle = ThrottleMeter()
+        self._stalls = StallMeter()
 
     def reload_settings(self) -> Settings:
         """Settings from the options as they are now; raises SpecError.
@@ -136,6 +138,12 @@ class SuiteProcess:
     def take_throttle(self) -> dict[str, int] | None:
         """This container's CPU-throttling counters since the last call (None without a cgroup)."""
         return self._throttle.take()
+
+    def take_stalls(self) -> list[tuple[float, float]]:
+        """This process's stalls (from, to; Unix s) since the last call; the first call starts
+        watching (loadtests/recording/stalls.py)."""
+        self._stalls.start()
+        return self._stalls.take()
 
 
 def target_label(settings: Settings, user_classes: list[type]) -> str:

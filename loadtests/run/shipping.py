@@ -1,7 +1,7 @@
 """Worker -> master: each worker's windows ride on Locust's own worker reports, and its last
 ones on a final report sent the moment its users stop.
 
-worker: report_to_master  ->  data["triton_loadtest"] = {windows, cpu_s, throttle, final, traces}
+worker: report_to_master  ->  data["triton_loadtest"] = {windows, cpu_s, throttle, stalls, final, traces}
 worker: test_stop         ->  FINAL_REPORT_MESSAGE, the same, at once
 master: worker_report / FINAL_REPORT_MESSAGE  ->  the recording run merges them
 
@@ -55,6 +55,7 @@ class WorkerShipping:
         # This test's CPU and throttling start now (not at the worker's start or the last test).
         self.process.take_cpu()
         self.process.take_throttle()
+        self.process.take_stalls()
 
     def on_report_to_master(self, client_id, data, **_kwargs) -> None:
         runner = self.process.environment.runner
@@ -71,6 +72,7 @@ class WorkerShipping:
             "drained_s": drained_s,
             "cpu_s": process.take_cpu(),
             "throttle": process.take_throttle(),
+            "stalls": process.take_stalls(),
             "final": final,
             "traces": process.traces.drain(),
         }
@@ -131,4 +133,5 @@ class MasterReceiving:
         run.cpu_s += report["cpu_s"]
         run.workers_reported.add(client_id)
         run.throttle = add_throttle(run.throttle, report.get("throttle"))
+        run.faults.stalled(client_id, report.get("stalls") or ())
         run.client_traces.extend(report.get("traces") or ())

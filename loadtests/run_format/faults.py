@@ -11,7 +11,8 @@ from __future__ import annotations
 
 
 def fault_sentences(faults: dict) -> list[str]:
-    """One sentence per lost worker, unreported-requests estimate, restart and unreachable span."""
+    """One sentence per lost worker, unreported-requests estimate, restart, unreachable span
+    and stall of the load generator."""
     out = []
     for lost in faults.get("workers_lost", []):
         respawned = "started again on the other workers" if lost.get("users_respawned") else "not started again"
@@ -48,4 +49,22 @@ def fault_sentences(faults: dict) -> list[str]:
             f"Triton's statistics could not be read from {span['from_s']:.1f} s to {span['to_s']:.1f} s "
             f"({span['failed_snapshots']} failed snapshots)."
         )
+    for stall in faults.get("load_generator_stalled", []):
+        out.append(stall_sentence(stall))
     return out
+
+
+def stall_sentence(stall: dict) -> str:
+    """A stall of the load generator's own process (loadtests/recording/stalls.py)."""
+    process = stall["process"]
+    when = f"stalled for {stall['s']:.1f} s from {stall['from_s']:.1f} s"
+    if process == "master":
+        return (
+            f"The master {when} (its process ran nothing: no CPU, or its loop was blocked): "
+            "the load shape's steps and the windows around it may have started or closed late."
+        )
+    who = "The load generator" if process == "local" else f"Worker {process}"
+    return (
+        f"{who} {when} (its process ran nothing: no CPU, or its loop was blocked): it sent no requests then, "
+        "requests in flight were timed with the stall inside, and a load shape's step due then started late."
+    )

@@ -26,7 +26,7 @@ from analysis.dataset import load
 from analysis.report import write_report
 from analysis.resources import busy_steps
 from loadtests.run_format.hdr import LATENCY_KEYS, UNCORRECTED, read_logs, summarise_us
-from tests.helpers import REPO_ROOT, read_summary, run_cli, run_locust, triton_options
+from tests.helpers import REPO_ROOT, on_a_steady_load_generator, read_summary, run_cli, run_locust, triton_options
 
 PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -43,27 +43,29 @@ PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9
 @pytest.fixture(scope="module")
 def stepped_run(triton, tmp_path_factory) -> Path:
     """A real two-step run: 1 then 2 users on `identity` over HTTP, 3 s each."""
-    run_dir = tmp_path_factory.mktemp("report") / "stepped"
-    result = run_locust(
-        ["TritonHttpUser"],
-        [
-            *triton_options(triton, server_stats_interval=1),
-            "--model",
-            "identity",
-            "--batch-size",
-            "1,2",
-            "--run-dir",
-            str(run_dir),
-            "--load-shape",
-            "steps",
-            "--shape-args",
-            "targets=1;2,step_s=3",
-        ],
-        users=2,
-        run_time="8s",
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return run_dir
+
+    def run(run_dir: Path) -> None:
+        result = run_locust(
+            ["TritonHttpUser"],
+            [
+                *triton_options(triton, server_stats_interval=1),
+                "--model",
+                "identity",
+                "--batch-size",
+                "1,2",
+                "--run-dir",
+                str(run_dir),
+                "--load-shape",
+                "steps",
+                "--shape-args",
+                "targets=1;2,step_s=3",
+            ],
+            users=2,
+            run_time="8s",
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+
+    return on_a_steady_load_generator(run, tmp_path_factory.mktemp("report") / "stepped")
 
 
 @pytest.fixture(scope="module")
@@ -109,25 +111,27 @@ def sweep_run(triton, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def two_class_run(triton, tmp_path_factory) -> Path:
     """A real stepped run of two user classes on `identity`: 2 then 4 users in all (1 then 2 each)."""
-    run_dir = tmp_path_factory.mktemp("report") / "two_classes"
-    result = run_locust(
-        ["TritonHttpUser", "TritonGrpcUser"],
-        [
-            *triton_options(triton, server_stats_interval=1),
-            "--model",
-            "identity",
-            "--run-dir",
-            str(run_dir),
-            "--load-shape",
-            "steps",
-            "--shape-args",
-            "targets=2;4,step_s=3",
-        ],
-        users=4,
-        run_time="8s",
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return run_dir
+
+    def run(run_dir: Path) -> None:
+        result = run_locust(
+            ["TritonHttpUser", "TritonGrpcUser"],
+            [
+                *triton_options(triton, server_stats_interval=1),
+                "--model",
+                "identity",
+                "--run-dir",
+                str(run_dir),
+                "--load-shape",
+                "steps",
+                "--shape-args",
+                "targets=2;4,step_s=3",
+            ],
+            users=4,
+            run_time="8s",
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+
+    return on_a_steady_load_generator(run, tmp_path_factory.mktemp("report") / "two_classes")
 
 
 @pytest.fixture

@@ -593,3 +593,75 @@ def test_triton_killed_under_streamed_requests(tmp_path, user_class):
         f"stream-kill-{user_class}", ended_after_t_s=round(end - start - run_time_s, 2),
         client_requests=endpoint["requests"], client_successes=successes, failures=failures,
     )  # fmt: skip
+
+
+def pause(process: subprocess.Popen, seconds: float) -> tuple[float, float]:
+    """Freeze a process of the load generator (SIGSTOP) for `seconds`: (from, to) in Unix s."""
+    frozen = time.time()
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+    return frozen, time.time()
+
+
+def stall_of_the_freeze(summary: dict, start: float, frozen: tuple[float, float]) -> dict:
+    """The stall summary.json names where the freeze was, to the meter's 0.1-s wake-ups (a busy
+    host may add stalls of its own elsewhere)."""
+    from_s, to_s = frozen[0] - start, frozen[1] - start
+    stalls = summary["faults"]["load_generator_stalled"]
+    matching = [s for s in stalls if s["from_s"] < to_s and s["to_s"] > from_s]
+    assert len(matching) == 1, (stalls, from_s, to_s)
+    (stall,) = matching
+    assert from_s - 0.2 <= stall["from_s"] <= from_s + 0.3, (stall, from_s)
+    assert to_s - 0.1 <= stall["to_s"] <= to_s + 0.5, (stall, to_s)
+    assert stall["s"] == pytest.approx(stall["to_s"] - stall["from_s"], abs=0.002)
+    return stall
+
+
+def test_the_load_generator_frozen_mid_run_is_a_fault_of_the_run(healthy_triton, tmp_path):
+    """A process that gets no CPU sends nothing and times its stall into its requests: the run says so."""
+    run_dir = tmp_path / "run"
+    command = locust_command(healthy_triton, run_dir, 6)
+    command.insert(command.index("--headless"), "TritonHttpUser")
+    process = subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL
+    )
+    try:
+        start = wait_for_run_start(run_dir, process)
+        sleep_until(start, 2)
+        frozen = pause(process, 2.0)
+        _, output = finish(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output[-3000:]
+    summary = assert_complete(run_dir)
+    stall = stall_of_the_freeze(summary, start, frozen)
+    assert stall["process"] == "local"
+    assert f"warning: The load generator stalled for {stall['s']:.1f} s from {stall['from_s']:.1f} s" in output
+    # The window of the freeze holds requests timed with it inside (the longest is about as long).
+    assert summary["endpoints"][0]["latency_us"]["max"] >= (stall["s"] - 0.3) * 1e6
+    assert_report_shows(run_dir, "The load generator stalled for")
+
+
+def test_a_frozen_worker_is_named_by_the_master(healthy_triton, tmp_path):
+    """A worker's stalls reach the master with its reports; its peer and the master had none."""
+    run_dir = tmp_path / "run"
+    master, workers = start_distributed(healthy_triton, run_dir, 6)
+    try:
+        start = wait_for_run_start(run_dir, master)
+        sleep_until(start, 2)
+        frozen = pause(workers[0], 1.5)
+        _, output = finish(master)
+        workers[1].wait(timeout=60)
+    finally:
+        for process in [master, *workers]:
+            if process.poll() is None:
+                process.kill()
+    assert master.returncode == 0, output[-3000:]
+    summary = assert_complete(run_dir)
+    stall = stall_of_the_freeze(summary, start, frozen)
+    assert stall["process"] not in ("local", "master") and summary["load_generator"]["workers"] == 2
+    assert f"warning: Worker {stall['process']} stalled for" in output
