@@ -25,7 +25,7 @@ from loadtests.traffic.shape import RampShape, SineShape, SpikeShape, StepsShape
 from loadtests.traffic.shape_args import build_profile
 from loadtests.traffic.steps import Step, steps_json
 from loadtests.traffic.table import SHAPE_KEYS, parse_shape_args
-from tests.helpers import run_against_triton
+from tests.helpers import on_a_steady_load_generator, run_against_triton
 
 
 # -- pure profiles ------------------------------------------------------------------------
@@ -654,13 +654,15 @@ def test_a_step_does_not_wait_for_tritons_statistics(triton, tmp_path):
             "--shape-args",
             "targets=1;3,step_s=4",
         ]
-        run = run_against_triton(
-            triton, tmp_path / "run", ["TritonGrpcUser"], options, run_time=None, timeout=120, target=target
-        )
+
+        def run(run_dir: Path) -> None:
+            run_against_triton(triton, run_dir, ["TritonGrpcUser"], options, run_time=None, timeout=120, target=target)
+
+        run_dir = on_a_steady_load_generator(run, tmp_path / "run")
     finally:
         proxy.close()
-    steps = json.loads((run.run_dir / "steps.json").read_text())["steps"]
-    with (run.run_dir / "timeseries.csv").open() as file:
+    steps = json.loads((run_dir / "steps.json").read_text())["steps"]
+    with (run_dir / "timeseries.csv").open() as file:
         users = [(float(row["time_s"]), int(row["users"])) for row in csv.DictReader(file)]
     # The second step's users run from its start: every window that begins half a second after
     # it (and ends before its end) holds its 3 users (before the fix they came 2 s late).
