@@ -50,6 +50,23 @@ def model_stats(http_address: str, model: str) -> dict[str, int]:
     }
 
 
+def model_stats_once_counted(http_address: str, model: str, requests: int, timeout_s: float = 3.0) -> dict[str, int]:
+    """`model_stats` once Triton counts at least `requests` requests (or after `timeout_s`).
+
+    A backend sends a request's response before it reports the request's statistics, so a
+    client that reads them the moment its last response arrives can be one request ahead of
+    Triton's count (seen: 46 counted of 47 answered).
+    """
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = model_stats(http_address, model)
+        if stats["requests"] + stats["failures"] >= requests or time.monotonic() > deadline:
+            return stats
+        time.sleep(0.05)
+
+
 def repository_of(repository: Path, *names: str) -> Path:
     """A model repository of a few of models/test_repository's models: a Triton a test starts
     for its process handling starts in seconds, not with every test model's Python stub."""
