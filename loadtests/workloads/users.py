@@ -28,6 +28,8 @@ in closed and open loop alike.
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 import gevent
@@ -75,6 +77,29 @@ def services_of(environment) -> ProcessServices:
     if services is None:
         raise LookupError("loadtests.run.install(events) was not called for this Environment (see locustfile.py)")
     return services
+
+
+# A closed-loop user lets the rest of the process run at least this often. A request whose answer
+# is already there when the user reads it never blocks, so without it a user could send request
+# after request without a single switch: on a busy 2-core host (Triton answering on the other
+# core) one user held the loop for 6.5 s, and the load shape's next step, the window closing,
+# the other users and the master's heartbeats all waited for it.
+TURN_S = 0.005
+
+
+class LoopTurn:
+    """Gives the process's gevent loop a turn once `every_s` has passed since the last one."""
+
+    def __init__(self, every_s: float = TURN_S, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.every_s = every_s
+        self._clock = clock
+        self._since = clock()
+
+    def take(self) -> None:
+        """Between two requests: a turn for the other greenlets if this one has run `every_s`."""
+        if self._clock() - self._since >= self.every_s:
+            gevent.sleep(0)
+            self._since = self._clock()
 
 
 class TritonUser(User):
@@ -128,12 +153,14 @@ class TritonUser(User):
         if traffic is not None:
             self._open_loop(traffic)
             return
-        backoff = ConnectionBackoff()
+        backoff, turn = ConnectionBackoff(), LoopTurn()
         while not self._stopping():
             failure = self.client.infer(self.endpoint.pick(self.rng), self.endpoint.validator)
             pause = backoff.after(failure)
             if pause:
                 gevent.sleep(pause)  # the server refuses connections: count the outage, do not spin
+            else:
+                turn.take()
 
     def _stopping(self) -> bool:
         return self._state == LOCUST_STATE_STOPPING
@@ -215,11 +242,13 @@ class TritonSequenceUser(TritonUser):
     def send_requests(self) -> None:
         # One task that loops (see TritonUser.send_requests); a stop mid-sequence ends that sequence
         # with its next request (flagged end), counted as ended early.
-        backoff = ConnectionBackoff()
+        backoff, turn = ConnectionBackoff(), LoopTurn()
         while self.sequences is not None and not self._stopping():
             pause = backoff.after(self.sequences.run_one())
             if pause:
                 gevent.sleep(pause)
+            else:
+                turn.take()
 
     def on_stop(self) -> None:
         if self._slot is not None:
