@@ -406,15 +406,14 @@ def start_distributed(server: LocalTriton, run_dir: Path, run_time_s: int, users
     return master, workers
 
 
-def test_a_worker_killed_mid_run(healthy_triton, tmp_path):
-    run_dir = tmp_path / "run"
-    before = model_stats(healthy_triton.http_address, "identity")
-    master, workers = start_distributed(healthy_triton, run_dir, 16)
+def run_distributed_drill(server: LocalTriton, run_dir: Path, run_time_s: int, at_s: float, action):
+    """A master and two workers; `action(workers)` at `at_s` into the run. The master must exit 0:
+    (start, end, its output, what `action` returned)."""
+    master, workers = start_distributed(server, run_dir, run_time_s)
     try:
         start = wait_for_run_start(run_dir, master)
-        sleep_until(start, 6)
-        workers[0].kill()
-        killed_s = time.time() - start
+        sleep_until(start, at_s)
+        done = action(workers)
         end, output = finish(master)
         workers[1].wait(timeout=60)
     finally:
@@ -422,6 +421,19 @@ def test_a_worker_killed_mid_run(healthy_triton, tmp_path):
             if process.poll() is None:
                 process.kill()
     assert master.returncode == 0, output[-3000:]
+    return start, end, output, done
+
+
+def test_a_worker_killed_mid_run(healthy_triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(healthy_triton.http_address, "identity")
+
+    def kill(workers) -> float:
+        workers[0].kill()
+        return time.time()
+
+    start, end, output, killed = run_distributed_drill(healthy_triton, run_dir, 16, 6, kill)
+    killed_s = killed - start
     assert end - start <= 16 + END_WITHIN_S, output[-3000:]
     summary = assert_complete(run_dir)
     (endpoint,) = summary["endpoints"]
@@ -649,18 +661,7 @@ def test_the_load_generator_frozen_mid_run_is_a_fault_of_the_run(healthy_triton,
 def test_a_frozen_worker_is_named_by_the_master(healthy_triton, tmp_path):
     """A worker's stalls reach the master with its reports; its peer and the master had none."""
     run_dir = tmp_path / "run"
-    master, workers = start_distributed(healthy_triton, run_dir, 6)
-    try:
-        start = wait_for_run_start(run_dir, master)
-        sleep_until(start, 2)
-        frozen = pause(workers[0], 1.5)
-        _, output = finish(master)
-        workers[1].wait(timeout=60)
-    finally:
-        for process in [master, *workers]:
-            if process.poll() is None:
-                process.kill()
-    assert master.returncode == 0, output[-3000:]
+    start, _, output, frozen = run_distributed_drill(healthy_triton, run_dir, 6, 2, lambda w: pause(w[0], 1.5))
     summary = assert_complete(run_dir)
     stall = stall_of_the_freeze(summary, start, frozen)
     assert stall["process"] not in ("local", "master") and summary["load_generator"]["workers"] == 2
