@@ -171,8 +171,8 @@ class RunLifecycle:
         if step.index > 0:  # step 0 starts with the run's first snapshot
             # In a greenlet of its own: this runs inside the shape's tick, and the step's users
             # start only when the tick returns. A busy Triton took seconds to answer, and the
-            # step's users came that much late.
-            gevent.spawn(self._snapshot_now)
+            # step's users came that much late. The run's last snapshot waits for it.
+            run.server.stats.snapshot_soon()
 
     def write_steps(self, run: ActiveRun, final: bool = False) -> None:
         """steps.json: the load shape's step boundaries, on the run directory's clock."""

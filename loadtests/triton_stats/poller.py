@@ -211,6 +211,11 @@ class ServerStatsPoller:
             self._log.close()
             self._log = None
 
+    def snapshot_soon(self) -> None:
+        """An extra snapshot taken in a greenlet of its own (a load shape's step boundary);
+        stop() waits for it before the last one."""
+        self._sampler.sample_soon()
+
     def snapshot_now(self) -> StatsSnapshot | None:
         """An extra snapshot (e.g. at a sweep step's boundary); None if it failed (see errors)."""
         count = self.series.count

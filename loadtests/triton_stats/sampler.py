@@ -14,6 +14,8 @@ import gevent
 from loadtests.errors import ServerError
 
 DEFAULT_INTERVAL_S = 5.0
+# How long stop() waits for samples still in flight from sample_soon() before its own last one.
+PENDING_WAIT_S = 2.0
 # A server unreachable for a whole hour at 5 s is 720 errors; keep the first ones, count the rest.
 MAX_RECORDED_ERRORS = 100
 
@@ -48,6 +50,7 @@ class PeriodicSampler:
         self.errors: list[dict[str, Any]] = []
         self.errors_dropped = 0
         self._greenlet: gevent.Greenlet | None = None
+        self._pending: list[gevent.Greenlet] = []  # sample_soon()'s, not finished yet
         self._stopped = False
 
     def sample_now(self) -> None:
@@ -57,6 +60,12 @@ class PeriodicSampler:
             self._sample()
         except ServerError as exc:
             self.record_error(str(exc))
+
+    def sample_soon(self) -> None:
+        """`sample_now` in a greenlet of its own, for a caller that must not wait for the server
+        (a load shape's step boundary); stop() lets it land before the last sample."""
+        self._pending = [greenlet for greenlet in self._pending if not greenlet.dead]
+        self._pending.append(gevent.spawn(self.sample_now))
 
     def record_error(self, error: str) -> None:
         """A failed sample (or one replica's part of a sample), kept up to MAX_RECORDED_ERRORS."""
@@ -88,6 +97,11 @@ class PeriodicSampler:
         self._stopped = True
         if self._greenlet is not None:
             self._greenlet.kill(block=True)
+        # A sample still in flight would otherwise land after the last one: out of order, or
+        # into the files the run has closed. One that outlasts the wait is dropped.
+        gevent.joinall(self._pending, timeout=PENDING_WAIT_S)
+        gevent.killall(self._pending, block=True)
+        self._pending = []
         self.sample_now()
 
     @property

@@ -40,32 +40,23 @@ SERVER_TITLES = {
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9}
 
 
+def two_steps_of_3_s(triton, run_dir: Path, classes: list[str], targets: str, *extra: str) -> Path:
+    """A real run of `identity` in two 3-s steps (`targets`, users in all), on a steady load generator."""
+
+    def run(run_dir: Path) -> None:
+        options = [*triton_options(triton, server_stats_interval=1), "--model", "identity", *extra]
+        options += ["--run-dir", str(run_dir), "--load-shape", "steps", "--shape-args", f"targets={targets},step_s=3"]
+        result = run_locust(classes, options, users=int(targets.split(";")[-1]), run_time="8s")
+        assert result.returncode == 0, result.stderr[-2000:]
+
+    return on_a_steady_load_generator(run, run_dir)
+
+
 @pytest.fixture(scope="module")
 def stepped_run(triton, tmp_path_factory) -> Path:
     """A real two-step run: 1 then 2 users on `identity` over HTTP, 3 s each."""
-
-    def run(run_dir: Path) -> None:
-        result = run_locust(
-            ["TritonHttpUser"],
-            [
-                *triton_options(triton, server_stats_interval=1),
-                "--model",
-                "identity",
-                "--batch-size",
-                "1,2",
-                "--run-dir",
-                str(run_dir),
-                "--load-shape",
-                "steps",
-                "--shape-args",
-                "targets=1;2,step_s=3",
-            ],
-            users=2,
-            run_time="8s",
-        )
-        assert result.returncode == 0, result.stderr[-2000:]
-
-    return on_a_steady_load_generator(run, tmp_path_factory.mktemp("report") / "stepped")
+    directory = tmp_path_factory.mktemp("report") / "stepped"
+    return two_steps_of_3_s(triton, directory, ["TritonHttpUser"], "1;2", "--batch-size", "1,2")
 
 
 @pytest.fixture(scope="module")
@@ -111,27 +102,8 @@ def sweep_run(triton, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def two_class_run(triton, tmp_path_factory) -> Path:
     """A real stepped run of two user classes on `identity`: 2 then 4 users in all (1 then 2 each)."""
-
-    def run(run_dir: Path) -> None:
-        result = run_locust(
-            ["TritonHttpUser", "TritonGrpcUser"],
-            [
-                *triton_options(triton, server_stats_interval=1),
-                "--model",
-                "identity",
-                "--run-dir",
-                str(run_dir),
-                "--load-shape",
-                "steps",
-                "--shape-args",
-                "targets=2;4,step_s=3",
-            ],
-            users=4,
-            run_time="8s",
-        )
-        assert result.returncode == 0, result.stderr[-2000:]
-
-    return on_a_steady_load_generator(run, tmp_path_factory.mktemp("report") / "two_classes")
+    directory = tmp_path_factory.mktemp("report") / "two_classes"
+    return two_steps_of_3_s(triton, directory, ["TritonHttpUser", "TritonGrpcUser"], "2;4")
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ runner, the web UI's shape selection, and headless runs against the local Triton
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import json
 import math
@@ -26,6 +25,7 @@ from loadtests.traffic.shape_args import build_profile
 from loadtests.traffic.steps import Step, steps_json
 from loadtests.traffic.table import SHAPE_KEYS, parse_shape_args
 from tests.helpers import on_a_steady_load_generator, run_against_triton
+from tests.slow_statistics import SlowStatisticsProxy
 
 
 # -- pure profiles ------------------------------------------------------------------------
@@ -581,61 +581,6 @@ def test_a_slow_test_start_neither_cuts_the_first_step_nor_starts_the_run_twice(
     assert sum(count == 1 for _, count in users) >= 2, users  # the first step was not cut
     (endpoint,) = run.summary["endpoints"]
     assert endpoint["requests"] == run.served() > 0, endpoint
-
-
-class SlowStatisticsProxy:
-    """Triton's HTTP endpoint behind a proxy that answers every statistics request 2 s late, as a
-    busy Triton did in CI; everything else passes straight through."""
-
-    DELAY_S = 2.0
-
-    def __init__(self, upstream: str) -> None:
-        import http.client
-        import http.server
-        import threading
-        import time
-
-        delay = self.DELAY_S
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _forward(self) -> None:
-                with contextlib.suppress(OSError):  # the client gave up (its timeout), or the run ended
-                    self._pass_on()
-
-            def _pass_on(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path.split("?")[0].endswith("/stats"):
-                    time.sleep(delay)
-                connection = http.client.HTTPConnection(upstream, timeout=30)
-                try:
-                    connection.request(self.command, self.path, body or None, dict(self.headers))
-                    answer = connection.getresponse()
-                    data = answer.read()
-                finally:
-                    connection.close()
-                self.send_response(answer.status)
-                for name, value in answer.getheaders():
-                    if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = _forward
-
-            def log_message(self, *_args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = False  # close() waits for every handler, its sockets closed
-        self.address = f"127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_a_step_does_not_wait_for_tritons_statistics(triton, tmp_path):

@@ -24,6 +24,7 @@ from loadtests.triton_stats.metrics import CSV_HEADER, KEPT_PREFIXES, MetricsPol
 from loadtests.triton_stats.poller import ServerStatsPoller, take_snapshot
 from loadtests.triton_stats.statistics import ModelDelta, StatsSnapshot, compute_delta, fold, server_stats_document
 from tests.helpers import http_target
+from tests.slow_statistics import SlowStatisticsProxy
 
 # Batch sizes cycle over the threads, so inferences differ from requests even without batching.
 BATCH_SIZES = (1, 2, 3)
@@ -279,6 +280,29 @@ def test_stats_poller_streams_every_snapshot_and_totals_the_run(triton, tmp_path
     assert sum(i["models"]["identity"]["requests"] for i in intervals) == 5
     assert sum(i["models"]["identity"]["inferences"] for i in intervals) == 10
     assert poller.last_interval[:2] == (times[-2], times[-1])
+
+
+def test_a_snapshot_still_in_flight_at_the_stop_lands_before_the_last_one(triton, tmp_path):
+    """A step boundary's snapshot (taken without waiting) that Triton answers late: the stop's
+    last snapshot comes after it, never before it, and nothing lands after the stop."""
+    proxy = SlowStatisticsProxy(triton.http_address, delay=lambda n: 1.0 if n == 2 else 0.0)
+    try:
+        poller = ServerStatsPoller(http_target(proxy.address), ["identity"], interval_s=60, stream_to=tmp_path)
+        poller.start()  # the first snapshot
+        poller.snapshot_soon()  # the 2nd: 1 s late
+        gevent.sleep(0.1)
+        send(triton.http_address, "identity", 3)
+        poller.stop()
+        taken = poller.series.count
+        gevent.sleep(1.5)  # before the fix the boundary's snapshot landed here, after the last
+        poller.close()
+    finally:
+        proxy.close()
+    assert taken == poller.series.count == 3 and not poller.errors
+    snapshots = read_lines(tmp_path / "server_snapshots.jsonl")
+    times = [s["time_s"] for s in snapshots]
+    assert times == sorted(times) and len(times) == 3
+    assert poller.total_delta()["identity"].requests == 3
 
 
 def test_stats_poller_records_errors_and_keeps_going():
