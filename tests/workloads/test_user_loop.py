@@ -37,24 +37,25 @@ class OneRequest:
 
 def test_a_user_whose_requests_never_block_leaves_turns_to_the_rest_of_the_process():
     user = TritonHttpUser(Environment(user_classes=[TritonHttpUser]))
-    user.client, user.endpoint, user.rng = AnswerAlreadyThere(user, run_s=0.3), OneRequest(), None
+    client = AnswerAlreadyThere(user, run_s=0.3)
+    user.client, user.endpoint, user.rng = client, OneRequest(), None
     user.process = type("Process", (), {"sender": None})()
-    gaps, last = [], [time.perf_counter()]
+    turns: list[float] = []
 
     def watch() -> None:  # the shape's tick, the window closing, another user...
         while True:
             gevent.sleep(0)
-            now = time.perf_counter()
-            gaps.append(now - last[0])
-            last[0] = now
+            turns.append(time.perf_counter())
 
     watcher = gevent.spawn(watch)
     running = gevent.spawn(user.send_requests)
     running.join(timeout=2)
     watcher.kill()
-    assert running.dead and user.client.requests > 100
-    # Before: the watcher waited the whole 0.3 s for the user.
-    assert max(gaps) < TURN_S + 0.01, max(gaps)
+    assert running.dead and client.requests > 100
+    # Turns while the user ran: one per TURN_S (60 in its 0.3 s) on a quiet host, fewer on a
+    # busy one. Before: none, the watcher ran only once the user had stopped.
+    during = [t for t in turns if t < client.until]
+    assert len(during) >= 0.3 / TURN_S / 6, len(during)
 
 
 def test_a_turn_is_given_once_the_interval_has_passed():
