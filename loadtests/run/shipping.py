@@ -52,7 +52,7 @@ class WorkerShipping:
         environment.runner.register_message(STOP_MESSAGE, self.on_stop_message)
 
     def on_test_start(self, **_kwargs) -> None:
-        # This test's CPU and throttling start now (not at the worker's start or the last test).
+        # This test's CPU, throttling and stalls start now (not at the worker's start or the last test).
         self.process.take_cpu()
         self.process.take_throttle()
         self.process.take_stalls()
@@ -63,7 +63,7 @@ class WorkerShipping:
         data[REPORT_KEY] = self.report(final)
 
     def report(self, final: bool) -> dict:
-        """The windows since the last report, this process's CPU and throttling."""
+        """The windows since the last report, this process's CPU, throttling and stalls."""
         process = self.process
         self.grace.follow(process.slowest_ms)
         drained_s = process.recorder.clock()  # what is recorded from now on falls in later windows
