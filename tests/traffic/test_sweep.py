@@ -391,6 +391,10 @@ def test_a_sweep_over_a_mix_judges_the_mix_as_one_load(triton, tmp_path):
     result = run_cli(
         ["-m", "loadtests", "sweep", "--mix", "sleep:0.5,identity:0.5", "--shape", "INPUT0:16"]
         + ["--concurrency", "2:4:2", "--measurement-interval", "1000", "--run-dir", str(run_dir)]
+        # What is checked here is the mix's accounting, not its stability: each request draws
+        # 20 ms or 0.5 ms, and on a busy host 1-s windows at 4 users once stayed more than 10 %
+        # apart for every trial (exit 5).
+        + ["--stability-percentage", "25"]
         + triton_options(triton),
         timeout=150,
     )
