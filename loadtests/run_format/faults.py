@@ -63,8 +63,10 @@ def stall_sentence(stall: dict) -> str:
             f"The master {when} (its process ran nothing: no CPU, or its loop was blocked): "
             "the load shape's steps and the windows around it may have started or closed late."
         )
-    who = "The load generator" if process == "local" else f"Worker {process}"
+    lost = "it sent no requests then, and requests in flight were timed with the stall inside"
+    if process != "local":  # a worker runs users; the master ticks the load shape
+        return f"Worker {process} {when} (its process ran nothing: no CPU, or its loop was blocked): {lost}."
     return (
-        f"{who} {when} (its process ran nothing: no CPU, or its loop was blocked): it sent no requests then, "
-        "requests in flight were timed with the stall inside, and a load shape's step due then started late."
+        f"The load generator {when} (its process ran nothing: no CPU, or its loop was blocked): {lost}; "
+        "a load shape's step due then started late."
     )

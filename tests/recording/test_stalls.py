@@ -49,6 +49,7 @@ def test_stalls_are_faults_of_the_run_in_order_and_in_words():
     master, worker = fault_sentences(out)
     assert master.startswith("The master stalled for 0.8 s from 3.2 s") and "steps" in master
     assert worker.startswith("Worker w2 stalled for 1.5 s from 7.0 s") and "sent no requests" in worker
+    assert "step" not in worker  # the master ticks the load shape, not a worker
     local = fault_sentences({"load_generator_stalled": [{"process": "local", "from_s": 1, "to_s": 3, "s": 2}]})
     assert local[0].startswith("The load generator stalled for 2.0 s from 1.0 s")
     assert FaultLog(started_at=0.0).to_json([], [], {}, {})["load_generator_stalled"] == []
