@@ -6,10 +6,21 @@ idle most of the time, so the test files are dealt to N processes ("shards"), ea
 own session Triton on its own free ports and its own temporary directory, and the shards run
 side by side.
 
+Three kinds of shard, by what their tests need from the machine:
+- the measuring shard: the files marked `measures` (`pytestmark = pytest.mark.measures`), whose
+  tests compare what the host achieves (a capacity, a rate, a stable level) with a truth. They
+  run one after another at normal CPU priority, so they never measure each other;
+- N dealt shards (`--shards`): every other test that needs a Triton or a browser (markers
+  `triton`, `browser`: tests/conftest.py), at `nice` SHARD_NICE. They mostly wait; the lower
+  priority only means that a measuring test's processes get a core first when both want one;
+- the background shard: every test that needs neither (units, the manifest checkers, the CLI's
+  refusals: about 1,260, mostly CPU and no waiting), at `nice` BACKGROUND_NICE, in what the
+  others leave idle. A `-m` of your own turns it off (then the shards run what your `-m` selects).
+
 Files are dealt longest first to the shard with the least work so far, by each file's
-measured time in `tests/durations.json` (a file missing there counts as the median file).
-`--update-durations` rewrites that file from this run's JUnit XML: do it after adding slow
-tests, on a quiet machine.
+measured time in `tests/durations.json` (a file missing there counts as the median file; the
+background shard's tests are not in it). `--update-durations` rewrites that file from this
+run's JUnit XML: do it after adding slow tests, on a quiet machine.
 
 Each shard's full output goes to `.pytest_shards/<this process id>/shard-K.log` (the
 directories of runs no longer running are removed at the next start). This prints one line per shard
@@ -37,6 +48,14 @@ DURATIONS = REPO_ROOT / "tests" / "durations.json"
 OUTPUT = REPO_ROOT / ".pytest_shards"
 SLOWEST = 30
 PROGRESS_EVERY_S = 60.0
+# The shards' tests need a Triton or a browser; the background shard runs every other test.
+SHARD_TESTS = "triton or browser"
+BACKGROUND_TESTS = f"not ({SHARD_TESTS})"
+SHARD_NICE = 5
+BACKGROUND_NICE = 10
+MEASURES = re.compile(r"^pytestmark = .*pytest\.mark\.measures", re.MULTILINE)
+# pytest's exit code when a shard's selection holds no test (a file of units only, say).
+NO_TESTS = 5
 
 
 def test_files(under: list[str]) -> list[str]:
@@ -75,9 +94,12 @@ def output_directory() -> Path:
     return directory
 
 
-def start_shard(output: Path, index: int, files: list[str], pytest_args: list[str]) -> tuple[subprocess.Popen, Path]:
+def start_shard(
+    output: Path, index: int, files: list[str], pytest_args: list[str], nice: int = 0
+) -> tuple[subprocess.Popen, Path]:
     log = output / f"shard-{index}.log"
     command = [
+        *(["nice", "-n", str(nice)] if nice else []),
         sys.executable,
         "-m",
         "pytest",
@@ -169,6 +191,37 @@ def timings(output: Path, shards: list[int]) -> tuple[list[tuple[float, str]], d
     return sorted(tests, reverse=True), files
 
 
+def measuring(files: list[str]) -> list[str]:
+    """The files whose tests measure the host (`pytestmark = pytest.mark.measures`)."""
+    return [name for name in files if MEASURES.search((REPO_ROOT / name).read_text())]
+
+
+def start_all(
+    output: Path, files: list[str], durations: dict[str, float], count: int, pytest_args: list[str]
+) -> tuple[dict[int, tuple[subprocess.Popen, Path]], list[int]]:
+    """The measuring shard, the dealt shards, and the background shard unless pytest_args has a
+    -m of its own. Returns every shard running, and the indexes of all but the background."""
+    background = not any(item == "-m" or item.startswith("-m=") for item in pytest_args)
+    shard_args = ["-m", SHARD_TESTS, *pytest_args] if background else pytest_args
+    measures = measuring(files)
+    groups = [(measures, 0)] if measures else []
+    rest = [name for name in files if name not in measures]
+    groups += [(dealt, SHARD_NICE) for dealt in deal(rest, durations, count)]
+    running = {}
+    for index, (dealt, nice) in enumerate(groups):
+        running[index] = start_shard(output, index, dealt, shard_args, nice)
+        estimate = sum(durations.get(name, 0.0) for name in dealt)
+        what = "measuring, " if dealt is measures else ""
+        print(f"shard {index}: {len(dealt)} files ({what}about {estimate:.0f} s), log {running[index][1]}", flush=True)
+    shards = sorted(running)
+    if background:
+        index = len(running)
+        running[index] = start_shard(output, index, files, ["-m", BACKGROUND_TESTS, *pytest_args], BACKGROUND_NICE)
+        what = f"every test needing no Triton or browser, at nice {BACKGROUND_NICE}"
+        print(f"shard {index}: {what}, log {running[index][1]}", flush=True)
+    return running, shards
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--shards", type=int, default=int(os.environ.get("TEST_SHARDS", "2")))
@@ -180,24 +233,23 @@ def main(argv: list[str] | None = None) -> int:
     pytest_args = [item for item in rest if item not in paths]
     durations = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
     output = output_directory()
-    dealt = deal(test_files(paths), durations, options.shards)
     started = time.monotonic()
-    running = {}
-    for index, files in enumerate(dealt):
-        running[index] = start_shard(output, index, files, pytest_args)
-        estimate = sum(durations.get(name, 0.0) for name in files)
-        print(f"shard {index}: {len(files)} files (about {estimate:.0f} s), log {running[index][1]}", flush=True)
-    codes = wait_all(running, started)
+    running, shards = start_all(output, test_files(paths), durations, options.shards, pytest_args)
+    codes = {index: 0 if code == NO_TESTS else code for index, code in wait_all(running, started).items()}
     for index, code in sorted(codes.items()):
         if code != 0:
             print(f"\n===== shard {index} (exit {code}) =====\n{failures_section(running[index][1])}")
-    tests, files = timings(output, sorted(codes))
+    tests, _ = timings(output, sorted(codes))
     print(f"\n===== slowest {SLOWEST} tests =====")
     for seconds, name in tests[:SLOWEST]:
         print(f"{seconds:8.2f}s {name}")
     print(f"\n{len(tests)} tests in {len(codes)} shards, {time.monotonic() - started:.0f} s wall")
+    if not tests:
+        print("no test ran")
+        return NO_TESTS
     if options.update_durations and all(code == 0 for code in codes.values()):
-        DURATIONS.write_text(json.dumps({name: round(files[name], 1) for name in sorted(files)}, indent=1) + "\n")
+        _, measured = timings(output, shards)  # what the dealt shards ran, not the background's
+        DURATIONS.write_text(json.dumps({name: round(measured[name], 1) for name in sorted(measured)}, indent=1) + "\n")
         print(f"wrote {DURATIONS.relative_to(REPO_ROOT)}")
     return next((code for _, code in sorted(codes.items()) if code != 0), 0)
 

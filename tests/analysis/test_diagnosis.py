@@ -25,6 +25,9 @@ from analysis.report import write_report
 from tests.helpers import run_locust, triton_options
 from tests.test_docs import check_loadtests_command, check_locust_options, words
 
+# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
+pytestmark = pytest.mark.measures
+
 RUNS = {
     "queue": (
         ["TritonHttpUser"],

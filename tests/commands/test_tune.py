@@ -37,6 +37,9 @@ from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
 from models.conformance import CONFORMANCE_REPOSITORY
 from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli, run_clis, triton_options
 
+# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
+pytestmark = pytest.mark.measures
+
 MODEL = "sleep_40ms_batch4"
 NO_BATCH_MODEL = "echo_fp32_nobatch"
 SLO = "p99<200ms"

@@ -16,6 +16,9 @@ import pytest
 from tests.helpers import model_stats, run_cli, run_clis, triton_options
 from tests.traffic.test_sweep import PROTOCOLS, check_mix_endpoints
 
+# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
+pytestmark = pytest.mark.measures
+
 MODEL = "sleep_10ms_single"
 SLO = "p99<50ms"
 PRECISION_PERCENT = 5.0

@@ -33,6 +33,9 @@ from tests.helpers import (
     triton_options,
 )
 
+# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
+pytestmark = pytest.mark.measures
+
 
 class FakeClock:
     def __init__(self, now_ns: int = 1_000_000_000) -> None:

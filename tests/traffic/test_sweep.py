@@ -22,6 +22,9 @@ from loadtests.traffic.table import parse_shape_args
 from loadtests.triton_stats.statistics import ModelDelta
 from tests.helpers import read_summary, request_outcome, run_cli, triton_options
 
+# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
+pytestmark = pytest.mark.measures
+
 PA_HEADER = (
     "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,"
     "Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency"
