@@ -7,7 +7,8 @@ Markers by fixture use (`make check` runs what needs none of them, `-m "not trit
 browser and not k8s"`): a test that uses a fixture whose name ends in `triton` (the session's
 or its own) is `triton`; one that uses `browser` is `browser`; one that renders the manifests
 (`renders`) is `k8s`. A test that starts a Triton, a browser or a k8s tool in its body carries
-the marker itself.
+the marker itself (for a Triton, tests/test_shards.py checks: `make test` runs the unmarked
+tests in a background shard at low CPU priority, tests/shards.py).
 """
 
 from __future__ import annotations

@@ -10,12 +10,14 @@ Three kinds of shard, by what their tests need from the machine:
 - the measuring shard: the files marked `measures` (`pytestmark = pytest.mark.measures`), whose
   tests compare what the host achieves (a capacity, a rate, a stable level) with a truth. They
   run one after another at normal CPU priority, so they never measure each other;
-- N dealt shards (`--shards`): every other test that needs a Triton or a browser (markers
-  `triton`, `browser`: tests/conftest.py), at `nice` SHARD_NICE. They mostly wait; the lower
-  priority only means that a measuring test's processes get a core first when both want one;
-- the background shard: every test that needs neither (units, the manifest checkers, the CLI's
-  refusals: about 1,260, mostly CPU and no waiting), at `nice` BACKGROUND_NICE, in what the
-  others leave idle. A `-m` of your own turns it off (then the shards run what your `-m` selects).
+- N dealt shards (`--shards`): every other test that needs a Triton or a browser, or is a
+  fault drill (markers `triton`, `browser`, `drill`: tests/conftest.py), at `nice` SHARD_NICE.
+  They mostly wait; the lower priority only means that a measuring test's processes get a
+  core first when both want one;
+- the background shard: every other test (units, the manifest checkers, the CLI's refusals:
+  about 1,260, mostly CPU and no waiting), at `nice` BACKGROUND_NICE, in what the others leave
+  idle. A `-m` of your own turns it off (then the shards run what your `-m` selects). A test
+  that starts a Triton in its body carries `@pytest.mark.triton` (tests/test_shards.py checks).
 
 Files are dealt longest first to the shard with the least work so far, by each file's
 measured time in `tests/durations.json` (a file missing there counts as the median file; the
@@ -48,8 +50,8 @@ DURATIONS = REPO_ROOT / "tests" / "durations.json"
 OUTPUT = REPO_ROOT / ".pytest_shards"
 SLOWEST = 30
 PROGRESS_EVERY_S = 60.0
-# The shards' tests need a Triton or a browser; the background shard runs every other test.
-SHARD_TESTS = "triton or browser"
+# The dealt shards' tests need a Triton or a browser, or drill faults; the background runs the rest.
+SHARD_TESTS = "triton or browser or drill"
 BACKGROUND_TESTS = f"not ({SHARD_TESTS})"
 SHARD_NICE = 5
 BACKGROUND_NICE = 10

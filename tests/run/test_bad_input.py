@@ -269,6 +269,7 @@ LAUNCHER_CASES: list[tuple[str, tuple[int | str, ...], str, str]] = [
 ]
 
 
+@pytest.mark.triton  # a regression would start the Triton it builds
 @pytest.mark.parametrize(
     ("ports", "where", "fragment"), [c[1:] for c in LAUNCHER_CASES], ids=[c[0] for c in LAUNCHER_CASES]
 )

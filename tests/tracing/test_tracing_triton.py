@@ -290,6 +290,7 @@ def test_opentelemetry_traces_reach_the_suites_receiver_and_every_sampled_reques
     traced_triton(body, models=(SLOW,), extra_args=otel)
 
 
+@pytest.mark.triton  # starts its own
 def test_a_triton_that_dies_during_a_traced_run_is_named_in_the_closing_note(tmp_path):
     """Triton killed in the middle of a traced run, as the bundled tritonserver's crash under tracing
     does: the run says that Triton stopped, not only that its trace settings were not restored."""

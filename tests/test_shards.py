@@ -1,0 +1,88 @@
+"""`make test`'s split into shards (tests/shards.py), and the markers it relies on.
+
+The background shard runs every test that is neither `triton`, `browser` nor `drill` at a low
+CPU priority, beside everything else: a test that starts a Triton in its body without the
+`triton` marker would land there and time its server and its runs on whatever CPU is left.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests import shards
+from tests.shards import BACKGROUND_TESTS, REPO_ROOT, deal, measuring
+
+STARTS_TRITON = "LocalTriton"
+KEPT_APART = {"triton", "browser", "drill"}  # the markers that keep a test out of the background shard
+
+
+def test_files_go_longest_first_to_the_shard_with_the_least_work():
+    assert deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2) == [["a", "d"], ["b", "c"]]
+    # A file with no measured time counts as the median file.
+    assert deal(["a", "b", "new"], {"a": 10, "b": 2}, 2) == [["a"], ["b", "new"]]
+
+
+def test_the_measuring_shard_takes_the_files_marked_measures():
+    marked = measuring(shards.test_files([]))
+    assert {"tests/traffic/test_capacity.py", "tests/commands/test_tune.py"} <= set(marked), marked
+    assert "tests/test_shards.py" not in marked and "tests/run/test_drills.py" not in marked
+
+
+def marks(decorators: list[ast.expr]) -> set[str]:
+    """The names X of the `pytest.mark.X` decorators (with or without arguments)."""
+    found = set()
+    for decorator in decorators:
+        node = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(node, ast.Attribute) and ast.unparse(node).startswith("pytest.mark."):
+            found.add(node.attr)
+    return found
+
+
+def calls(node: ast.AST) -> set[str]:
+    names = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            func = call.func
+            names.add(func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "")
+    return names
+
+
+def starts(function: ast.FunctionDef, starters: set[str]) -> bool:
+    """It builds a Triton launcher (LocalTriton or a module helper returning one) and starts
+    it: `with` on it, or a `.start()` call."""
+    built = calls(function) & starters
+    entered = any(
+        isinstance(item.context_expr, ast.Call) and calls(item.context_expr) & starters
+        for node in ast.walk(function)
+        if isinstance(node, ast.With)
+        for item in node.items
+    )
+    return bool(built) and (entered or "start" in calls(function))
+
+
+def unmarked_triton_starters(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    # Module functions that start one (helpers such as `identity_triton(...)`), one level deep.
+    starters = {STARTS_TRITON} | {f.name for f in functions if STARTS_TRITON in calls(f)}
+    module_marks = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets):
+            value = node.value
+            module_marks |= marks(list(value.elts) if isinstance(value, (ast.List, ast.Tuple)) else [value])
+    unmarked = []
+    for function in functions:
+        if not function.name.startswith("test_"):
+            continue
+        if any(arg.arg.endswith("triton") for arg in function.args.args):
+            continue  # marked by its fixture (tests/conftest.py)
+        if starts(function, starters) and not (marks(function.decorator_list) | module_marks) & KEPT_APART:
+            unmarked.append(f"{path.relative_to(REPO_ROOT)}::{function.name}")
+    return unmarked
+
+
+def test_every_test_that_starts_a_triton_is_kept_out_of_the_background_shard():
+    assert BACKGROUND_TESTS == "not (triton or browser or drill)"
+    unmarked = [name for file in shards.test_files([]) for name in unmarked_triton_starters(REPO_ROOT / file)]
+    assert not unmarked, f"start a Triton without @pytest.mark.triton: {unmarked}"
