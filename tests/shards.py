@@ -6,23 +6,23 @@ idle most of the time, so the test files are dealt to N processes ("shards"), ea
 own session Triton on its own free ports and its own temporary directory, and the shards run
 side by side.
 
-Three kinds of shard, by what their tests need from the machine:
-- the measuring shard: the files marked `measures` (`pytestmark = pytest.mark.measures`), whose
-  tests compare what the host achieves (a capacity, a rate, a stable level) with a truth. They
-  run one after another at normal CPU priority, so they never measure each other;
-- N dealt shards (`--shards`): every other test that needs a Triton or a browser, or is a
-  fault drill (markers `triton`, `browser`, `drill`: tests/conftest.py), at `nice` SHARD_NICE.
-  They mostly wait; the lower priority only means that a measuring test's processes get a
-  core first when both want one;
-- the background shard: every other test (units, the manifest checkers, the CLI's refusals:
-  about 1,260, mostly CPU and no waiting), at `nice` BACKGROUND_NICE, in what the others leave
-  idle. A `-m` of your own turns it off (then the shards run what your `-m` selects). A test
-  that starts a Triton in its body carries `@pytest.mark.triton` (tests/test_shards.py checks).
+Which test goes where, by what it needs from the machine:
+- the files marked `measures` (`pytestmark = pytest.mark.measures`) compare what the host
+  achieves (a capacity, a rate, a stable level) with a truth: they all go to shard 0, so they
+  run one after another and never measure each other;
+- the other files are dealt longest first to the shard with the least work so far, by each
+  file's measured time in `tests/durations.json` (a file missing there counts as the median
+  file). The shards run the tests that need a Triton or a browser, or drill faults (markers
+  `triton`, `browser`, `drill`: tests/conftest.py);
+- every other test (units, the manifest checkers, the CLI's refusals: about 1,260, mostly CPU
+  and no waiting) runs in one more process, the background shard, at the lowest CPU priority
+  (`nice` BACKGROUND_NICE): it takes what the shards leave idle and does not delay their runs,
+  models or timing checks. A test that starts a Triton in its body carries
+  `@pytest.mark.triton` (tests/test_shards.py checks). A `-m` of your own turns the background
+  shard off (then the shards run what your `-m` selects).
 
-Files are dealt longest first to the shard with the least work so far, by each file's
-measured time in `tests/durations.json` (a file missing there counts as the median file; the
-background shard's tests are not in it). `--update-durations` rewrites that file from this
-run's JUnit XML: do it after adding slow tests, on a quiet machine.
+`--update-durations` rewrites tests/durations.json from this run's JUnit XML (the shards', not
+the background's): do it after adding slow tests, on a quiet machine.
 
 Each shard's full output goes to `.pytest_shards/<this process id>/shard-K.log` (the
 directories of runs no longer running are removed at the next start). This prints one line per shard
@@ -53,8 +53,7 @@ PROGRESS_EVERY_S = 60.0
 # The dealt shards' tests need a Triton or a browser, or drill faults; the background runs the rest.
 SHARD_TESTS = "triton or browser or drill"
 BACKGROUND_TESTS = f"not ({SHARD_TESTS})"
-SHARD_NICE = 5
-BACKGROUND_NICE = 10
+BACKGROUND_NICE = 19
 MEASURES = re.compile(r"^pytestmark = .*pytest\.mark\.measures", re.MULTILINE)
 # pytest's exit code when a shard's selection holds no test (a file of units only, say).
 NO_TESTS = 5
@@ -69,17 +68,24 @@ def test_files(under: list[str]) -> list[str]:
     return sorted(str(path.relative_to(REPO_ROOT)) for path in found)
 
 
-def deal(files: list[str], durations: dict[str, float], shards: int) -> list[list[str]]:
-    """Longest file first, each to the shard with the least work so far (ties: fewer files).
+def deal(files: list[str], durations: dict[str, float], shards: int, first: list[str] = ()) -> list[list[str]]:
+    """`first` all to shard 0, then the other files longest first, each to the shard with the
+    least work so far (ties: fewer files).
 
     >>> deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2)
     [['a', 'd'], ['b', 'c']]
+    >>> deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2, first=["c", "d"])
+    [['b', 'c', 'd'], ['a']]
     """
     known = [durations[name] for name in files if name in durations]
     default = statistics.median(known) if known else 1.0
     load = [0.0] * shards
     dealt: list[list[str]] = [[] for _ in range(shards)]
-    for name in sorted(files, key=lambda name: (-durations.get(name, default), name)):
+    for name in first:
+        dealt[0].append(name)
+        load[0] += durations.get(name, default)
+    rest = [name for name in files if name not in first]
+    for name in sorted(rest, key=lambda name: (-durations.get(name, default), name)):
         lightest = min(range(shards), key=lambda index: (load[index], len(dealt[index]), index))
         dealt[lightest].append(name)
         load[lightest] += durations.get(name, default)
@@ -201,19 +207,16 @@ def measuring(files: list[str]) -> list[str]:
 def start_all(
     output: Path, files: list[str], durations: dict[str, float], count: int, pytest_args: list[str]
 ) -> tuple[dict[int, tuple[subprocess.Popen, Path]], list[int]]:
-    """The measuring shard, the dealt shards, and the background shard unless pytest_args has a
-    -m of its own. Returns every shard running, and the indexes of all but the background."""
+    """The dealt shards, and the background shard unless pytest_args has a -m of its own.
+    Returns every shard running, and the indexes of the dealt ones."""
     background = not any(item == "-m" or item.startswith("-m=") for item in pytest_args)
     shard_args = ["-m", SHARD_TESTS, *pytest_args] if background else pytest_args
     measures = measuring(files)
-    groups = [(measures, 0)] if measures else []
-    rest = [name for name in files if name not in measures]
-    groups += [(dealt, SHARD_NICE) for dealt in deal(rest, durations, count)]
     running = {}
-    for index, (dealt, nice) in enumerate(groups):
-        running[index] = start_shard(output, index, dealt, shard_args, nice)
+    for index, dealt in enumerate(deal(files, durations, count, first=measures)):
+        running[index] = start_shard(output, index, dealt, shard_args)
         estimate = sum(durations.get(name, 0.0) for name in dealt)
-        what = "measuring, " if dealt is measures else ""
+        what = f"{len(measures)} measuring, " if index == 0 and measures else ""
         print(f"shard {index}: {len(dealt)} files ({what}about {estimate:.0f} s), log {running[index][1]}", flush=True)
     shards = sorted(running)
     if background:

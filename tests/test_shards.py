@@ -21,6 +21,11 @@ def test_files_go_longest_first_to_the_shard_with_the_least_work():
     assert deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2) == [["a", "d"], ["b", "c"]]
     # A file with no measured time counts as the median file.
     assert deal(["a", "b", "new"], {"a": 10, "b": 2}, 2) == [["a"], ["b", "new"]]
+    # The measuring files all go to shard 0 first; the rest fill in around them.
+    assert deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2, first=["c", "d"]) == [
+        ["b", "c", "d"],
+        ["a"],
+    ]
 
 
 def test_the_measuring_shard_takes_the_files_marked_measures():
