@@ -34,10 +34,10 @@ test-tools:
 	bash tests/install_browser.sh
 
 # Every test runs: a test that would skip for a missing tool fails instead (tests/conftest.py).
-# The suite mostly waits (fixed-length runs, sleeping models), so its files are dealt to
-# TEST_SHARDS pytest processes side by side, each with its own Triton (tests/shards.py).
-# Two take about 17 minutes on 2 cores. Three take about 13, but starve every process of CPU
-# at times: make test TEST_SHARDS=3 (each of four such runs failed one timing test, fixed since).
+# The suite mostly waits (fixed-length runs, sleeping models), so tests/shards.py runs it in
+# TEST_SHARDS pytest processes side by side, each with its own Triton (the files that measure
+# the host all in the first), plus one at nice 19 for the tests that need no Triton or browser.
+# More shards are faster, but the capacity searches and sweeps then measure the contention.
 TEST_SHARDS ?= 2
 test: setup test-tools
 	TRITON_LOADTEST_REQUIRE_ALL=1 $(PY) -m tests.shards --shards $(TEST_SHARDS)
