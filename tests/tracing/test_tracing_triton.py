@@ -1,4 +1,4 @@
-"""--trace-sample against a Triton of each test's own (started with a trace file, tracing OFF):
+"""--trace-sample against Tritons of this file's own (started with a trace file, tracing OFF):
 Triton's traces joined to the client's timing, the tail's cause named, Triton's settings restored."""
 
 from __future__ import annotations
