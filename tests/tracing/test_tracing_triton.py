@@ -1,4 +1,4 @@
-"""--trace-sample against a Triton of each test's own (started with a trace file, tracing OFF):
+"""--trace-sample against Tritons of this file's own (started with a trace file, tracing OFF):
 Triton's traces joined to the client's timing, the tail's cause named, Triton's settings restored."""
 
 from __future__ import annotations
@@ -63,30 +63,63 @@ def crash_of(server: LocalTriton) -> str | None:
     return found.group(0)
 
 
+@pytest.fixture(scope="module")
+def shared_traced_triton():
+    """The traced Triton this file's tests take turns on, by (models, flags): one at a time, kept
+    while the next test asks for the same (a start and a stop, 3 s or more, each one saves)."""
+    current: dict[tuple, LocalTriton] = {}
+    yield current
+    for server in current.values():
+        server.stop()
+
+
 @pytest.fixture
-def traced_triton(tmp_path):
-    """traced_triton(body, models, extra_args): body(server, directory) on a Triton of its own
-    (about 2 s to start), its log in `directory`. When the test fails and that Triton died of the
-    bundled tritonserver's crash under tracing (CRASHED in its log), or refused a request as
-    CORRUPTED, the body runs once more on a fresh Triton; any other failure, or a second one of
-    these, fails the test."""
+def traced_triton(tmp_path, tmp_path_factory, shared_traced_triton):
+    """traced_triton(body, models, extra_args, shared): body(server, directory) on a Triton of
+    `models` (none: an empty repository) with tracing flags, its log beside it: the one an earlier
+    test of the file left with the same models and flags (shared, the default: a run's traces are
+    the trace files it adds), else a new one (about 2 s to start). When the test fails and that
+    Triton died of the bundled tritonserver's crash under tracing (CRASHED in its log), or refused
+    a request as CORRUPTED, the body runs once more on a fresh Triton; any other failure, or a
+    second one of these, fails the test. A Triton a test failed on is stopped, never shared on."""
 
     runs = itertools.count(1)
 
-    def run(body, models=("identity", SLOW), extra_args=()):
+    def server_for(key: tuple, shared: bool) -> LocalTriton:
+        kept = shared_traced_triton.get(key)
+        if shared and kept is not None and kept.process is not None and kept.process.poll() is None:
+            return kept
+        for server in shared_traced_triton.values():
+            server.stop()  # one traced Triton at a time
+        shared_traced_triton.clear()
+        models, extra_args = key
+        directory = tmp_path_factory.mktemp("traced-triton")
+        repository = repository_of(directory / "models", *models)
+        repository.mkdir(parents=True, exist_ok=True)
+        server = LocalTriton([repository], log_file=directory / "triton.log", extra_args=extra_args)
+        server.start()
+        if shared:
+            shared_traced_triton[key] = server
+        return server
+
+    def run(body, models=("identity",), extra_args=(), shared=True):
         number = next(runs)
+        key = (tuple(models), tuple(extra_args))
         for attempt in (1, 2):
-            directory = tmp_path / f"run{number}-attempt{attempt}"
-            repository = repository_of(directory / "models", *models)
-            with LocalTriton([repository], log_file=directory / "triton.log", extra_args=extra_args) as server:
-                try:
-                    return body(server, directory)
-                except Exception as error:
-                    refused = CORRUPTED.search(str(error))
-                    crash = crash_of(server) or (refused.group(0) if refused else None)
-                    if crash is None or attempt == 2:
-                        raise
-            print(f"Triton failed under tracing ({crash}; {directory / 'triton.log'}): once more on a fresh one")
+            server = server_for(key, shared)
+            try:
+                return body(server, tmp_path / f"run{number}-attempt{attempt}")
+            except Exception as error:
+                refused = CORRUPTED.search(str(error))
+                crash = crash_of(server) or (refused.group(0) if refused else None)
+                shared_traced_triton.pop(key, None)
+                server.stop()
+                if crash is None or attempt == 2:
+                    raise
+                print(f"Triton failed under tracing ({crash}; {server.log_file}): once more on a fresh one")
+            finally:
+                if not shared:
+                    server.stop()
         return None
 
     return run
@@ -146,7 +179,7 @@ def test_the_tail_is_put_down_to_its_known_cause_and_the_control_is_not(traced_t
         assert "## What made the slow requests slow" in text and block["sentence"][1:] in text
         assert server.control().trace_setting(SLOW) == before  # restored: tracing OFF again
 
-    traced_triton(body)
+    traced_triton(body, models=(SLOW,))
 
 
 def test_one_in_n_is_traced_and_the_rest_is_not_counted_as_lost(traced_triton):
@@ -190,7 +223,7 @@ def test_refused_before_any_load_with_triton_untouched(traced_triton, options, e
         assert run.after == run.before and run.summary is None
         assert server.control().trace_setting("identity") == before
 
-    traced_triton(body, models=("identity",))
+    traced_triton(body)
 
 
 def test_ctrl_c_restores_tritons_trace_settings_and_joins_what_ran(traced_triton):
@@ -212,7 +245,7 @@ def test_ctrl_c_restores_tritons_trace_settings_and_joins_what_ran(traced_triton
         assert set(traces["unjoined"]) <= {"failed on the client"}
         assert traces["joined"] + sum(traces["unjoined"].values()) == traces["traces"]
 
-    traced_triton(body, models=("identity",))
+    traced_triton(body)
 
 
 def test_with_two_workers_the_master_joins_both_workers_requests(traced_triton):
@@ -240,7 +273,7 @@ def test_with_two_workers_the_master_joins_both_workers_requests(traced_triton):
         prefixes = {row["trace_id"][:6] for row in traced_rows(run_dir)}
         assert len(prefixes) == 2  # both workers' requests joined
 
-    traced_triton(body, models=("identity",))
+    traced_triton(body)
 
 
 def test_a_stepped_run_is_attributed_per_step(traced_triton):
@@ -258,7 +291,7 @@ def test_a_stepped_run_is_attributed_per_step(traced_triton):
         }
         assert sum(block["requests"] for block in by_step.values()) <= traces["joined"]
 
-    traced_triton(body, models=("identity",))
+    traced_triton(body)
 
 
 def test_opentelemetry_traces_reach_the_suites_receiver_and_every_sampled_request_is_joined(traced_triton):
@@ -327,7 +360,7 @@ def test_only_a_crash_under_tracing_gets_a_second_run(traced_triton):
             crash(server)
         return server.control().server_ready()
 
-    assert traced_triton(crashes_once, models=("identity",)) is True and len(calls) == 2
+    assert traced_triton(crashes_once, models=(), shared=False) is True and len(calls) == 2
     calls.clear()
 
     def crashes_twice(server, directory):
@@ -335,7 +368,7 @@ def test_only_a_crash_under_tracing_gets_a_second_run(traced_triton):
         crash(server)
 
     with pytest.raises(AssertionError, match="connection refused"):
-        traced_triton(crashes_twice, models=("identity",))
+        traced_triton(crashes_twice, models=(), shared=False)
     assert len(calls) == 2
     calls.clear()
 
@@ -345,7 +378,7 @@ def test_only_a_crash_under_tracing_gets_a_second_run(traced_triton):
         raise AssertionError("a bug")
 
     with pytest.raises(AssertionError, match="a bug"):
-        traced_triton(fails, models=("identity",))
+        traced_triton(fails, models=(), shared=False)
     assert len(calls) == 1
     calls.clear()
 
@@ -361,8 +394,21 @@ def test_only_a_crash_under_tracing_gets_a_second_run(traced_triton):
 
         return body
 
-    assert traced_triton(refused(1), models=("identity",)) is True and len(calls) == 2
+    assert traced_triton(refused(1), models=(), shared=False) is True and len(calls) == 2
     calls.clear()
     with pytest.raises(AssertionError, match="unknown request input name INPUT0"):
-        traced_triton(refused(2), models=("identity",))
+        traced_triton(refused(2), models=(), shared=False)
     assert len(calls) == 2
+
+    # Shared, as the other tests run: the Triton that crashed is not handed on, the fresh one is.
+    servers = []
+
+    def crashes_on_the_first(server, directory):
+        servers.append(server)
+        if len(servers) == 1:
+            crash(server)
+        return server
+
+    fresh = traced_triton(crashes_on_the_first, models=())
+    assert len(servers) == 2 and fresh is servers[1] is not servers[0] and servers[0].process is None
+    assert traced_triton(lambda server, directory: server, models=()) is fresh
