@@ -37,7 +37,10 @@ pytestmark = pytest.mark.badinput
 ERROR_LINE = re.compile(r"^(?:(?:[\w.-]+|python -m \w+(?: \w+)?): )?error: ")
 # Generous for a 1-s run on a busy 2-core machine; a case that hangs is killed at this point.
 SUBPROCESS_TIMEOUT_S = 60
-LANES = 4
+# Each case is mostly a Python process starting (one core's work): two at a time on this 2-core
+# machine. Four lanes only doubled each case's time (the longest lane, one model's cases one after
+# another, stayed the critical path): the 64 cases took 30-37 s in 3 or 4 lanes, 27-33 s in 2.
+LANES = 2
 
 
 def error_lines(stderr: str) -> list[str]:

@@ -1,7 +1,7 @@
 """Fault drills: Triton killed, restarted and frozen mid-run, a worker killed, the master interrupted.
 
-Each drill runs the suite as a user would (a `locust` process against a Triton of its own,
-started here on free ports so it can be killed and frozen), and asserts what a load test
+Each drill runs the suite as a user would (a `locust` process against a Triton started here on
+free ports so it can be killed and frozen, handed on from drill to drill: DrillTritons), and asserts what a load test
 must keep when things break: the run ends within 5 s of its `-t`, the run directory is
 complete, the counts reconcile with Triton's, and the outage is on the record
 (`summary.json`'s "faults", zero-throughput windows in `timeseries.csv`, the report).
@@ -46,22 +46,69 @@ def drill_repository(tmp_path_factory) -> Path:
     return repository
 
 
-@pytest.fixture
-def drill_triton(drill_repository, tmp_path):
-    """A Triton of the test's own, for the drills that kill or freeze it."""
-    server = LocalTriton([drill_repository], log_file=tmp_path / "triton.log")
-    with server:
-        yield server
-    _signal_group_safely(server, signal.SIGCONT)
+class DrillTritons:
+    """The drills' Triton, handed on from drill to drill: the one alive (started if the last drill
+    left none), or the successor a drill brought up on the same ports after killing or stopping its
+    predecessor (`restart`, as a pod restart would).
+
+    Each drill compares Triton's counts before and after itself, or reads its own run's, so a
+    server that served an earlier drill changes nothing a drill checks; the module saves a start
+    and a graceful stop (which waits for the model to unload) per drill. Servers that are done with
+    are killed and cleaned up at the module's end, when their stubs have long been reaped and
+    LocalTriton.stop has nothing left to wait for."""
+
+    def __init__(self, repository: Path, log_dir: Path) -> None:
+        self.repository = repository
+        self.log_dir = log_dir
+        self.server: LocalTriton | None = None
+        self.done: list[LocalTriton] = []
+
+    def live(self) -> LocalTriton:
+        """The current Triton, thawed and ready; a new one if it is gone."""
+        if self.server is not None:
+            _signal_group_safely(self.server, signal.SIGCONT)
+            if self.server.process is not None and self.server.process.poll() is None and self.server.is_ready():
+                return self.server
+            self.discard(self.server)
+        self.server = LocalTriton([self.repository], log_file=self.log_dir / f"triton-{len(self.done)}.log")
+        self.server.start()
+        return self.server
+
+    def restart(self) -> LocalTriton:
+        """The current Triton's successor (it is dead or stopped by now), which becomes current."""
+        previous = self.server
+        self.server = restart(previous)
+        self.discard(previous)
+        return self.server
+
+    def discard(self, server: LocalTriton) -> None:
+        """Done with `server`: killed now (nothing a drill checks depends on how it goes), cleaned up at the end."""
+        _signal_group_safely(server, signal.SIGCONT)
+        _signal_group_safely(server, signal.SIGKILL)
+        self.done.append(server)
+        if server is self.server:
+            self.server = None
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.discard(self.server)
+        for server in self.done:
+            server.stop()
 
 
 @pytest.fixture(scope="module")
-def healthy_triton(drill_repository, tmp_path_factory):
-    """One Triton for the drills that break the load generator, not the server (a worker killed,
-    the master or a single process interrupted): each compares counts before and after itself,
-    so sharing it changes nothing they check and saves a start and a stop per drill."""
-    with LocalTriton([drill_repository], log_file=tmp_path_factory.mktemp("healthy") / "triton.log") as server:
-        yield server
+def drill_tritons(drill_repository, tmp_path_factory):
+    tritons = DrillTritons(drill_repository, tmp_path_factory.mktemp("drill_tritons"))
+    yield tritons
+    tritons.close()
+
+
+@pytest.fixture
+def drill_triton(drill_tritons):
+    """The drills' Triton (DrillTritons): the drill may kill, stop or freeze it."""
+    yield drill_tritons.live()
+    if drill_tritons.server is not None:
+        _signal_group_safely(drill_tritons.server, signal.SIGCONT)
 
 
 def _signal_group_safely(server: LocalTriton, sig: signal.Signals) -> None:
@@ -127,8 +174,14 @@ def wait_for_run_start(run_dir: Path, process: subprocess.Popen, timeout_s: floa
         assert process.poll() is None, "locust exited before the run started"
         assert time.monotonic() < deadline, "the run did not start"
         time.sleep(0.05)
-    time.sleep(0.1)  # written in one go, but be sure it is complete
-    return datetime.fromisoformat(json.loads((run_dir / "config.json").read_text())["started_at"]).timestamp()
+    while True:
+        try:  # written in one go, but be sure it is complete
+            config = json.loads((run_dir / "config.json").read_text())
+            break
+        except json.JSONDecodeError:
+            assert time.monotonic() < deadline, "config.json incomplete"
+            time.sleep(0.02)
+    return datetime.fromisoformat(config["started_at"]).timestamp()
 
 
 def sleep_until(start: float, at_s: float) -> None:
@@ -145,17 +198,31 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(file))
 
 
+# The drills that break Triton under both protocols run their users side by side, USERS of each
+# class in one run, and check each protocol's endpoint and time-series rows on their own.
+BOTH_PROTOCOLS = ("TritonHttpUser", "TritonGrpcUser")
+
+
+def by_protocol(summary: dict, rows: list[dict]) -> dict[str, tuple[dict, list[dict]]]:
+    """Each protocol's endpoint in summary.json and its rows of timeseries.csv: both protocols there."""
+    endpoints = {endpoint["protocol"]: endpoint for endpoint in summary["endpoints"]}
+    assert sorted(endpoints) == ["grpc", "http"], summary["endpoints"]
+    return {protocol: (e, [r for r in rows if r["protocol"] == protocol]) for protocol, e in endpoints.items()}
+
+
 def run_drill(
     server: LocalTriton,
     run_dir: Path,
     run_time_s: int,
     actions: list[tuple[float, Callable[[], None]]],
     *extra: str,
-    user_class: str = "TritonHttpUser",
+    user_classes: tuple[str, ...] = ("TritonHttpUser",),
 ) -> tuple[float, float, str]:
-    """Start a run, do each action at its time (s from the run start); returns (start, end, output)."""
+    """Start a run (USERS users of each class), do each action at its time (s from the run start);
+    returns (start, end, output)."""
     command = locust_command(server, run_dir, run_time_s, *extra)
-    command.insert(command.index("--headless"), user_class)
+    command[command.index("-u") + 1] = str(USERS * len(user_classes))
+    command[command.index("--headless") : command.index("--headless")] = user_classes
     process = subprocess.Popen(
         command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL
     )
@@ -190,8 +257,8 @@ def assert_report_shows(run_dir: Path, *phrases: str) -> None:
         assert phrase in text, phrase
 
 
-@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
-def test_triton_killed_and_restarted_mid_run(drill_triton, tmp_path, user_class):
+def test_triton_killed_and_restarted_mid_run(drill_triton, drill_tritons, tmp_path):
+    """Over HTTP and gRPC at once (USERS users each)."""
     run_dir = tmp_path / "run"
     before = model_stats(drill_triton.http_address, "identity")
     seen: dict = {}
@@ -206,37 +273,47 @@ def test_triton_killed_and_restarted_mid_run(drill_triton, tmp_path, user_class)
 
     def bring_back() -> None:
         seen["restart_at"] = time.time()  # nothing can answer before this
-        seen["server"] = restart(drill_triton)
+        drill_tritons.restart()
         seen["ready_at"] = time.time()  # after start() saw it ready: it may have answered a little earlier
 
-    run_time_s = 16
-    try:
-        start, end, output = run_drill(
-            drill_triton, run_dir, run_time_s, [(3, kill), (7, bring_back)], user_class=user_class
-        )
-        after = model_stats(drill_triton.http_address, "identity")
-    finally:
-        if "server" in seen:
-            seen["server"].stop()
+    # Back 7 s before -t: a restart that takes four times its usual 1.7 s still leaves whole windows.
+    run_time_s = 13
+    actions = [(2, kill), (6, bring_back)]
+    start, end, output = run_drill(drill_triton, run_dir, run_time_s, actions, user_classes=BOTH_PROTOCOLS)
+    after = model_stats(drill_triton.http_address, "identity")
     assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
     summary = assert_complete(run_dir)
-    (endpoint,) = summary["endpoints"]
+    protocols = by_protocol(summary, read_rows(run_dir / "timeseries.csv"))
+    users = USERS * len(protocols)
     # Triton over both lifetimes: the old server up to the kill, the new one from zero.
     triton_total = seen["before_kill"]["requests"] - before["requests"] + after["requests"]
-    successes = endpoint["requests"] - endpoint["failures"]
-    cut = endpoint["failures_by_class"].get("connection reset", 0) + endpoint["failures_by_class"].get(
-        "connection refused", 0
-    )
+    successes = sum(endpoint["requests"] - endpoint["failures"] for endpoint, _ in protocols.values())
     # Exact but for the instant between reading the old server's count and killing it (requests
     # completing then are the client's, not in triton_total), and the requests in flight at the
     # kill (Triton may have counted them; the client saw a reset).
     rate = successes / run_time_s
-    race = int(rate * seen["kill_read_gap_s"] * 3) + USERS
-    assert successes - race <= triton_total <= successes + USERS, (endpoint, triton_total, race)
-    assert set(endpoint["failures_by_class"]) <= {"connection refused", "connection reset", "connection error"}
-    # While Triton was down, users backed off: at most about 10 failures/s per user, not thousands.
+    race = int(rate * seen["kill_read_gap_s"] * 3) + users
+    assert successes - race <= triton_total <= successes + users, (summary["endpoints"], triton_total, race)
     outage_s = seen["ready_at"] - seen["killed_at"]
-    assert 0 < cut <= USERS * outage_s * 15 + 50, (cut, outage_s)
+    killed_s, ready_s = seen["killed_at"] - start, seen["ready_at"] - start
+    restart_s = seen["restart_at"] - start
+    for protocol, (endpoint, rows) in protocols.items():
+        failures = endpoint["failures_by_class"]
+        assert set(failures) <= {"connection refused", "connection reset", "connection error"}, (protocol, failures)
+        # While Triton was down, users backed off: at most about 10 failures/s per user, not thousands.
+        cut = failures.get("connection reset", 0) + failures.get("connection refused", 0)
+        assert 0 < cut <= USERS * outage_s * 15 + 50, (protocol, cut, outage_s)
+        # The outage is in the time series: windows with failures and no success between kill and
+        # return. Whole windows between the kill and the start of the restart: the new Triton
+        # answers as soon as it listens, which can be before start() has seen it ready (ready_at),
+        # so a window ending before ready_at may hold successes (a full-suite run found one). Kill
+        # at 2 s, restart at 6 s: at least one whole 1-s window lies in between (two when the kill
+        # is on time).
+        outage = [r for r in rows if killed_s + 1 <= float(r["time_s"]) and float(r["time_s"]) + 1 <= restart_s]
+        assert outage and all(float(r["throughput_infer_per_s"]) == 0 for r in outage), (protocol, rows)
+        # ... and the clients came back within about a second of Triton (gRPC's reconnect backoff is capped).
+        back = [r for r in rows if float(r["time_s"]) >= killed_s and int(r["inferences"]) > 0]
+        assert back and float(back[0]["time_s"]) <= ready_s + 1.5, (protocol, ready_s, back[:2])
     # The restart is on the record, and the server section covers both lifetimes.
     (restart_fault,) = summary["faults"]["server_restarts"]
     assert restart_fault["after_s"] <= seen["killed_at"] - start + 1.5
@@ -244,23 +321,10 @@ def test_triton_killed_and_restarted_mid_run(drill_triton, tmp_path, user_class)
     # The server watch's last snapshot of the old server may fall between the read above and the
     # kill (a full run found 2 more than triton_total): the same race as the lower bound.
     assert after["requests"] < server["requests"] <= triton_total + race
-    # The outage is in the time series: windows with failures and no success between kill and return.
-    rows = read_rows(run_dir / "timeseries.csv")
-    # Whole windows between the kill and the start of the restart: the new Triton answers as soon as
-    # it listens, which can be before start() has seen it ready (ready_at), so a window ending before
-    # ready_at may hold successes (a full-suite run found one). Kill at 3 s, restart at 7 s: at least
-    # one whole 1-s window lies in between.
-    killed_s, ready_s = seen["killed_at"] - start, seen["ready_at"] - start
-    restart_s = seen["restart_at"] - start
-    outage = [r for r in rows if killed_s + 1 <= float(r["time_s"]) and float(r["time_s"]) + 1 <= restart_s]
-    assert outage and all(float(r["throughput_infer_per_s"]) == 0 for r in outage), rows
-    # ... and the clients came back within about a second of Triton (gRPC's reconnect backoff is capped).
-    back = [r for r in rows if float(r["time_s"]) >= killed_s and int(r["inferences"]) > 0]
-    assert back and float(back[0]["time_s"]) <= ready_s + 1.5, (ready_s, back[:2])
     log_drill(
-        f"restart-{user_class}", ended_after_t_s=round(end - start - run_time_s, 2),
-        client_requests=endpoint["requests"], client_successes=successes, triton_both_lifetimes=triton_total,
-        summary_server=server["requests"], failures=endpoint["failures_by_class"], outage_s=round(outage_s, 1),
+        "restart", ended_after_t_s=round(end - start - run_time_s, 2), client_successes=successes,
+        triton_both_lifetimes=triton_total, summary_server=server["requests"], outage_s=round(outage_s, 1),
+        failures={protocol: endpoint["failures_by_class"] for protocol, (endpoint, _) in protocols.items()},
     )  # fmt: skip
     assert_report_shows(run_dir, "Triton restarted")
 
@@ -279,10 +343,10 @@ STOPPING_NAMES = {
 }
 
 
-@pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
-def test_triton_stopped_gracefully_mid_run(drill_triton, tmp_path, user_class):
-    """Found: SIGTERM then restart mid-run gave ~36,000 `gRPC NOT_FOUND` in about a second, no
-    back-off, and the outage read as "unknown model" failures."""
+def test_triton_stopped_gracefully_mid_run(drill_triton, drill_tritons, tmp_path):
+    """Over HTTP and gRPC at once (USERS users each). Found: SIGTERM then restart mid-run gave
+    ~36,000 `gRPC NOT_FOUND` in about a second, no back-off, and the outage read as "unknown model"
+    failures."""
     run_dir = tmp_path / "run"
     seen: dict = {}
 
@@ -292,39 +356,38 @@ def test_triton_stopped_gracefully_mid_run(drill_triton, tmp_path, user_class):
         drill_triton.process.wait(timeout=60)
 
     def bring_back() -> None:
-        seen["server"] = restart(drill_triton)
+        drill_tritons.restart()
         seen["ready_at"] = time.time()
 
-    run_time_s = 12
-    try:
-        start, end, output = run_drill(
-            drill_triton, run_dir, run_time_s, [(3, stop), (7, bring_back)], user_class=user_class
-        )
-    finally:
-        if "server" in seen:
-            seen["server"].stop()
+    # Held open by HTTP keep-alive, Triton takes up to its 5-s exit timeout to go (the stop action
+    # waits for that): back from 7 s at the latest, 4 s before -t.
+    run_time_s = 11
+    actions = [(2, stop), (5, bring_back)]
+    start, end, output = run_drill(drill_triton, run_dir, run_time_s, actions, user_classes=BOTH_PROTOCOLS)
     assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
-    (endpoint,) = assert_complete(run_dir)["endpoints"]
-    failures = endpoint["failures_by_class"]
-    assert failures and set(failures) <= STOPPING_NAMES, failures
-    # Counted, not hammered: users back off from a stopping server as from a closed port.
+    protocols = by_protocol(assert_complete(run_dir), read_rows(run_dir / "timeseries.csv"))
     outage_s = seen["ready_at"] - seen["stopped_at"]
-    assert sum(failures.values()) <= USERS * outage_s * 15 + 50, (failures, outage_s)
-    # ... and the run went on once Triton was back.
-    rows = read_rows(run_dir / "timeseries.csv")
     ready_s = seen["ready_at"] - start
-    assert any(float(r["time_s"]) >= ready_s and int(r["inferences"]) > 0 for r in rows), rows
-    log_drill(f"graceful-stop-{user_class}", failures=failures, outage_s=round(outage_s, 1))
+    for protocol, (endpoint, rows) in protocols.items():
+        failures = endpoint["failures_by_class"]
+        assert failures and set(failures) <= STOPPING_NAMES, (protocol, failures)
+        # Counted, not hammered: users back off from a stopping server as from a closed port.
+        assert sum(failures.values()) <= USERS * outage_s * 15 + 50, (protocol, failures, outage_s)
+        # ... and the run went on once Triton was back.
+        assert any(float(r["time_s"]) >= ready_s and int(r["inferences"]) > 0 for r in rows), (protocol, rows)
+    failures = {protocol: endpoint["failures_by_class"] for protocol, (endpoint, _) in protocols.items()}
+    log_drill("graceful-stop", failures=failures, outage_s=round(outage_s, 1))
 
 
 def test_triton_frozen_mid_run(drill_triton, tmp_path):
     run_dir = tmp_path / "run"
     before = model_stats(drill_triton.http_address, "identity")
 
-    # Frozen from 3 s to 10 s, then 5 s to catch up before -t: the 1-s windows starting from 4.5 s
-    # to 8.5 s (4 or 5 of them; one may be lost to the freeze's own delays) lie inside the freeze.
-    freeze_s, thaw_s = 3, 10
-    run_time_s = thaw_s + 5
+    # Frozen from 2 s to 9 s, then 3 s to catch up before -t (two requests, one statistics snapshot):
+    # the 1-s windows starting from 3.5 s to 7.5 s (4 or 5 of them; one may be lost to the freeze's
+    # own delays) lie inside the freeze.
+    freeze_s, thaw_s = 2, 9
+    run_time_s = thaw_s + 3
     start, end, output = run_drill(
         drill_triton,
         run_dir,
@@ -352,10 +415,11 @@ def test_triton_frozen_across_the_end_of_the_run(drill_triton, tmp_path):
     run_dir = tmp_path / "run"
     before = model_stats(drill_triton.http_address, "identity")
 
-    run_time_s = 10
+    # Frozen for the run's last 5 s: a statistics snapshot times out (5 s) before the end.
+    run_time_s = 7
     try:
         start, end, output = run_drill(
-            drill_triton, run_dir, run_time_s, [(5, lambda: freeze(drill_triton))], "--request-timeout", "60"
+            drill_triton, run_dir, run_time_s, [(2, lambda: freeze(drill_triton))], "--request-timeout", "60"
         )
     finally:
         thaw(drill_triton)
@@ -424,20 +488,23 @@ def run_distributed_drill(server: LocalTriton, run_dir: Path, run_time_s: int, a
     return start, end, output, done
 
 
-def test_a_worker_killed_mid_run(healthy_triton, tmp_path):
+def test_a_worker_killed_mid_run(drill_triton, tmp_path):
     run_dir = tmp_path / "run"
-    before = model_stats(healthy_triton.http_address, "identity")
+    before = model_stats(drill_triton.http_address, "identity")
 
     def kill(workers) -> float:
         workers[0].kill()
         return time.time()
 
-    start, end, output, killed = run_distributed_drill(healthy_triton, run_dir, 16, 6, kill)
+    # Killed at 4 s (a report of it in by then: workers report every 3 s), noticed some 4 s later,
+    # then 3 whole windows of 4 users again before -t.
+    run_time_s = 14
+    start, end, output, killed = run_distributed_drill(drill_triton, run_dir, run_time_s, 4, kill)
     killed_s = killed - start
-    assert end - start <= 16 + END_WITHIN_S, output[-3000:]
+    assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
     summary = assert_complete(run_dir)
     (endpoint,) = summary["endpoints"]
-    after = model_stats(healthy_triton.http_address, "identity")
+    after = model_stats(drill_triton.http_address, "identity")
     faults = summary["faults"]
     (lost,) = faults["workers_lost"]
     assert killed_s < lost["lost_at_s"] <= killed_s + 6
@@ -454,27 +521,27 @@ def test_a_worker_killed_mid_run(healthy_triton, tmp_path):
     # by the time it covers, not compared with itself).
     assert summary["server"]["identity"]["requests"] == triton_delta
     unreported_s = killed_s - lost["last_report_s"]
-    per_user_rps = endpoint["requests"] / (16 * 4)
+    per_user_rps = endpoint["requests"] / (run_time_s * 4)
     assert 0 < estimate <= 2 * per_user_rps * (unreported_s + 1.0) * 2, (estimate, unreported_s, per_user_rps)
     # Its users were started again on the other worker: 4 users after the loss, as before.
     rows = read_rows(run_dir / "timeseries.csv")
     assert [int(r["users"]) for r in rows if float(r["time_s"]) >= lost["lost_at_s"] + 2][:3] == [4, 4, 4], rows
     assert "lost" in output
     log_drill(
-        "worker-killed", ended_after_t_s=round(end - start - 16, 2), client_requests=endpoint["requests"],
+        "worker-killed", ended_after_t_s=round(end - start - run_time_s, 2), client_requests=endpoint["requests"],
         lost_estimate=estimate, triton=triton_delta, lost_at_s=lost["lost_at_s"], killed_at_s=round(killed_s, 2),
     )  # fmt: skip
     assert_report_shows(run_dir, "lost")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_master_interrupted(healthy_triton, tmp_path, sig):
+def test_master_interrupted(drill_triton, tmp_path, sig):
     run_dir = tmp_path / "run"
-    before = model_stats(healthy_triton.http_address, "identity")
-    master, workers = start_distributed(healthy_triton, run_dir, 60)
+    before = model_stats(drill_triton.http_address, "identity")
+    master, workers = start_distributed(drill_triton, run_dir, 60)
     try:
         start = wait_for_run_start(run_dir, master)
-        sleep_until(start, 5)
+        sleep_until(start, 2)
         sent_at = time.time()
         master.send_signal(sig)
         end, output = finish(master)
@@ -488,7 +555,7 @@ def test_master_interrupted(healthy_triton, tmp_path, sig):
     summary = assert_complete(run_dir)
     (endpoint,) = summary["endpoints"]
     assert summary["faults"]["workers_lost"] == []
-    after = model_stats(healthy_triton.http_address, "identity")
+    after = model_stats(drill_triton.http_address, "identity")
     interrupted = endpoint["failures_by_class"].get("interrupted", 0)
     assert set(endpoint["failures_by_class"]) <= {"interrupted"}
     assert endpoint["requests"] - interrupted <= after["requests"] - before["requests"] <= endpoint["requests"]
@@ -499,11 +566,11 @@ def test_master_interrupted(healthy_triton, tmp_path, sig):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_single_process_interrupted(healthy_triton, tmp_path, sig):
+def test_single_process_interrupted(drill_triton, tmp_path, sig):
     run_dir = tmp_path / "run"
-    before = model_stats(healthy_triton.http_address, "identity")
+    before = model_stats(drill_triton.http_address, "identity")
     process = subprocess.Popen(
-        [*locust_command(healthy_triton, run_dir, 60), "TritonGrpcUser"],
+        [*locust_command(drill_triton, run_dir, 60), "TritonGrpcUser"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -512,7 +579,7 @@ def test_single_process_interrupted(healthy_triton, tmp_path, sig):
     )
     try:
         start = wait_for_run_start(run_dir, process)
-        sleep_until(start, 4)
+        sleep_until(start, 2)
         sent_at = time.time()
         process.send_signal(sig)
         end, output = finish(process)
@@ -522,7 +589,7 @@ def test_single_process_interrupted(healthy_triton, tmp_path, sig):
     assert end - sent_at <= END_WITHIN_S, output[-3000:]
     summary = assert_complete(run_dir)
     (endpoint,) = summary["endpoints"]
-    after = model_stats(healthy_triton.http_address, "identity")
+    after = model_stats(drill_triton.http_address, "identity")
     interrupted = endpoint["failures_by_class"].get("interrupted", 0)
     assert set(endpoint["failures_by_class"]) <= {"interrupted"}
     assert endpoint["requests"] - interrupted <= after["requests"] - before["requests"] <= endpoint["requests"]
@@ -533,7 +600,7 @@ def test_single_process_interrupted(healthy_triton, tmp_path, sig):
 
 
 @pytest.mark.triton  # starts its own
-def test_a_healthy_slow_model_is_not_cut_at_the_end(tmp_path):
+def test_a_healthy_slow_model_is_not_cut_at_the_end(drill_tritons, tmp_path):
     # Each request takes 5 s: at -t (7 s) every user has one in flight with 3 s to go, more than
     # the 2-s grace a frozen server gets. The grace follows the slowest success seen (twice it),
     # so these finish and count as successes instead of "interrupted" failures.
@@ -544,25 +611,28 @@ def test_a_healthy_slow_model_is_not_cut_at_the_end(tmp_path):
     slow = config.read_text().replace('string_value: "20"', 'string_value: "5000"')
     config.write_text(slow.replace("count: 8", f"count: {USERS}"))
     run_dir = tmp_path / "run"
-    with LocalTriton([repository], log_file=tmp_path / "triton.log") as server:
+    server = LocalTriton([repository], log_file=tmp_path / "triton.log")
+    server.start()
+    try:
         before = model_stats(server.http_address, "sleep")
         command = locust_command(server, run_dir, 7, "--shape", "INPUT0:4")
         command[command.index("--model") + 1] = "sleep"
         command.insert(command.index("--headless"), "TritonHttpUser")
         result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
         after = model_stats(server.http_address, "sleep")
+    finally:
+        drill_tritons.discard(server)
     assert result.returncode == 0, result.stderr[-3000:]
     (endpoint,) = assert_complete(run_dir)["endpoints"]
     assert endpoint["failures_by_class"] == {}, endpoint
     assert endpoint["requests"] == after["requests"] - before["requests"] == 2 * USERS
 
 
-@pytest.mark.parametrize("user_class", ["TritonGrpcUser", "TritonHttpUser"])
-def test_triton_killed_under_streamed_requests(tmp_path, user_class):
-    """A decoupled model's streams (gRPC ModelStreamInfer, HTTP generate_stream) cut by a Triton
-    kill: the requests in flight that had responses fail as "stream broken: connection reset", the
-    rest as connection failures; every request the client sent is counted once, the successes are
-    Triton's, and the run ends on time."""
+def test_triton_killed_under_streamed_requests(drill_tritons, tmp_path):
+    """A decoupled model's streams (gRPC ModelStreamInfer, HTTP generate_stream; USERS users each,
+    in one run) cut by a Triton kill: the requests in flight that had responses fail as "stream
+    broken: connection reset", the rest as connection failures; every request the client sent is
+    counted once, the successes are Triton's, and the run ends on time."""
     repository = tmp_path / "repository"
     shutil.copytree(TEST_REPOSITORY / "stream_gaps", repository / "stream_gaps")
     config = repository / "stream_gaps" / "config.pbtxt"
@@ -572,7 +642,9 @@ def test_triton_killed_under_streamed_requests(tmp_path, user_class):
     )
     config.write_text(slow.replace('"gap_ms" value: { string_value: "20"', '"gap_ms" value: { string_value: "50"'))
     run_dir, seen = tmp_path / "run", {}
-    with LocalTriton([repository], log_file=tmp_path / "triton.log") as server:
+    server = LocalTriton([repository], log_file=tmp_path / "triton.log")
+    server.start()
+    try:
         before = model_stats(server.http_address, "stream_gaps")
 
         def kill() -> None:
@@ -580,30 +652,37 @@ def test_triton_killed_under_streamed_requests(tmp_path, user_class):
             _signal_group(server.process.pid, signal.SIGKILL)
             server.process.wait()
 
-        run_time_s = 6
+        # Killed after about two streams per user; what follows (refused reconnections) needs no time.
+        run_time_s = 4
+        actions = [(2.5, kill)]
         start, end, output = run_drill(
-            server, run_dir, run_time_s, [(3.5, kill)], "--model", "stream_gaps", user_class=user_class
+            server, run_dir, run_time_s, actions, "--model", "stream_gaps", user_classes=BOTH_PROTOCOLS
         )
+    finally:
+        drill_tritons.discard(server)
     assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
-    (endpoint,) = assert_complete(run_dir)["endpoints"]
-    failures = endpoint["failures_by_class"]
-    assert failures.get("stream broken: connection reset", 0) == USERS, failures
-    # After the kill: reconnections refused, or (a killed process's socket still closing on a busy
-    # host, seen under `make check`) a connection that never answers, cut by the run's stop.
-    after_kill = {"connection refused", "connection reset", "interrupted"}
-    assert set(failures) <= {"stream broken: connection reset", *after_kill}, failures
-    successes = endpoint["requests"] - endpoint["failures"]
-    assert endpoint["stream"]["requests"] == successes > 0
+    protocols = by_protocol(assert_complete(run_dir), [])
+    successes = broken = 0
+    for protocol, (endpoint, _) in protocols.items():
+        failures = endpoint["failures_by_class"]
+        assert failures.get("stream broken: connection reset", 0) == USERS, (protocol, failures)
+        # After the kill: reconnections refused, or (a killed process's socket still closing on a
+        # busy host, seen under `make check`) a connection that never answers, cut by the run's stop.
+        after_kill = {"connection refused", "connection reset", "interrupted"}
+        assert set(failures) <= {"stream broken: connection reset", *after_kill}, (protocol, failures)
+        assert endpoint["stream"]["requests"] == endpoint["requests"] - endpoint["failures"] > 0, (protocol, endpoint)
+        successes += endpoint["requests"] - endpoint["failures"]
+        broken += failures["stream broken: connection reset"]
     # Nothing lost: Triton counts a decoupled request when the model's execute() returns (at its
     # start, responses still to come), so what it counted before the kill is the client's successes
     # plus the streams the kill broke; less by at most one request per user, sent between the
     # read of Triton's count and the kill (counted by Triton after the read).
     counted = seen["before_kill"]["requests"] - before["requests"]
-    broken = failures["stream broken: connection reset"]
-    assert successes + broken - USERS <= counted <= successes + broken, (counted, successes, broken)
+    users = USERS * len(protocols)
+    assert successes + broken - users <= counted <= successes + broken, (counted, successes, broken)
     log_drill(
-        f"stream-kill-{user_class}", ended_after_t_s=round(end - start - run_time_s, 2),
-        client_requests=endpoint["requests"], client_successes=successes, failures=failures,
+        "stream-kill", ended_after_t_s=round(end - start - run_time_s, 2), client_successes=successes,
+        failures={protocol: endpoint["failures_by_class"] for protocol, (endpoint, _) in protocols.items()},
     )  # fmt: skip
 
 
@@ -632,10 +711,10 @@ def stall_of_the_freeze(summary: dict, start: float, frozen: tuple[float, float]
     return stall
 
 
-def test_the_load_generator_frozen_mid_run_is_a_fault_of_the_run(healthy_triton, tmp_path):
+def test_the_load_generator_frozen_mid_run_is_a_fault_of_the_run(drill_triton, tmp_path):
     """A process that gets no CPU sends nothing and times its stall into its requests: the run says so."""
     run_dir = tmp_path / "run"
-    command = locust_command(healthy_triton, run_dir, 6)
+    command = locust_command(drill_triton, run_dir, 6)
     command.insert(command.index("--headless"), "TritonHttpUser")
     process = subprocess.Popen(
         command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL
@@ -658,10 +737,10 @@ def test_the_load_generator_frozen_mid_run_is_a_fault_of_the_run(healthy_triton,
     assert_report_shows(run_dir, "The load generator stalled for")
 
 
-def test_a_frozen_worker_is_named_by_the_master(healthy_triton, tmp_path):
+def test_a_frozen_worker_is_named_by_the_master(drill_triton, tmp_path):
     """A worker's stalls reach the master with its reports; its peer and the master had none."""
     run_dir = tmp_path / "run"
-    start, _, output, frozen = run_distributed_drill(healthy_triton, run_dir, 6, 2, lambda w: pause(w[0], 1.5))
+    start, _, output, frozen = run_distributed_drill(drill_triton, run_dir, 6, 2, lambda w: pause(w[0], 1.5))
     summary = assert_complete(run_dir)
     stall = stall_of_the_freeze(summary, start, frozen)
     assert stall["process"] not in ("local", "master") and summary["load_generator"]["workers"] == 2

@@ -60,7 +60,9 @@ def test_grpc_only_target_reads_triton_statistics_over_grpc(triton, tmp_path, ht
     options = ["--triton-grpc", triton.grpc_address, "--triton-metrics", triton.metrics_address, *http]
     result, requests = counted(
         triton,
-        lambda: run_locust(["TritonGrpcUser"], [*options, "--model", MODEL, "--run-dir", str(run_dir)], users=1),
+        lambda: run_locust(
+            ["TritonGrpcUser"], [*options, "--model", MODEL, "--run-dir", str(run_dir)], users=1, run_time="2s"
+        ),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     summary = read_summary(run_dir)
@@ -93,7 +95,9 @@ def test_locust_host_option_is_the_triton_http_address(triton, tmp_path):
     options = ["-H", f"http://{triton.http_address}", "--triton-metrics", triton.metrics_address]
     result, requests = counted(
         triton,
-        lambda: run_locust(["TritonHttpUser"], [*options, "--model", MODEL, "--run-dir", str(run_dir)], users=1),
+        lambda: run_locust(
+            ["TritonHttpUser"], [*options, "--model", MODEL, "--run-dir", str(run_dir)], users=1, run_time="2s"
+        ),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert requests > 0
@@ -130,7 +134,7 @@ def test_user_class_missing_or_mistyped_is_one_error(triton, classes, fragment):
 def test_csv_with_json_file_keeps_the_counts(triton, tmp_path):
     run_dir, prefix = tmp_path / "run", tmp_path / "locust"
     extra = ["--csv", str(prefix), "--json-file", str(tmp_path / "stats"), "--run-dir", str(run_dir)]
-    result = run_locust(["TritonHttpUser"], [*triton.options, "--model", MODEL, *extra], users=1)
+    result = run_locust(["TritonHttpUser"], [*triton.options, "--model", MODEL, *extra], users=1, run_time="2s")
     assert result.returncode == 0, result.stderr[-3000:]
     exact = {e["model"]: e["requests"] for e in read_summary(run_dir)["endpoints"]}
     locust = {name: count for (_type, name), count in locust_request_counts(prefix).items()}
@@ -217,7 +221,7 @@ def test_unstable_sweep_level_fails_the_exit_code(triton, tmp_path):
 def test_console_shows_throughput_exact_table_last_and_the_report_command(triton, tmp_path):
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "--only-summary", "-u", "1"]
-    command += ["-t", "3s", "TritonHttpUser", *triton.options, "--model", MODEL, "--run-dir", str(run_dir)]
+    command += ["-t", "2s", "TritonHttpUser", *triton.options, "--model", MODEL, "--run-dir", str(run_dir)]
     # One stream, as a terminal shows it: Locust's table goes to stderr, the suite's to stdout.
     result = subprocess.run(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = result.stdout
