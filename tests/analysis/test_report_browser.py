@@ -11,7 +11,7 @@ import pytest
 from analysis.compare import write_comparison
 from analysis.report import write_report
 from tests.analysis.test_report import stepped_run, two_class_run  # noqa: F401  (module fixtures: real runs)
-from tests.run.test_webui_browser import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401  (the Selenium fixture)
+from tests.run.test_webui_browser import CHROMEDRIVER, CHROMIUM, browser, chromium  # noqa: F401  (the Selenium fixtures)
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM.exists() and CHROMEDRIVER.exists()),

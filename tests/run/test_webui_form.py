@@ -12,6 +12,7 @@ from loadtests.options.groups import form_order, labels
 from tests.helpers import model_stats, triton_options
 from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     browser,
+    chromium,
     fill,
     header_text,
     launch,
