@@ -103,11 +103,10 @@ def output_directory() -> Path:
 
 
 def start_shard(
-    output: Path, index: int, files: list[str], pytest_args: list[str], nice: int = 0, cpus: set[int] | None = None
+    output: Path, index: int, files: list[str], pytest_args: list[str], nice: int = 0
 ) -> tuple[subprocess.Popen, Path]:
     log = output / f"shard-{index}.log"
     command = [
-        *(["taskset", "-c", ",".join(map(str, sorted(cpus)))] if cpus else []),
         *(["nice", "-n", str(nice)] if nice else []),
         sys.executable,
         "-m",
@@ -206,35 +205,23 @@ def measuring(files: list[str]) -> list[str]:
 
 
 def start_all(
-    output: Path, files: list[str], durations: dict[str, float], count: int, pytest_args: list[str], reserve: bool
+    output: Path, files: list[str], durations: dict[str, float], count: int, pytest_args: list[str]
 ) -> tuple[dict[int, tuple[subprocess.Popen, Path]], list[int]]:
     """The dealt shards, and the background shard unless pytest_args has a -m of its own.
-    Returns every shard running, and the indexes of the dealt ones. `reserve`: the measuring
-    files get shard 0 alone and CPU 0 to themselves; every other shard runs on the other CPUs."""
+    Returns every shard running, and the indexes of the dealt ones."""
     background = not any(item == "-m" or item.startswith("-m=") for item in pytest_args)
     shard_args = ["-m", SHARD_TESTS, *pytest_args] if background else pytest_args
     measures = measuring(files)
-    others = sorted(os.sched_getaffinity(0) - {0}) if reserve and measures else []
-    if others:
-        groups = [measures, *deal([name for name in files if name not in measures], durations, count)]
-    else:
-        groups = deal(files, durations, count, first=measures)
     running = {}
-    for index, dealt in enumerate(groups):
-        cpus = set(others) if others and index > 0 else None
-        running[index] = start_shard(output, index, dealt, shard_args, cpus=cpus)
+    for index, dealt in enumerate(deal(files, durations, count, first=measures)):
+        running[index] = start_shard(output, index, dealt, shard_args)
         estimate = sum(durations.get(name, 0.0) for name in dealt)
         what = f"{len(measures)} measuring, " if index == 0 and measures else ""
-        where = f", CPUs {others}" if cpus else ""
-        print(
-            f"shard {index}: {len(dealt)} files ({what}about {estimate:.0f} s{where}), log {running[index][1]}",
-            flush=True,
-        )
+        print(f"shard {index}: {len(dealt)} files ({what}about {estimate:.0f} s), log {running[index][1]}", flush=True)
     shards = sorted(running)
     if background:
         index = len(running)
-        args = ["-m", BACKGROUND_TESTS, *pytest_args]
-        running[index] = start_shard(output, index, files, args, BACKGROUND_NICE, set(others) or None)
+        running[index] = start_shard(output, index, files, ["-m", BACKGROUND_TESTS, *pytest_args], BACKGROUND_NICE)
         what = f"every test needing no Triton or browser, at nice {BACKGROUND_NICE}"
         print(f"shard {index}: {what}, log {running[index][1]}", flush=True)
     return running, shards
@@ -244,7 +231,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--shards", type=int, default=int(os.environ.get("TEST_SHARDS", "2")))
     parser.add_argument("--update-durations", action="store_true", help="rewrite tests/durations.json")
-    parser.add_argument("--reserve-cpu", action="store_true", help="CPU 0 for the measuring files alone")
     options, rest = parser.parse_known_args(argv)
     if options.shards < 1:
         parser.error("--shards must be at least 1")
@@ -253,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     durations = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
     output = output_directory()
     started = time.monotonic()
-    running, shards = start_all(output, test_files(paths), durations, options.shards, pytest_args, options.reserve_cpu)
+    running, shards = start_all(output, test_files(paths), durations, options.shards, pytest_args)
     codes = {index: 0 if code == NO_TESTS else code for index, code in wait_all(running, started).items()}
     for index, code in sorted(codes.items()):
         if code != 0:
