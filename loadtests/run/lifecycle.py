@@ -18,7 +18,16 @@ import time
 from collections.abc import Callable
 
 import gevent
-from locust.runners import STATE_INIT, STATE_MISSING, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, MasterRunner
+from locust.runners import (
+    STATE_CLEANUP,
+    STATE_INIT,
+    STATE_MISSING,
+    STATE_RUNNING,
+    STATE_SPAWNING,
+    STATE_STOPPED,
+    STATE_STOPPING,
+    MasterRunner,
+)
 
 from loadtests.errors import ServerError
 from loadtests.events import RunStarted
@@ -188,8 +197,9 @@ class RunLifecycle:
             self.wait_for_quiet()
             self.collect(run)
             runner = self.environment.runner
-            users = runner.user_count if runner is not None else 0
-            run.aggregator.note_users(users, self.target_rate(), users_by_class(runner))
+            if counting_users(runner):
+                users = runner.user_count if runner is not None else 0
+                run.aggregator.note_users(users, self.target_rate(), users_by_class(runner))
             running = runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING)
             run.faults.check_workers(runner, running=running)
             run.aggregator.close_windows(workers=live_workers(runner))
@@ -295,3 +305,9 @@ def users_by_class(runner) -> dict[str, int] | None:
     if hasattr(runner, "reported_user_classes_count"):
         return dict(runner.reported_user_classes_count)
     return dict(runner.user_classes_count)
+
+
+def counting_users(runner) -> bool:
+    """Whether the user count now is the run's: not while Locust stops the users at the end
+    (then it falls user by user, and the last window kept the count of a half-stopped run)."""
+    return runner is None or runner.state not in (STATE_CLEANUP, STATE_STOPPING)
