@@ -222,7 +222,7 @@ def start_all(
     if background:
         index = len(running)
         running[index] = start_shard(output, index, files, ["-m", BACKGROUND_TESTS, *pytest_args], BACKGROUND_NICE)
-        what = f"every test needing no Triton or browser, at nice {BACKGROUND_NICE}"
+        what = f"every test needing no Triton or browser and drilling no fault, at nice {BACKGROUND_NICE}"
         print(f"shard {index}: {what}, log {running[index][1]}", flush=True)
     return running, shards
 
