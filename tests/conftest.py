@@ -24,6 +24,7 @@ import pytest
 
 from loadtests.server import DEMO_REPOSITORY, TEST_REPOSITORY, LocalTriton
 from models.build import ensure_built
+from tests.helpers import THROWAWAY_STOP_S
 
 
 @pytest.fixture(scope="session")
@@ -34,10 +35,6 @@ def tiny_weights():
 # The session Triton loads its 26 models 16 at a time (Triton's default loads about 2 at a time
 # here): 6 s instead of 9 s on a quiet machine, most of it the Python-backend stubs starting.
 LOAD_THREADS = ["--model-load-thread-count=16"]
-# Its stop need not wait for the models to unload: `sleep`'s 8 instances unload one after another
-# and hold Triton's exit for its whole --exit-timeout-secs (5 s). Nothing runs after the session;
-# LocalTriton.stop kills what is left and removes the shared-memory regions.
-SESSION_STOP_S = 1.0
 
 
 @pytest.fixture(scope="session")
@@ -47,12 +44,13 @@ def triton(tiny_weights, tmp_path_factory):
         log_file=tmp_path_factory.mktemp("triton") / "triton.log",
         environment={"TRITON_LOADTEST_WEIGHTS_DIR": str(tiny_weights)},
         extra_args=LOAD_THREADS,
+        stop_timeout_s=THROWAWAY_STOP_S,
     )
     server.start()
     try:
         yield server
     finally:
-        server.stop(timeout_s=SESSION_STOP_S)
+        server.stop()
 
 
 def pytest_collection_modifyitems(items):

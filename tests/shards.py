@@ -19,7 +19,10 @@ Which test goes where, by what it needs from the machine:
   (`nice` BACKGROUND_NICE): it takes what the shards leave idle and does not delay their runs,
   models or timing checks. A test that starts a Triton in its body carries
   `@pytest.mark.triton` (tests/test_shards.py checks). A `-m` of your own turns the background
-  shard off (then the shards run what your `-m` selects).
+  shard off (then the shards run what your `-m` selects);
+- the tests marked `refusal` need a Triton only to show that a bad command left its counters
+  untouched, and check no timing: they run in the background shard too, on a session Triton of
+  its own that starts (at the background's priority) when the first of them needs it.
 
 `--update-durations` rewrites tests/durations.json from this run's JUnit XML (the shards', not
 the background's): do it after adding slow tests, on a quiet machine.
@@ -51,8 +54,10 @@ OUTPUT = REPO_ROOT / ".pytest_shards"
 SLOWEST = 30
 PROGRESS_EVERY_S = 60.0
 # The dealt shards' tests need a Triton or a browser, or drill faults; the background runs the rest.
-SHARD_TESTS = "triton or browser or drill"
-BACKGROUND_TESTS = f"not ({SHARD_TESTS})"
+# A `refusal` needs a Triton only to show its counters untouched, and checks no timing: it runs in
+# the background, which then starts a session Triton of its own at the background's priority.
+SHARD_TESTS = "(triton or browser or drill) and not refusal"
+BACKGROUND_TESTS = "not (triton or browser or drill) or refusal"
 BACKGROUND_NICE = 19
 MEASURES = re.compile(r"^pytestmark = .*pytest\.mark\.measures", re.MULTILINE)
 # pytest's exit code when a shard's selection holds no test (a file of units only, say).
@@ -222,7 +227,7 @@ def start_all(
     if background:
         index = len(running)
         running[index] = start_shard(output, index, files, ["-m", BACKGROUND_TESTS, *pytest_args], BACKGROUND_NICE)
-        what = f"every test needing no Triton or browser and drilling no fault, at nice {BACKGROUND_NICE}"
+        what = f"the tests needing no Triton or browser and drilling no fault, and refusals, nice {BACKGROUND_NICE}"
         print(f"shard {index}: {what}, log {running[index][1]}", flush=True)
     return running, shards
 

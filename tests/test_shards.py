@@ -1,17 +1,21 @@
 """`make test`'s split into shards (tests/shards.py), and the markers it relies on.
 
-The background shard runs every test that is neither `triton`, `browser` nor `drill` at a low
-CPU priority, beside everything else: a test that starts a Triton in its body without the
-`triton` marker would land there and time its server and its runs on whatever CPU is left.
+The background shard runs every test that is neither `triton`, `browser` nor `drill`, and the
+`refusal`s, at a low CPU priority, beside everything else: a test that starts a Triton in its
+body without the `triton` marker (or with `refusal`) would land there and time its server and
+its runs on whatever CPU is left.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
+from _pytest.mark.expression import Expression
+
 from tests import shards
-from tests.shards import BACKGROUND_TESTS, REPO_ROOT, deal, measuring
+from tests.shards import BACKGROUND_TESTS, REPO_ROOT, SHARD_TESTS, deal, measuring
 
 STARTS_TRITON = "LocalTriton"
 KEPT_APART = {"triton", "browser", "drill"}  # the markers that keep a test out of the background shard
@@ -82,12 +86,23 @@ def unmarked_triton_starters(path: Path) -> list[str]:
             continue
         if any(arg.arg.endswith("triton") for arg in function.args.args):
             continue  # marked by its fixture (tests/conftest.py)
-        if starts(function, starters) and not (marks(function.decorator_list) | module_marks) & KEPT_APART:
+        marked = marks(function.decorator_list) | module_marks
+        if starts(function, starters) and (not marked & KEPT_APART or "refusal" in marked):
             unmarked.append(f"{path.relative_to(REPO_ROOT)}::{function.name}")
     return unmarked
 
 
+def test_every_test_runs_in_the_dealt_shards_or_in_the_background_never_both():
+    markers = ["triton", "browser", "drill", "refusal", "measures", "k8s"]
+    for count in range(len(markers) + 1):
+        for chosen in itertools.combinations(markers, count):
+            has = set(chosen).__contains__
+            dealt = Expression.compile(SHARD_TESTS).evaluate(has)
+            background = Expression.compile(BACKGROUND_TESTS).evaluate(has)
+            assert dealt != background, chosen
+            assert background == ((not has("triton") and not has("browser") and not has("drill")) or has("refusal"))
+
+
 def test_every_test_that_starts_a_triton_is_kept_out_of_the_background_shard():
-    assert BACKGROUND_TESTS == "not (triton or browser or drill)"
     unmarked = [name for file in shards.test_files([]) for name in unmarked_triton_starters(REPO_ROOT / file)]
     assert not unmarked, f"start a Triton without @pytest.mark.triton: {unmarked}"

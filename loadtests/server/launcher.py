@@ -64,6 +64,7 @@ def locust_command(*args: str) -> list[str]:
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_STARTUP_TIMEOUT_S = 180.0
 DEFAULT_STOP_TIMEOUT_S = 30.0
+KILLED_EXIT_TIMEOUT_S = 10.0  # after SIGKILL: only the kernel's cleanup is left
 READY_POLL_INTERVAL_S = 0.2
 # Each readiness poll waits this long for an answer: a server still starting may not answer yet.
 READY_POLL_TIMEOUT_S = 1.0
@@ -159,6 +160,7 @@ class LocalTriton:
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         installation: TritonInstallation | None = None,
         extra_args: Sequence[str] = (),
+        stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
     ) -> None:
         self.model_repositories = [Path(r).resolve() for r in model_repositories]
         self.host = host
@@ -166,6 +168,8 @@ class LocalTriton:
         self.startup_timeout_s = startup_timeout_s
         self.extra_environment = dict(environment or {})
         self.extra_args = list(extra_args)
+        # How long stop() (and leaving a `with` block) lets Triton exit gracefully before SIGKILL.
+        self.stop_timeout_s = stop_timeout_s
         self._installation = installation
         # Kept after a failed start, so the log named in the error message is still there.
         self._workdir = Path(tempfile.mkdtemp(prefix="triton-loadtest-"))
@@ -348,10 +352,12 @@ class LocalTriton:
                     processes.append(process)
         return processes
 
-    def stop(self, timeout_s: float = DEFAULT_STOP_TIMEOUT_S) -> None:
-        """SIGTERM Triton's process group, wait, then SIGKILL whatever is left."""
+    def stop(self, timeout_s: float | None = None) -> None:
+        """SIGTERM Triton's process group, wait (`timeout_s`, by default the launcher's
+        `stop_timeout_s`), then SIGKILL whatever is left."""
         if self.process is None:
             return
+        timeout_s = self.stop_timeout_s if timeout_s is None else timeout_s
         self._remember_descendants()
         if self.process.poll() is None:
             _signal_group(self.process.pid, signal.SIGTERM)
@@ -359,22 +365,42 @@ class LocalTriton:
                 self.process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 _signal_group(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=timeout_s)
+                self.process.wait(timeout=KILLED_EXIT_TIMEOUT_S)
         # Stubs normally exit with Triton; kill any straggler that did not.
         stragglers = self._started_processes()
         for process in stragglers:
             with contextlib.suppress(psutil.Error):
                 process.kill()  # psutil checks the start time again: never a reused PID
-        # A process can exit between the lookup and the wait: psutil's pidfd_open then raises
-        # FileNotFoundError (seen in explicit mode, where reloads replace the stub processes).
-        with contextlib.suppress(psutil.Error, FileNotFoundError, ProcessLookupError):
-            psutil.wait_procs(stragglers, timeout=5)
+        wait_gone(stragglers, timeout_s=5.0)
         self.process = None
         for region in Path(SHM_DIR).glob(f"{self.shm_prefix}*"):
             with contextlib.suppress(OSError):
                 region.unlink()
         if self._ready:
             shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def wait_gone(processes: Sequence[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Wait until each process has exited (a zombie counts: it holds no port, memory or file)
+    or `timeout_s` passed; the ones still running.
+
+    A stub whose Triton died is reparented to PID 1 and stays a zombie until that reaps it,
+    which some container inits do only every second or two: waiting for the PID to vanish
+    (psutil.wait_procs) cost 1.3-2 s per stopped Triton here.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = [process for process in processes if _running(process)]
+        if not running or time.monotonic() >= deadline:
+            return running
+        time.sleep(0.01)
+
+
+def _running(process: psutil.Process) -> bool:
+    # A PID can exit between the lookup and the check (psutil raises NoSuchProcess).
+    with contextlib.suppress(psutil.Error, FileNotFoundError, ProcessLookupError):
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    return False
 
 
 def _die_with_parent() -> None:

@@ -18,7 +18,7 @@ import pytest
 from analysis.report import write_report
 from loadtests.server.launcher import LocalTriton
 from tests.analysis.test_report import markdown_table
-from tests.helpers import read_summary, repository_of, run_against_triton
+from tests.helpers import THROWAWAY_STOP_S, read_summary, repository_of, run_against_triton
 
 # One instance sleeping 10 ms a batch of up to 4; a request queued over 2 ms is rejected.
 MODEL = "queue_timeout"
@@ -34,7 +34,9 @@ NEWER = ("nv_inference_pending_request_count", "nv_inference_request_failure")
 def overloaded(tmp_path_factory):
     """A 3-s run of six users against a Triton of its own with latency summaries on."""
     root = tmp_path_factory.mktemp("newer-metrics")
-    with LocalTriton([repository_of(root / "models", MODEL)], extra_args=SUMMARIES) as server:
+    with LocalTriton(
+        [repository_of(root / "models", MODEL)], extra_args=SUMMARIES, stop_timeout_s=THROWAWAY_STOP_S
+    ) as server:
         # Metrics read every 0.5 s: the pending count is a gauge, seen only when scraped.
         options = ["--model", MODEL, "--shape", "INPUT0:16", "--server-stats-interval", "0.5"]
         run = run_against_triton(

@@ -21,7 +21,7 @@ import pytest
 
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from models.conformance import CONFORMANCE_REPOSITORY, DATATYPES, expected_files, model_name
-from tests.helpers import model_stats, read_summary, run_cli, run_locust, triton_options
+from tests.helpers import THROWAWAY_STOP_S, model_stats, read_summary, run_cli, run_locust, triton_options
 
 PROTOCOLS = ("http", "http_json", "grpc")
 SOURCES = ("random", "zero", "input_data")
@@ -44,7 +44,9 @@ def conformance_triton(tmp_path_factory):
     """A Triton of the conformance models alone (models/conformance_repository): only this
     module needs their 28 Python stubs, so the session's Triton does not start them."""
     with LocalTriton(
-        [CONFORMANCE_REPOSITORY], log_file=tmp_path_factory.mktemp("conformance") / "triton.log"
+        [CONFORMANCE_REPOSITORY],
+        log_file=tmp_path_factory.mktemp("conformance") / "triton.log",
+        stop_timeout_s=THROWAWAY_STOP_S,
     ) as server:
         yield server
 

@@ -24,7 +24,7 @@ from loadtests.clients.control import TritonControl
 from loadtests.clients.control_grpc import open_control
 from loadtests.errors import ServerError
 from loadtests.server import TEST_REPOSITORY, LocalTriton
-from tests.helpers import grpc_target
+from tests.helpers import THROWAWAY_STOP_S, grpc_target
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTROL_MODULE = REPO_ROOT / "loadtests" / "clients" / "control.py"
@@ -67,6 +67,7 @@ def explicit_triton(tmp_path_factory):
         [TEST_REPOSITORY],
         log_file=tmp_path_factory.mktemp("explicit") / "triton.log",
         extra_args=["--model-control-mode=explicit", "--load-model=identity"],
+        stop_timeout_s=THROWAWAY_STOP_S,
     )
     with server:
         yield server

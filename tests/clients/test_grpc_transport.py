@@ -15,7 +15,7 @@ from loadtests.options.reading import parse_grpc_connections
 from loadtests.server import LocalTriton
 from loadtests.server.serve import model_control_args
 from models.conformance import CONFORMANCE_REPOSITORY
-from tests.helpers import model_stats, run_cli
+from tests.helpers import THROWAWAY_STOP_S, model_stats, run_cli
 
 LARGE_MODEL = "echo_fp32_nobatch"
 
@@ -114,6 +114,7 @@ def echo_triton(tmp_path_factory):
         [CONFORMANCE_REPOSITORY],
         log_file=tmp_path_factory.mktemp("echo-triton") / "triton.log",
         extra_args=model_control_args("explicit", [LARGE_MODEL]),
+        stop_timeout_s=THROWAWAY_STOP_S,
     ) as server:
         yield server
 
@@ -168,6 +169,7 @@ def test_grpc_connections_option():
             parse_grpc_connections(bad)
 
 
+@pytest.mark.refusal
 def test_bad_grpc_connections_is_refused_before_any_load(triton, tmp_path):
     before = model_stats(triton.http_address, "identity")
     result = run_cli(

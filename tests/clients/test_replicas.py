@@ -26,7 +26,16 @@ from loadtests.clients.replicas import ReplicaChooser, ReplicaSet
 from loadtests.config.model_spec import ModelSpec
 from loadtests.server import TEST_REPOSITORY, LocalTriton
 from loadtests.server.serve import model_control_args
-from tests.helpers import REPO_ROOT, grpc_target, http_target, model_stats, read_summary, run_cli, run_locust
+from tests.helpers import (
+    REPO_ROOT,
+    THROWAWAY_STOP_S,
+    grpc_target,
+    http_target,
+    model_stats,
+    read_summary,
+    run_cli,
+    run_locust,
+)
 
 MODEL = "identity"
 CONNECTION_FAILURES = {"connection refused", "connection reset"}
@@ -37,6 +46,7 @@ def identity_triton(tmp_path_factory, name: str) -> LocalTriton:
         [TEST_REPOSITORY],
         log_file=tmp_path_factory.mktemp(name) / "triton.log",
         extra_args=model_control_args("explicit", [MODEL]),
+        stop_timeout_s=THROWAWAY_STOP_S,
     )
 
 

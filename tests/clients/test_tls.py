@@ -24,7 +24,15 @@ from pathlib import Path
 import pytest
 
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, LocustRun, model_stats, read_summary, run_against_triton, run_locust
+from tests.helpers import (
+    REPO_ROOT,
+    THROWAWAY_STOP_S,
+    LocustRun,
+    model_stats,
+    read_summary,
+    run_against_triton,
+    run_locust,
+)
 from tests.tls_support import Pki, TlsProxy, make_pki
 
 SECRET = "s3cr3t-token-value-0d9f"
@@ -311,7 +319,9 @@ def test_tritons_own_grpc_mutual_tls(pki, tmp_path):
         f"--grpc-server-key={pki.server_key}",
         f"--grpc-root-cert={pki.ca}",
     ]
-    with LocalTriton([repository], log_file=tmp_path / "triton.log", extra_args=tls_args) as server:
+    with LocalTriton(
+        [repository], log_file=tmp_path / "triton.log", extra_args=tls_args, stop_timeout_s=THROWAWAY_STOP_S
+    ) as server:
         target = targets(server, grpc=f"grpcs://{server.grpc_address}")
         client = ["--ssl-cert", str(pki.client_cert), "--ssl-key", str(pki.client_key)]
         refused = tls_run(server, tmp_path / "refused", "TritonGrpcUser", target, ["--ssl-ca", str(pki.ca)], {}).result

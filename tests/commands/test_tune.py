@@ -35,7 +35,7 @@ from loadtests.tuning.repository_api import (
 )
 from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
 from models.conformance import CONFORMANCE_REPOSITORY
-from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli, run_clis, triton_options
+from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, interruptible, model_stats, run_cli, run_clis, triton_options
 
 # Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
 pytestmark = pytest.mark.measures
@@ -56,6 +56,7 @@ def explicit_triton(tmp_path_factory):
         [TEST_REPOSITORY, CONFORMANCE_REPOSITORY],
         log_file=tmp_path_factory.mktemp("explicit-triton") / "triton.log",
         extra_args=model_control_args("explicit", [MODEL, NO_BATCH_MODEL]),
+        stop_timeout_s=THROWAWAY_STOP_S,
     )
     with server:
         yield server
@@ -234,6 +235,7 @@ def test_bad_input_is_refused_before_anything_is_loaded(explicit_triton, tmp_pat
     assert {model: model_stats(explicit_triton.http_address, model) for model in stats} == stats
 
 
+@pytest.mark.refusal
 def test_a_server_not_in_explicit_mode_is_refused_with_one_line(triton, tmp_path):
     before = model_stats(triton.http_address, "sleep_10ms_single")
     args = tune_args(

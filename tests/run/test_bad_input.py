@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, model_stats
+from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, model_stats
 
 pytestmark = pytest.mark.badinput
 
@@ -284,7 +284,7 @@ def test_serve_setup_is_refused_before_triton_starts(ports, where, fragment, cli
     chosen = [{"h": free.http, "g": free.grpc, "m": free.metrics}.get(p, p) for p in ports]
     repository = cli_files / where if where and not where.startswith("log:") else TEST_REPOSITORY
     log_file = cli_files / where.removeprefix("log:") if where.startswith("log:") else tmp_path / "triton.log"
-    triton = LocalTriton([repository], ports=TritonPorts(*chosen), log_file=log_file)
+    triton = LocalTriton([repository], ports=TritonPorts(*chosen), log_file=log_file, stop_timeout_s=THROWAWAY_STOP_S)
     try:
         with pytest.raises(ServerError) as error:
             triton.start()
@@ -668,6 +668,7 @@ def cli_outcomes(triton, cli_files, finished_run) -> dict[str, CliOutcome]:
     return outcomes
 
 
+@pytest.mark.refusal  # with a Triton only to show its counters untouched: the background shard
 @pytest.mark.parametrize("case", CLI_CASES, ids=[case.id for case in CLI_CASES])
 def test_cli_refuses_bad_input_before_any_load(case, cli_outcomes):
     outcome = cli_outcomes[case.id]

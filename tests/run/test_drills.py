@@ -27,7 +27,7 @@ import pytest
 
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
 from loadtests.server.launcher import _signal_group
-from tests.helpers import REPO_ROOT, interruptible, model_stats, run_cli
+from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, interruptible, model_stats, run_cli
 
 pytestmark = pytest.mark.drill
 
@@ -70,7 +70,9 @@ class DrillTritons:
             if self.server.process is not None and self.server.process.poll() is None and self.server.is_ready():
                 return self.server
             self.discard(self.server)
-        self.server = LocalTriton([self.repository], log_file=self.log_dir / f"triton-{len(self.done)}.log")
+        self.server = LocalTriton(
+            [self.repository], log_file=self.log_dir / f"triton-{len(self.done)}.log", stop_timeout_s=THROWAWAY_STOP_S
+        )
         self.server.start()
         return self.server
 
@@ -130,7 +132,12 @@ def thaw(server: LocalTriton) -> None:
 
 def restart(server: LocalTriton) -> LocalTriton:
     """A new Triton on the same ports and repository (as a pod restart or a systemd restart would)."""
-    fresh = LocalTriton(server.model_repositories, ports=server.ports, log_file=server.log_file.with_suffix(".2.log"))
+    fresh = LocalTriton(
+        server.model_repositories,
+        ports=server.ports,
+        log_file=server.log_file.with_suffix(".2.log"),
+        stop_timeout_s=THROWAWAY_STOP_S,
+    )
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -611,7 +618,7 @@ def test_a_healthy_slow_model_is_not_cut_at_the_end(drill_tritons, tmp_path):
     slow = config.read_text().replace('string_value: "20"', 'string_value: "5000"')
     config.write_text(slow.replace("count: 8", f"count: {USERS}"))
     run_dir = tmp_path / "run"
-    server = LocalTriton([repository], log_file=tmp_path / "triton.log")
+    server = LocalTriton([repository], log_file=tmp_path / "triton.log", stop_timeout_s=THROWAWAY_STOP_S)
     server.start()
     try:
         before = model_stats(server.http_address, "sleep")
@@ -642,7 +649,7 @@ def test_triton_killed_under_streamed_requests(drill_tritons, tmp_path):
     )
     config.write_text(slow.replace('"gap_ms" value: { string_value: "20"', '"gap_ms" value: { string_value: "50"'))
     run_dir, seen = tmp_path / "run", {}
-    server = LocalTriton([repository], log_file=tmp_path / "triton.log")
+    server = LocalTriton([repository], log_file=tmp_path / "triton.log", stop_timeout_s=THROWAWAY_STOP_S)
     server.start()
     try:
         before = model_stats(server.http_address, "stream_gaps")

@@ -104,6 +104,7 @@ def test_locust_host_option_is_the_triton_http_address(triton, tmp_path):
     assert sum(e["requests"] for e in read_summary(run_dir)["endpoints"]) == requests
 
 
+@pytest.mark.refusal
 def test_host_and_triton_http_that_disagree_are_refused(triton):
     result, requests = counted(
         triton,
@@ -115,6 +116,7 @@ def test_host_and_triton_http_that_disagree_are_refused(triton):
     assert requests == 0
 
 
+@pytest.mark.refusal
 @pytest.mark.parametrize(
     ("classes", "fragment"),
     [([], "user class"), (["TritonHtpUser"], "TritonHtpUser")],
@@ -143,6 +145,7 @@ def test_csv_with_json_file_keeps_the_counts(triton, tmp_path):
 
 
 # -- 5. mixed-up addresses and an unknown model -------------------------------------------------------
+@pytest.mark.refusal
 @pytest.mark.parametrize(
     ("user_class", "swap", "fragment"),
     [
@@ -161,6 +164,7 @@ def test_mixed_up_addresses_say_so(triton, user_class, swap, fragment):
     assert requests == 0
 
 
+@pytest.mark.refusal
 @pytest.mark.parametrize("user_class", ["TritonHttpUser", "TritonGrpcUser"])
 def test_unknown_model_gets_did_you_mean(triton, user_class):
     result, requests = counted(

@@ -9,6 +9,9 @@ import pytest
 from loadtests.server import TritonPorts
 from tests.helpers import model_stats, run_locust
 
+# Every test here is refused before any load: the background shard runs them (tests/shards.py).
+pytestmark = pytest.mark.refusal
+
 
 def assert_startup_error(result, *fragments: str) -> None:
     assert result.returncode == 2, (result.returncode, result.stderr[-2000:])

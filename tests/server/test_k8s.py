@@ -35,7 +35,7 @@ import yaml
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
 from loadtests.traffic.capacity_levels import parse_capacity_args
 from loadtests.traffic.constants import OPEN_LOOP_MODES
-from tests.helpers import REPO_ROOT, model_stats, read_summary, repository_of, run_against_triton
+from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, model_stats, read_summary, repository_of, run_against_triton
 
 K8S = REPO_ROOT / "k8s"
 TOOLS = REPO_ROOT / ".venv-k8s" / "bin"
@@ -421,7 +421,9 @@ def test_cpu_overlay_triton_args_and_model_volume_start_the_same_tritonserver(ob
     assert repository == "/models"
     extra = [a for a in server_args if not a.startswith(own)]
     models = pod.mounts["/models"]
-    with LocalTriton([models], log_file=tmp_path / "triton.log", extra_args=extra) as server:
+    with LocalTriton(
+        [models], log_file=tmp_path / "triton.log", extra_args=extra, stop_timeout_s=THROWAWAY_STOP_S
+    ) as server:
         client = httpclient.InferenceServerClient(server.http_address)
         try:
             assert [m["name"] for m in client.get_model_repository_index()] == ["identity"]
@@ -1333,7 +1335,9 @@ def test_tracing_component_flags_trace_a_run_on_the_local_triton(objects, tmp_pa
     (master,) = _containers(_running_master(docs))
     (sample,) = _flag_values(master["args"], "--trace-sample")
     options = ["--model", "identity", "--trace-sample", sample, "--trace-receiver", local]
-    with LocalTriton([repository_of(tmp_path / "models", "identity")], extra_args=extra) as server:
+    with LocalTriton(
+        [repository_of(tmp_path / "models", "identity")], extra_args=extra, stop_timeout_s=THROWAWAY_STOP_S
+    ) as server:
         run = run_against_triton(server, tmp_path / "run", ["TritonHttpUser"], options, models=("identity",), users=1)
     traces = run.summary["traces"]
     (endpoint,) = run.summary["endpoints"]

@@ -14,7 +14,7 @@ import pytest
 
 from loadtests.errors import ServerError
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonInstallation, TritonPorts
-from tests.helpers import REPO_ROOT, repository_of, run_cli
+from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, repository_of, run_cli
 
 STUB_NAME = "triton_python_backend_stub"
 
@@ -158,7 +158,7 @@ def test_users_own_python_model_imports_the_suites_packages(tmp_path):
         "        out = pb_utils.Tensor('versions', np.array([text], dtype=object))\n"
         "        return [pb_utils.InferenceResponse([out]) for _ in requests]\n"
     )
-    with LocalTriton([tmp_path / "repo"], log_file=tmp_path / "triton.log") as server:
+    with LocalTriton([tmp_path / "repo"], log_file=tmp_path / "triton.log", stop_timeout_s=THROWAWAY_STOP_S) as server:
         client = httpclient.InferenceServerClient(server.http_address)
         tensor = httpclient.InferInput("x", [1], "FP32")
         tensor.set_data_from_numpy(numpy.zeros(1, dtype=numpy.float32))

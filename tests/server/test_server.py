@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from loadtests.server import TEST_REPOSITORY, LocalTriton
+from loadtests.server.launcher import wait_gone
 from tests.helpers import model_stats, repository_of
 
 DEMO_MODELS = ("bert_qa", "bert_qa_dynbatch", "resnet50")
@@ -235,6 +237,34 @@ def test_stop_never_kills_a_process_that_reused_a_remembered_pid():
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_a_zombie_counts_as_gone_when_stop_waits_for_the_stubs():
+    """A stub whose Triton was killed is reparented to PID 1 and stays a zombie until that
+    reaps it (every second or two under some container inits): it holds nothing, so stop()
+    does not wait for it; a process still running is waited for."""
+    # The parent starts a child and never reaps it: once killed, the child stays a zombie.
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time; c = subprocess.Popen(['sleep', '60']); "
+            "print(c.pid, flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        child = psutil.Process(int(parent.stdout.readline()))
+        assert wait_gone([child], timeout_s=0.0) == [child]  # running
+        child.kill()
+        while child.status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.01)
+        assert wait_gone([child], timeout_s=0.0) == []
+        assert psutil.pid_exists(child.pid)  # not reaped: what psutil.wait_procs would wait for
+    finally:
+        parent.kill()
+        parent.wait()
 
 
 def test_free_ports_are_three_different_ports():

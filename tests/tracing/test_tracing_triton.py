@@ -20,6 +20,7 @@ from loadtests.run_format.hdr import new_histogram, summarise_us
 from loadtests.server.launcher import LocalTriton, TritonPorts
 from tests.helpers import (
     REPO_ROOT,
+    THROWAWAY_STOP_S,
     interrupt_locust,
     model_stats,
     read_summary,
@@ -96,7 +97,9 @@ def traced_triton(tmp_path, tmp_path_factory, shared_traced_triton):
         directory = tmp_path_factory.mktemp("traced-triton")
         repository = repository_of(directory / "models", *models)
         repository.mkdir(parents=True, exist_ok=True)
-        server = LocalTriton([repository], log_file=directory / "triton.log", extra_args=extra_args)
+        server = LocalTriton(
+            [repository], log_file=directory / "triton.log", extra_args=extra_args, stop_timeout_s=THROWAWAY_STOP_S
+        )
         server.start()
         if shared:
             shared_traced_triton[key] = server
@@ -328,7 +331,11 @@ def test_a_triton_that_dies_during_a_traced_run_is_named_in_the_closing_note(tmp
     """Triton killed in the middle of a traced run, as the bundled tritonserver's crash under tracing
     does: the run says that Triton stopped, not only that its trace settings were not restored."""
     run_dir = tmp_path / "run"
-    with LocalTriton([repository_of(tmp_path / "models", "identity")], log_file=tmp_path / "triton.log") as server:
+    with LocalTriton(
+        [repository_of(tmp_path / "models", "identity")],
+        log_file=tmp_path / "triton.log",
+        stop_timeout_s=THROWAWAY_STOP_S,
+    ) as server:
         command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "1", "-t", "5s"]
         command += ["TritonHttpUser", *triton_options(server), "--model", "identity", "--run-dir", str(run_dir)]
         command += ["--trace-sample", SAMPLE]

@@ -23,7 +23,7 @@ from PIL import Image
 
 from loadtests.server import LocalTriton
 from loadtests.workloads.encoded_images import select_encoded_files
-from tests.helpers import model_stats, read_summary, run_locust
+from tests.helpers import THROWAWAY_STOP_S, model_stats, read_summary, run_locust
 
 DECODER_SOURCE = Path(__file__).parents[1] / "image_decoder_model.py"
 MAX_BATCH_SIZE = 8
@@ -75,7 +75,11 @@ def write_repository(repository: Path) -> Path:
 def decoding_triton(tmp_path_factory):
     """A Triton serving only the decoding models (Python stubs: kept out of the session's Triton)."""
     repository = write_repository(tmp_path_factory.mktemp("decoders"))
-    with LocalTriton([repository], log_file=tmp_path_factory.mktemp("decoding_triton-log") / "triton.log") as triton:
+    with LocalTriton(
+        [repository],
+        log_file=tmp_path_factory.mktemp("decoding_triton-log") / "triton.log",
+        stop_timeout_s=THROWAWAY_STOP_S,
+    ) as triton:
         yield triton
 
 

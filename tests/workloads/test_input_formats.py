@@ -279,6 +279,7 @@ BAD_FILES = {
 }
 
 
+@pytest.mark.refusal
 @pytest.mark.parametrize("case", sorted(BAD_FILES))
 def test_bad_input_data_files_are_refused_before_any_request(triton, tmp_path, case):
     document, fragment = BAD_FILES[case]
@@ -289,6 +290,7 @@ def test_bad_input_data_files_are_refused_before_any_request(triton, tmp_path, c
     assert model_stats(triton.http_address, "identity") == before
 
 
+@pytest.mark.refusal
 @pytest.mark.parametrize("given", [["--input-data", "zero", "--input-data", "DIR"], ["--input-data", "DIR"]])
 def test_input_data_mistakes_are_refused_before_any_request(triton, tmp_path, given):
     """A data mode mixed with files, and a perf_analyzer directory of binary files."""

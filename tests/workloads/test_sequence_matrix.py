@@ -28,6 +28,7 @@ from loadtests.workloads.endpoints import prepare_endpoint
 from loadtests.workloads.kinds import SEQUENCE
 from loadtests.workloads.sequences import MIN_SEQUENCE_BITS, IdLayout, RunSize, SequenceIds, SequenceSender
 from tests.helpers import (
+    THROWAWAY_STOP_S,
     grpc_target,
     http_target,
     model_stats,
@@ -47,7 +48,9 @@ LENGTHS = "1,3,5"
 @pytest.fixture(scope="module")
 def matrix_triton(tmp_path_factory):
     parent = tmp_path_factory.mktemp("sequence_matrix")
-    with LocalTriton([write_repository(parent)], log_file=parent / "triton.log") as server:
+    with LocalTriton(
+        [write_repository(parent)], log_file=parent / "triton.log", stop_timeout_s=THROWAWAY_STOP_S
+    ) as server:
         yield server
 
 
