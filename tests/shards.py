@@ -204,6 +204,18 @@ def timings(output: Path, shards: list[int]) -> tuple[list[tuple[float, str]], d
     return sorted(tests, reverse=True), files
 
 
+def updated_durations(old: dict[str, float], files: list[str], measured: dict[str, float]) -> dict[str, float]:
+    """tests/durations.json after a run of `files`: each its time in the dealt shards, 0 for a
+    file whose tests all ran in the background (not the median a file never measured counts as);
+    the other files keep theirs, files that no longer exist go.
+
+    >>> updated_durations({"a": 5.0, "gone": 1.0, "c": 2.0}, ["a", "b"], {"a": 7.04})
+    {'a': 7.0, 'b': 0.0}
+    """
+    fresh = {**old, **{name: round(measured.get(name, 0.0), 1) for name in files}}
+    return {name: fresh[name] for name in sorted(fresh) if (REPO_ROOT / name).is_file() or name in files}
+
+
 def measuring(files: list[str]) -> list[str]:
     """The files whose tests measure the host (`pytestmark = pytest.mark.measures`)."""
     return [name for name in files if MEASURES.search((REPO_ROOT / name).read_text())]
@@ -244,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     durations = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
     output = output_directory()
     started = time.monotonic()
-    running, shards = start_all(output, test_files(paths), durations, options.shards, pytest_args)
+    files = test_files(paths)
+    running, shards = start_all(output, files, durations, options.shards, pytest_args)
     codes = {index: 0 if code == NO_TESTS else code for index, code in wait_all(running, started).items()}
     for index, code in sorted(codes.items()):
         if code != 0:
@@ -259,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         return NO_TESTS
     if options.update_durations and all(code == 0 for code in codes.values()):
         _, measured = timings(output, shards)  # what the dealt shards ran, not the background's
-        DURATIONS.write_text(json.dumps({name: round(measured[name], 1) for name in sorted(measured)}, indent=1) + "\n")
+        fresh = updated_durations(durations, files, measured)
+        DURATIONS.write_text(json.dumps(fresh, indent=1) + "\n")
         print(f"wrote {DURATIONS.relative_to(REPO_ROOT)}")
     return next((code for _, code in sorted(codes.items()) if code != 0), 0)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from _pytest.mark.expression import Expression
 
 from tests import shards
-from tests.shards import BACKGROUND_TESTS, REPO_ROOT, SHARD_TESTS, deal, measuring
+from tests.shards import BACKGROUND_TESTS, REPO_ROOT, SHARD_TESTS, deal, measuring, updated_durations
 
 STARTS_TRITON = "LocalTriton"
 KEPT_APART = {"triton", "browser", "drill"}  # the markers that keep a test out of the background shard
@@ -90,6 +90,14 @@ def unmarked_triton_starters(path: Path) -> list[str]:
         if starts(function, starters) and (not marked & KEPT_APART or "refusal" in marked):
             unmarked.append(f"{path.relative_to(REPO_ROOT)}::{function.name}")
     return unmarked
+
+
+def test_a_file_whose_tests_all_ran_in_the_background_weighs_nothing_in_the_next_deal():
+    here, there = "tests/test_shards.py", "tests/test_docs.py"
+    old = {here: 3.0, there: 30.0, "tests/no_longer_there.py": 9.0}
+    # This run dealt `here` (its tests ran in the background: not measured) and not `there`.
+    assert updated_durations(old, [here], {}) == {there: 30.0, here: 0.0}
+    assert updated_durations(old, [here, there], {there: 27.46}) == {there: 27.5, here: 0.0}
 
 
 def test_every_test_runs_in_the_dealt_shards_or_in_the_background_never_both():

@@ -117,6 +117,7 @@ def test_grpcs_with_the_right_ca_sends_the_header_as_metadata(triton, pki, grpcs
     secret_free(tmp_path / "run", result.stdout, result.stderr)
 
 
+@pytest.mark.refusal
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_a_wrong_ca_is_one_preflight_error(triton, pki, https_proxy, grpcs_proxy, tmp_path, protocol):
     if protocol == "http":
@@ -170,6 +171,7 @@ def test_mutual_tls_needs_the_client_certificate(triton, pki, tmp_path, protocol
     assert proxy.counts.without_header == 0
 
 
+@pytest.mark.refusal
 def test_bad_header_and_tls_options_are_one_line_each(triton, tmp_path):
     before = model_stats(triton.http_address, "identity")
     cases = {

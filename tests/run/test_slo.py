@@ -319,6 +319,7 @@ def test_exit_code_3_wins_over_1_for_request_failures(triton, tmp_path):
     assert _junit_cases(junit)["fail_ratio<0.5"].find("failure").get("message").startswith("measured 1, ")
 
 
+@pytest.mark.refusal
 @pytest.mark.parametrize(
     ("slo", "why"),
     [

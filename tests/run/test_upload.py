@@ -74,6 +74,7 @@ def test_analysis_reads_a_file_url_and_refuses_a_missing_one(uploaded_run, tmp_p
     assert missing.stderr.strip().splitlines() == [f"error: file://{bucket}/runs/nothing-here: no files there"]
 
 
+@pytest.mark.refusal
 @pytest.mark.parametrize(
     ("url", "expected"),
     [

@@ -130,6 +130,7 @@ def test_the_probe_is_sized_from_the_models_batcher(triton, tmp_path, model):
     assert probe["options"]["num_users"] == expected
 
 
+@pytest.mark.refusal
 def test_bad_input_is_refused_before_any_load(triton, tmp_path):
     before = model_stats(triton.http_address, MODEL)
     cases = (
@@ -190,6 +191,7 @@ def test_a_capacity_search_over_a_mix_over_grpc(triton, tmp_path):
     check_mix_endpoints(summary, models, PROTOCOLS["grpc"])
 
 
+@pytest.mark.refusal
 def test_a_mix_takes_clauses_on_the_whole_mix_only(triton, tmp_path):
     before = model_stats(triton.http_address, MODEL)
     args = capacity_args(triton, tmp_path / "never", "--slo", f"{MODEL}:p99<50ms")

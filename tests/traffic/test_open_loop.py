@@ -371,6 +371,7 @@ def test_distributed_workers_share_the_rate(triton, tmp_path):
     assert served <= 100 * endpoint["duration_s"] * 1.02
 
 
+@pytest.mark.refusal
 @pytest.mark.parametrize(
     ("options", "message"),
     [

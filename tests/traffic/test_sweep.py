@@ -316,6 +316,7 @@ def sweep(triton, run_dir: Path, *extra: str, timeout: float = 150):
     )
 
 
+@pytest.mark.refusal
 def test_unknown_model_and_unreachable_server_exit_2_before_any_load(triton, tmp_path):
     result = sweep(triton, tmp_path / "nope", "--concurrency", "1:2", "--model", "no_such_model")
     assert result.returncode == 2, result.stderr[-2000:]
