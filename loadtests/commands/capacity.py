@@ -47,6 +47,7 @@ from loadtests.commands.args import (
 from loadtests.commands.sweep import USER_CLASSES, choose_user_classes
 from loadtests.config.addresses import TritonTarget
 from loadtests.errors import ServerError, SpecError
+from loadtests.options.reading import connection_security_in
 from loadtests.run_format import slo
 from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
 from loadtests.traffic.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
@@ -183,9 +184,12 @@ def target_control(args: argparse.Namespace) -> TritonControl | TritonGrpcContro
     """Triton's control plane where the search's users send: over gRPC when they all speak gRPC
     (a gRPC-only target gives --triton-grpc alone), else over HTTP; the first replica of either."""
     classes = choose_user_classes(load_target(args).user_class_model, args.protocol, args.user_class)
+    security = connection_security_in(getattr(args, "extra", []))  # --ssl-* and --header, as the runs use them
     if all(USER_CLASSES[name] == "grpc" for name in classes):
-        return open_control(TritonTarget.parse("--triton-grpc", args.triton_grpc, "grpc"), timeout_s=5.0)
-    return open_control(TritonTarget.parse("--triton-http", args.triton_http, "http"), timeout_s=5.0)
+        target = TritonTarget.parse("--triton-grpc", args.triton_grpc, "grpc")
+    else:
+        target = TritonTarget.parse("--triton-http", args.triton_http, "http")
+    return open_control(target, timeout_s=5.0, security=security)
 
 
 def sized_probe_users(args: argparse.Namespace) -> int:

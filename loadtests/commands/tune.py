@@ -33,6 +33,7 @@ from types import FrameType
 
 from loadtests.commands.args import search_slo_clauses
 from loadtests.errors import SpecError, StartupError
+from loadtests.options.reading import connection_security_in
 from loadtests.run_format.output_paths import directory_problem
 from loadtests.tuning import ranking
 from loadtests.tuning.measure import REPO_ROOT, Target, capacity_command, rate_command, run_command
@@ -240,7 +241,7 @@ def run_tune(args: argparse.Namespace) -> int:
     extra = list(getattr(args, "extra", []))
     check_options(args, extra)
     axes = parse_axes(args.vary)
-    api = RepositoryApi(args.triton_http)
+    api = RepositoryApi(args.triton_http, security=connection_security_in(extra))
     original = check_server(api, args.model)
     variants = build_variants(original, axes)
     out_dir = Path(args.out).resolve() if args.out else default_out_dir(args.model)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -115,7 +116,7 @@ def _target(options: argparse.Namespace) -> dict[str, Any]:
         "triton_metrics": TritonTarget.parse(
             "--triton-metrics", _text(options, "triton_metrics") or DEFAULT_TRITON_METRICS, "http"
         ),
-        "security": _security(options),
+        "security": connection_security(options),
         "model": _text(options, "model"),
         "mix": mix,
         "bert_model": _text(options, "bert_model"),
@@ -179,7 +180,7 @@ def _header_texts(value: str | list[str] | None) -> list[str]:
     return [str(item).strip() for item in items if str(item).strip()]
 
 
-def _security(options: argparse.Namespace) -> ConnectionSecurity:
+def connection_security(options: argparse.Namespace) -> ConnectionSecurity:
     """--ssl-* and --header; files checked here, so a bad one stops the run before any load."""
     tls = TlsFiles(
         ca=_path(options, "ssl_ca"),
@@ -193,6 +194,24 @@ def _security(options: argparse.Namespace) -> ConnectionSecurity:
     if tls != TlsFiles():
         security.context()  # raises SpecError for an unreadable or malformed file
     return security
+
+
+def connection_security_in(argv: Sequence[str]) -> ConnectionSecurity:
+    """--ssl-* and --header among the Locust options a command passes on (capacity, tune): the
+    command's own reads of Triton (a model's configuration, tune's loads) authenticate as its runs
+    will. SpecError for a bad file or header."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for name in ("--ssl-ca", "--ssl-cert", "--ssl-key"):
+        parser.add_argument(name, default="")
+    parser.add_argument("--ssl-insecure", action="store_true")
+    parser.add_argument("--header", action="append")
+
+    def refuse(message: str) -> None:
+        raise SpecError(message)
+
+    parser.error = refuse  # type: ignore[method-assign]
+    known, _ = parser.parse_known_args(list(argv))
+    return connection_security(known)
 
 
 def _input_data(value: str | list[str] | None, data_mode: str) -> tuple[tuple[Path, ...], str]:

@@ -140,6 +140,7 @@ def explain_failure(log_text: str, limit: int = LOG_LINES_ON_FAILURE) -> str:
 
 
 SHM_DIR = "/dev/shm"
+AUTOGROUP = "/proc/self/autogroup"  # the scheduler group of the calling process's session (Linux)
 
 
 class LocalTriton:
@@ -281,7 +282,7 @@ class LocalTriton:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_in_the_child,
             )
         try:
             self._wait_ready()
@@ -403,14 +404,21 @@ def _running(process: psutil.Process) -> bool:
     return False
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM Triton if the launcher dies without stopping it.
+def _in_the_child() -> None:
+    """In the child before exec (its own session already): SIGTERM Triton if the launcher dies
+    without stopping it, and keep the launcher's CPU priority.
 
     A launcher killed by SIGKILL, or by a SIGTERM it does not handle, would otherwise
-    leave Triton (in its own session) running on its ports.
+    leave Triton (in its own session) running on its ports. And on Linux with scheduler
+    autogroups a new session is a new group at normal priority, whatever its nice value: a
+    Triton started by `nice -n 19 ...` competed for the CPU like any other session's work.
     """
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    niceness = os.nice(0)
+    if niceness > 0:
+        with contextlib.suppress(OSError), open(AUTOGROUP, "w") as group:
+            group.write(str(niceness))
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

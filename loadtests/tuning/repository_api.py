@@ -56,6 +56,7 @@ from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
 from loadtests.clients.control import TritonControl, base_url
+from loadtests.config.security import ConnectionSecurity
 from loadtests.errors import ServerError
 
 DEFAULT_TIMEOUT_S = 300.0  # a load runs the model's initialisation (and warm-up) before answering
@@ -76,11 +77,14 @@ class RepositoryApi:
     """Load, unload, index and read model configurations on one Triton (HOST:PORT of its HTTP),
     through the suite's one reader of Triton's control plane (clients/control.py)."""
 
-    def __init__(self, http_address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self, http_address: str, timeout_s: float = DEFAULT_TIMEOUT_S, security: ConnectionSecurity | None = None
+    ) -> None:
         self.base = base_url(http_address)
         self.timeout_s = timeout_s
         # Reads are short; a load has its own, long timeout (Triton answers once the model is up).
-        self.control = TritonControl(http_address, timeout_s=min(timeout_s, READ_TIMEOUT_S))
+        # `security`: TLS files and headers (--ssl-*, --header), as the runs against it use them.
+        self.control = TritonControl(http_address, timeout_s=min(timeout_s, READ_TIMEOUT_S), security=security)
 
     # -- the documented API ----------------------------------------------------------------------
     def load(self, model: str, config: dict[str, Any] | None) -> None:

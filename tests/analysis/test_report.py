@@ -25,6 +25,7 @@ from analysis.__main__ import main as analysis_main
 from analysis.dataset import load
 from analysis.report import write_report
 from analysis.resources import busy_steps
+from loadtests.commands.args import EXIT_UNSTABLE
 from loadtests.run_format.hdr import LATENCY_KEYS, UNCORRECTED, read_logs, summarise_us
 from tests.helpers import REPO_ROOT, on_a_steady_load_generator, read_summary, run_cli, run_locust, triton_options
 
@@ -98,7 +99,9 @@ def sweep_run(triton, tmp_path_factory) -> Path:
         + ["--measurement-interval", "1000", "--run-dir", str(run_dir), *triton_options(triton)],
         timeout=150,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    # A level unstable on a busy host (1-s windows) still has its row, marked (EXIT_UNSTABLE): the
+    # report shows it as written, and the test below checks both. A full run's level 2 was once.
+    assert result.returncode in (0, EXIT_UNSTABLE), result.stderr[-3000:]
     return run_dir
 
 

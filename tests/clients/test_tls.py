@@ -31,6 +31,7 @@ from tests.helpers import (
     model_stats,
     read_summary,
     run_against_triton,
+    run_cli,
     run_locust,
 )
 from tests.tls_support import Pki, TlsProxy, make_pki
@@ -277,6 +278,68 @@ def test_web_ui_shows_a_header_reference_as_written(triton, tmp_path):
     assert header["default_value"] == ["X-Api-Key: env:LT_TEST_API_KEY"]
     assert header["is_secret"]  # a password field: a token typed into the form is not shown
     assert SECRET not in page and SECRET not in (tmp_path / "locust.log").read_text()
+
+
+def capacity_args(argv: list[str]):
+    from loadtests.__main__ import build_parser
+
+    args, extra = build_parser().parse_known_args(["capacity", "--model", "identity", "--slo", "p99<50ms", *argv])
+    args.extra = extra
+    return args
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_capacity_reads_the_models_configuration_with_the_tls_files_and_header_its_runs_use(
+    triton, pki, https_proxy, grpcs_proxy, protocol, monkeypatch, capsys
+):
+    """The probe is sized from the model's configuration, read where the search's users send:
+    through TLS with --ssl-ca and --header (passed on to Locust) like the runs themselves. They
+    were left out: the read failed on the certificate and the probe fell back to its minimum."""
+    from loadtests.clients.control import TritonControl
+    from loadtests.commands.capacity import sized_probe_users
+    from loadtests.traffic.capacity_search import probe_users
+
+    monkeypatch.setenv(*next(iter(ENV.items())))
+    proxy = https_proxy if protocol == "http" else grpcs_proxy
+    seen_before = proxy.counts.with_header
+    given = [f"https://{https_proxy.address}", "--triton-grpc", f"grpcs://{grpcs_proxy.address}"]
+    args = capacity_args(["--protocol", protocol, "--triton-http", *given, "--ssl-ca", str(pki.ca), *HEADER_OPTION])
+    users = sized_probe_users(args)
+    assert "not read" not in capsys.readouterr().out
+    assert users == probe_users(TritonControl(triton.http_address).model_config("identity"))
+    assert proxy.counts.with_header > seen_before and proxy.counts.without_header == 0
+
+
+@pytest.mark.refusal
+def test_tune_reaches_triton_with_the_tls_files_and_header_its_runs_use(triton, pki, https_proxy, tmp_path):
+    """tune's repository calls go through TLS with --ssl-ca and --header too: through the proxy to
+    the session's Triton, not in explicit mode, the one error is that mode, not the certificate."""
+    seen_before = https_proxy.counts.with_header
+    options = [*targets(triton, http=f"https://{https_proxy.address}"), "--ssl-ca", str(pki.ca), *HEADER_OPTION]
+    command = ["-m", "loadtests", "tune", "--vary", "instances=1,2", "--slo", "p99<50ms", *options]
+    result = run_cli([*command, "--out", str(tmp_path / "never")], env=ENV)
+    assert result.returncode == 2, result.stderr[-2000:]
+    (line,) = error_lines(result)
+    assert "--model-control-mode=explicit" in line, line
+    assert https_proxy.counts.with_header > seen_before and https_proxy.counts.without_header == 0
+    assert not (tmp_path / "never").exists()
+
+
+def test_the_tls_files_and_headers_among_the_options_a_command_passes_on(tmp_path):
+    from loadtests.config.security import TlsFiles
+    from loadtests.errors import SpecError
+    from loadtests.options.reading import connection_security_in
+
+    passed_on = ["-u", "4", "--ssl-insecure", "--header", "X-A: b", "--rate", "3", "--header=X-C: env:LT_C"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LT_C", "d")
+        security = connection_security_in(passed_on)
+    assert security.tls == TlsFiles(insecure=True) and security.headers == (("x-a", "b"), ("x-c", "d"))
+    assert connection_security_in(["-u", "4"]).tls == TlsFiles() and not connection_security_in([]).headers
+    with pytest.raises(SpecError, match="--ssl-ca"):
+        connection_security_in(["--ssl-ca", str(tmp_path / "missing.pem")])
+    with pytest.raises(SpecError, match="--ssl-ca"):
+        connection_security_in(["--ssl-ca"])
 
 
 def test_schemes_header_values_and_redaction(tmp_path):

@@ -191,8 +191,11 @@ def _cmdline(pid: int) -> list[str]:
 
 
 @pytest.mark.triton  # starts its own
-def test_triton_stops_when_its_launcher_is_killed(tmp_path):
-    """A launcher killed without cleanup (SIGKILL) must not leave Triton running."""
+def test_triton_keeps_its_launchers_priority_and_stops_when_the_launcher_is_killed(tmp_path):
+    """A launcher at `nice 7` starts Triton at that priority: its own session would otherwise put it
+    in a new scheduler autogroup at normal priority, beside whatever the launcher wanted to yield
+    to (Linux with autogroups, as here). A launcher killed without cleanup (SIGKILL) must not
+    leave Triton running."""
     import subprocess
     import sys
     import time
@@ -206,9 +209,13 @@ def test_triton_stops_when_its_launcher_is_killed(tmp_path):
         "print(t.process.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
-    with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) as launcher:
+    command = ["nice", "-n", "7", sys.executable, "-c", script]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as launcher:
         triton_pid = int(launcher.stdout.readline())
         assert psutil.pid_exists(triton_pid)
+        assert psutil.Process(triton_pid).nice() == 7
+        autogroup = Path(f"/proc/{triton_pid}/autogroup")
+        group = autogroup.read_text() if autogroup.exists() else None
         launcher.kill()
         launcher.wait(timeout=10)
     deadline = time.monotonic() + 30
@@ -217,6 +224,9 @@ def test_triton_stops_when_its_launcher_is_killed(tmp_path):
             break
         time.sleep(0.2)
     assert not psutil.pid_exists(triton_pid) or psutil.Process(triton_pid).status() == psutil.STATUS_ZOMBIE
+    if group is None:
+        pytest.skip("this kernel has no scheduler autogroups (/proc/PID/autogroup)")
+    assert group.split()[-2:] == ["nice", "7"], group
 
 
 def test_stop_never_kills_a_process_that_reused_a_remembered_pid():
