@@ -176,6 +176,7 @@ class Connection(FrameReceiver):
             self._wake(stream, failure)
         self._window_opened.set()
         self._stream_freed.set()
+        self._settings_seen.set()  # a connect waiting for the server's SETTINGS: the connection is over
 
     def _send(
         self, data: bytes, deadline: float | None = None, stream: StreamState | None = None, block: bytes = b""

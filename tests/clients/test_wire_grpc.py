@@ -5,6 +5,8 @@ itself sends is covered by tests/clients/test_grpc_transport.py and every gRPC r
 from __future__ import annotations
 
 import socket
+import struct
+import threading
 import time
 
 import gevent
@@ -63,6 +65,46 @@ def answer(handler):
                 peer.pump(0.2)
 
     return script
+
+
+# -- before the server's SETTINGS ------------------------------------------------------------------
+def ends_each_connection(how: str) -> socket.socket:
+    """A TCP server that reads the client's first bytes and then, before any SETTINGS: closes
+    ("close"), resets ("reset"), or answers as an HTTP/1.1 server would and closes ("http1")."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except OSError:
+                return
+            sock.recv(65536)
+            if how == "reset":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif how == "http1":
+                sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            sock.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+@pytest.mark.parametrize("how", ["close", "reset", "http1"])
+def test_a_connection_the_server_ends_before_its_settings_fails_at_once(how):
+    """The connect waits for the server's SETTINGS up to its timeout, but no longer than the
+    connection lives: it waited out the whole timeout (5 s for each connection a gateway
+    refused for want of a client certificate) although the reader had already failed it."""
+    listener = ends_each_connection(how)
+    try:
+        connection = Connection("127.0.0.1", listener.getsockname()[1], connect_timeout_s=60.0)
+        opening = gevent.spawn(connection.open)
+        opening.join(timeout=20)
+        assert opening.ready(), "the connect still waits for SETTINGS from a connection the server ended"
+        failure = opening.exception
+        assert isinstance(failure, CallFailure) and failure.kind == "connection reset", repr(failure)
+    finally:
+        listener.close()
 
 
 # -- the common path and HTTP/2 framing ----------------------------------------------------------
