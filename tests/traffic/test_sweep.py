@@ -331,7 +331,11 @@ def test_unknown_model_and_unreachable_server_exit_2_before_any_load(triton, tmp
 def test_concurrency_sweep_against_triton(triton, tmp_path):
     # `sleep`: 20 ms per request on 8 instances, so N users reach about N * 50 requests/s.
     run_dir = tmp_path / "sweep"
-    result = sweep(triton, run_dir, "--concurrency", "1:3:1", "--measurement-interval", "1000")
+    # The sweep's mechanics, not this host's steadiness (as the rate sweep below): with the default
+    # 10 %, 1-s windows of about 50 requests at one user were once "unstable" beside the other
+    # shard's image-decoding tests (exit code 5). An unstable level's exit code has its own test.
+    steadiness = ["--stability-percentage", "50", "--max-trials", "8"]
+    result = sweep(triton, run_dir, "--concurrency", "1:3:1", "--measurement-interval", "1000", *steadiness)
     assert result.returncode == 0, result.stderr[-3000:]
     table = result.stdout[result.stdout.index("Inferences/Second vs. Client p95 Batch Latency") :].splitlines()
     assert [line.split(",")[0] for line in table[1:4]] == ["Concurrency: 1", "Concurrency: 2", "Concurrency: 3"]
@@ -378,9 +382,11 @@ def test_concurrency_sweep_against_triton(triton, tmp_path):
 
 def test_sweep_with_distributed_workers(triton, tmp_path):
     run_dir = tmp_path / "workers"
+    steadiness = ["--stability-percentage", "50", "--max-trials", "8"]  # the workers, not the host's steadiness
     result = sweep(
-        triton, run_dir, "--concurrency", "1:2:1", "--measurement-interval", "1000", "--workers", "2", timeout=180
-    )
+        triton, run_dir, "--concurrency", "1:2:1", "--measurement-interval", "1000", "--workers", "2", *steadiness,
+        timeout=180,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     levels = json.loads((run_dir / "sweep.json").read_text())["levels"]
     assert [level["level"] for level in levels] == [1, 2]
@@ -489,7 +495,11 @@ def test_request_rate_sweep_against_triton(triton, tmp_path):
     assert [level["level"] for level in levels] == [50, 100, 150]
     for level in levels:
         assert level["throughput_rps"] == pytest.approx(level["level"], rel=0.1), levels
-        assert level["server"]["sleep_batch"]["requests"] == pytest.approx(level["requests"], abs=3)
+        # Triton's count between the level's snapshots, the client's in the same windows: the
+        # requests in flight at either boundary and the snapshots' own delay may differ (296 for
+        # 300 once on a busy host); a window too many or too few would be 100 or more.
+        server = level["server"]["sleep_batch"]
+        assert server["requests"] == pytest.approx(level["requests"], abs=max(3, 0.05 * level["requests"]))
     with (run_dir / "sweep.csv").open() as file:
         rows = list(csv.DictReader(file))
     assert [row["Request Rate"] for row in rows] == ["50", "100", "150"]
