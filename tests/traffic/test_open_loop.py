@@ -320,11 +320,12 @@ def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path):
     baseline = json.loads(probe.communicate(timeout=60)[0])
     (endpoint,) = summary["endpoints"]
     assert endpoint["dropped"] == 0
-    # The bound is what tells a working scheduler from a broken one, not a timing target (those
-    # live in `make bench`): a Locust process parsing answers and collecting garbage beside the
-    # timer was seen 3 % late on a loaded CI host while the idle probe was never late.
+    # The bound is what tells a working scheduler from a broken one (late for most), not a timing
+    # target (those live in `make bench`): a Locust process parsing answers and collecting garbage
+    # beside the timer was seen 3 % late on a loaded CI host while the idle probe was never late,
+    # and 21 % late (48 of 230) beside `make test`'s other shard while the probe was 1.7 % late.
     host_late_share = baseline["late"] / baseline["wakeups"]
-    allowed = int(endpoint["requests"] * min(1.0, 3 * host_late_share + 0.15))
+    allowed = int(endpoint["requests"] * min(1.0, 3 * host_late_share + 0.3))
     assert endpoint["late"] <= allowed, (endpoint, baseline)
     assert served == endpoint["requests"] > 150
 
