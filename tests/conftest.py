@@ -54,6 +54,8 @@ def triton(tiny_weights, tmp_path_factory):
 
 
 def pytest_collection_modifyitems(items):
+    if os.environ.get("TRITON_LOADTEST_REFUSALS_FIRST") == "1":  # the background shard (tests/shards.py)
+        items.sort(key=lambda item: item.get_closest_marker("refusal") is None)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if any(name.endswith("triton") for name in names):

@@ -59,6 +59,10 @@ PROGRESS_EVERY_S = 60.0
 SHARD_TESTS = "(triton or browser or drill) and not refusal"
 BACKGROUND_TESTS = "not (triton or browser or drill) or refusal"
 BACKGROUND_NICE = 19
+# The background runs its refusals first (tests/conftest.py): its session Triton then starts while
+# the shards start theirs, not in the middle of a measuring run (a full run's batching run, 4 s
+# at one user, stalled for 2 s while that Triton's 26 models loaded, even at nice 19).
+REFUSALS_FIRST = "TRITON_LOADTEST_REFUSALS_FIRST"
 MEASURES = re.compile(r"^pytestmark = .*pytest\.mark\.measures", re.MULTILINE)
 # pytest's exit code when a shard's selection holds no test (a file of units only, say).
 NO_TESTS = 5
@@ -108,7 +112,7 @@ def output_directory() -> Path:
 
 
 def start_shard(
-    output: Path, index: int, files: list[str], pytest_args: list[str], nice: int = 0
+    output: Path, index: int, files: list[str], pytest_args: list[str], nice: int = 0, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen, Path]:
     log = output / f"shard-{index}.log"
     command = [
@@ -125,7 +129,9 @@ def start_shard(
         f"--basetemp={output / f'tmp-{index}'}",
     ]
     with open(log, "w") as output:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
     return process, log
 
 
@@ -238,7 +244,8 @@ def start_all(
     shards = sorted(running)
     if background:
         index = len(running)
-        running[index] = start_shard(output, index, files, ["-m", BACKGROUND_TESTS, *pytest_args], BACKGROUND_NICE)
+        background_args = ["-m", BACKGROUND_TESTS, *pytest_args]
+        running[index] = start_shard(output, index, files, background_args, BACKGROUND_NICE, {REFUSALS_FIRST: "1"})
         what = f"the tests needing no Triton or browser and drilling no fault, and refusals, nice {BACKGROUND_NICE}"
         print(f"shard {index}: {what}, log {running[index][1]}", flush=True)
     return running, shards
