@@ -1,4 +1,5 @@
-"""`python -m analysis compare`: two real runs against the local Triton side by side."""
+"""`python -m analysis compare`: real runs side by side, recorded once against the local Triton
+(tests/recorded_runs.py, group `compare`), so each verdict is judged on known numbers."""
 
 from __future__ import annotations
 
@@ -14,27 +15,17 @@ import pytest
 from analysis.__main__ import main as analysis_main
 from analysis.compare import NotComparableError, write_comparison
 from tests.analysis.test_report import markdown_table
-from tests.helpers import REPO_ROOT, read_summary, run_cli, run_locust, triton_options
+from tests.helpers import REPO_ROOT, read_summary, run_cli
+from tests.recorded_runs import recorded
 
 PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
 
 
 @pytest.fixture(scope="module")
-def two_runs(triton, tmp_path_factory) -> tuple[Path, Path]:
+def two_runs(tmp_path_factory) -> tuple[Path, Path]:
     """identity over HTTP, then over gRPC: 2 users, 5 s each (4 full 1-s windows for throughput's interval)."""
     root = tmp_path_factory.mktemp("compare")
-    runs = []
-    for user_class, name in (("TritonHttpUser", "http"), ("TritonGrpcUser", "grpc")):
-        run_dir = root / name
-        result = run_locust(
-            [user_class],
-            [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)],
-            users=2,
-            run_time="5s",
-        )
-        assert result.returncode == 0, result.stderr[-2000:]
-        runs.append(run_dir)
-    return runs[0], runs[1]
+    return recorded("compare", "http", root), recorded("compare", "grpc", root)
 
 
 def figure_cells(markdown: str, nth: int = 0) -> dict[str, list[str]]:
@@ -134,17 +125,9 @@ VERDICTS = ("faster", "no difference beyond noise", "slower")
 
 
 @pytest.fixture(scope="module")
-def sleep_run(triton, tmp_path_factory) -> Path:
+def sleep_run(tmp_path_factory) -> Path:
     """`sleep` (20 ms per request) over HTTP, 2 users, 5 s: far slower than `identity`."""
-    run_dir = tmp_path_factory.mktemp("compare") / "sleep"
-    result = run_locust(
-        ["TritonHttpUser"],
-        [*triton_options(triton), "--model", "sleep", "--shape", "INPUT0:16", "--run-dir", str(run_dir)],
-        users=2,
-        run_time="5s",
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return run_dir
+    return recorded("compare", "sleep", tmp_path_factory.mktemp("compare"))
 
 
 def latency_verdict(base: list, other: list) -> str:

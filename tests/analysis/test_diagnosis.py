@@ -1,9 +1,11 @@
-"""The report's diagnosis rules (analysis/diagnosis.py) on real runs that produce each condition,
-and on runs (or load steps) that must not trigger it.
+"""The report's diagnosis rules (analysis/diagnosis.py) on runs that produce each condition, and
+on runs (or load steps) that must not trigger it.
 
-Against the session's Triton, four short runs side by side:
+The runs were recorded once against the local Triton (tests/recorded_runs.py, group
+`diagnosis`, which says how each was made), so a rule fires or stays silent for what the run
+directory holds, never for how busy this host is while the test runs:
 - `sleep_10ms_single` (one instance, no dynamic batching, 10 ms per execution) at 1, 3, then 6
-  users: queue-bound at 6 users, not at 1; throughput flat from 3 to 6 users while p99 doubles;
+  users: queue-bound at 6 users, not at 1; throughput flat from 3 to 6 users while p99 grows;
 - `resnet50` over HTTP with its 602 KB FP32 tensors as JSON: payload-bound; the same model
   behind `resnet50_jpeg`, sent as JPEG files of a few KB: not;
 - `queue_limited` (a queue of one request) under 6 users: overload failures;
@@ -22,54 +24,14 @@ import pytest
 from analysis.dataset import load
 from analysis.diagnosis import LIMITS, CannotJudge, Diagnosis, diagnose
 from analysis.report import write_report
-from tests.helpers import on_a_steady_load_generator, run_locust, triton_options
+from tests.recorded_runs import GROUPS, recorded
 from tests.test_docs import check_loadtests_command, check_locust_options, words
-
-# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
-pytestmark = pytest.mark.measures
-
-RUNS = {
-    "queue": (
-        ["TritonHttpUser"],
-        ["--model", "sleep_10ms_single", "--shape", "INPUT0:16", "--load-shape", "steps",
-         "--shape-args", "targets=1;3;6,step_s=3"],
-        1, "9s",
-    ),
-    "tensor": (["ResNetHttpUser"], ["--http-json"], 2, "4s"),
-    "jpeg": (["ResNetHttpUser"], ["--image-format", "jpeg"], 4, "4s"),
-    "overload": (["TritonHttpUser"], ["--model", "queue_limited", "--shape", "INPUT0:16"], 6, "3s"),
-    "late": (
-        ["TritonHttpUser"],
-        ["--model", "identity", "--traffic", "constant", "--rate", "20000", "--max-in-flight", "2"],
-        4,
-        "3s",
-    ),
-    "batch_alone": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 1, "4s"),
-    # One user, 40 ms a request, 2 s: at most 50 successes, whatever the host.
-    "few": (["TritonHttpUser"], ["--model", "sleep_40ms_batch4", "--shape", "INPUT0:16"], 1, "2s"),
-    "batch_full": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 12, "4s"),
-}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def runs(triton, tmp_path_factory):
+def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("diagnosis")
-
-    def run(name):
-        classes, options, users, run_time = RUNS[name]
-
-        def make(run_dir):
-            result = run_locust(
-                classes, [*triton_options(triton), *options, "--run-dir", str(run_dir)], users, run_time
-            )
-            assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: the overload run's failures
-
-        # A run whose load generator the host stalled (a full run's one-user batching run: stalls of
-        # 0.7 and 1.3 s in 4 s, 61 requests) has lost its premise: it is made once more.
-        return name, load(on_a_steady_load_generator(make, root / name))
-
-    # One at a time: each rule's shares are the run's own, not what the others took from the host.
-    return dict(map(run, RUNS))
+    return {name: load(recorded("diagnosis", name, root)) for name in GROUPS["diagnosis"]}
 
 
 def fired(data, rule: str) -> list[Diagnosis]:
@@ -89,9 +51,9 @@ def test_queue_bound_at_six_users_not_at_one(runs):
 
 
 def test_plateau_where_throughput_stops_and_latency_grows(runs):
-    """One instance sleeping 10 ms serves about 100 requests/s: one user gets most of that on a
-    quiet machine, less on a busy one, so the plateau starts after 1 or after 3 users; the pair
-    it names is the first whose throughput stopped growing while the mean latency grew."""
+    """One instance sleeping 10 ms serves about 100 requests/s: one user gets most of that, so the
+    plateau starts after 1 or after 3 users; the pair it names is the first whose throughput
+    stopped growing while the mean latency grew."""
     (plateau,) = fired(runs["queue"], "plateau")
     frame = runs["queue"].levels["sleep_10ms_single [http]"]
     rows = list(frame.itertuples(index=False))

@@ -44,12 +44,41 @@ QUEUED_TAIL = "4:0.94,1:0.06"
 # "free(): invalid pointer" or C++'s "terminate called ... std::length_error"). Seen here, all three
 # in Triton's request handling; a test that fails for any other reason is not run again.
 CRASHED = re.compile(r"^Signal \((?:11|6)\) received\.", re.M)
-# The same fault short of a crash: Triton refuses one request for lacking the INPUT0 that every
+# The same fault short of a crash: Triton refuses a request for lacking the INPUT0 that every
 # request of these tests carries (their bytes are built once, before the run), over both
-# protocols; Triton's log says nothing. Seen twice in about 12 full runs, a second or so into a
-# traced run.
+# protocols, as an invalid request (HTTP 400, gRPC INVALID_ARGUMENT); Triton's log says nothing.
+# Seen in about one full run in six, a second or so into a traced run, 1-2 requests of 10,000 (on
+# a rerun as well). It is Triton's, not the suite's: a run keeps it out of what it judges
+# (`traced_run`), and any other failure still fails the test.
 CORRUPTED = re.compile(r"input 'INPUT0' does not exist in request|unknown request input name INPUT0")
+FAULT_CLASS = "invalid request"
 DEATH_WAIT_S = 10
+
+
+def tracing_fault_failures(summary: dict | None, output: str) -> int:
+    """How many of a run's failures are the bundled Triton's refusal under tracing (CORRUPTED): an
+    invalid request whose first message (the suite logs each failure name's first) is that
+    fault's. Any other failure is not excused: AssertionError with the output."""
+    excused = 0
+    for endpoint in (summary or {}).get("endpoints", []):
+        for name, count in endpoint.get("failures_by_class", {}).items():
+            first = re.search(rf"first '{re.escape(name)}' failure: (.*)", output)
+            known = name.startswith(FAULT_CLASS) and first is not None and CORRUPTED.search(first.group(1))
+            assert known, f"{count} x {name!r} in {endpoint['name']}:\n{output[-3000:]}"
+            excused += count
+    return excused
+
+
+def traced_run(server, run_dir, user_classes: list[str], options: list[str], **named):
+    """run_against_triton, with the tracing fault's refused requests (if any) named and kept out:
+    exit 0, or 1 when every failure is that fault. Returns the run and how many it excused."""
+    run = run_against_triton(server, run_dir, user_classes, options, expect_exit=None, **named)
+    output = run.result.stdout + run.result.stderr
+    excused = tracing_fault_failures(run.summary, output)
+    assert run.result.returncode == (1 if excused else 0), output[-3000:]
+    if excused:
+        print(f"{run_dir}: {excused} request(s) refused by Triton's fault under tracing ({CORRUPTED.pattern})")
+    return run, excused
 
 
 def crash_of(server: LocalTriton) -> str | None:
@@ -80,9 +109,10 @@ def traced_triton(tmp_path, tmp_path_factory, shared_traced_triton):
     `models` (none: an empty repository) with tracing flags, its log beside it: the one an earlier
     test of the file left with the same models and flags (shared, the default: a run's traces are
     the trace files it adds), else a new one (about 2 s to start). When the test fails and that
-    Triton died of the bundled tritonserver's crash under tracing (CRASHED in its log), or refused
-    a request as CORRUPTED, the body runs once more on a fresh Triton; any other failure, or a
-    second one of these, fails the test. A Triton a test failed on is stopped, never shared on."""
+    Triton died of the bundled tritonserver's crash under tracing (CRASHED in its log), the body
+    runs once more on a fresh Triton; any other failure, or a second crash, fails the test (the
+    fault short of a crash is excused by `traced_run`, not rerun). A Triton a test failed on is
+    stopped, never shared on."""
 
     runs = itertools.count(1)
 
@@ -112,9 +142,8 @@ def traced_triton(tmp_path, tmp_path_factory, shared_traced_triton):
             server = server_for(key, shared)
             try:
                 return body(server, tmp_path / f"run{number}-attempt{attempt}")
-            except Exception as error:
-                refused = CORRUPTED.search(str(error))
-                crash = crash_of(server) or (refused.group(0) if refused else None)
+            except Exception:
+                crash = crash_of(server)
                 shared_traced_triton.pop(key, None)
                 server.stop()
                 if crash is None or attempt == 2:
@@ -133,9 +162,10 @@ def traced_rows(run_dir) -> list[dict]:
         return list(csv.DictReader(file))
 
 
-def check_reconciled(run, model: str, rate: int = 5) -> dict:
+def check_reconciled(run, model: str, rate: int = 5, excused: int = 0) -> dict:
     """Every trace of the run joined or counted with why; the rows are the joined requests; Triton
-    traced one in `rate` of the requests it counted; the bands agree with HDR's percentiles."""
+    traced one in `rate` of the requests it counted (and of the `excused` ones it refused, which
+    it may have traced too); the bands agree with HDR's percentiles."""
     summary = run.summary
     traces = summary["traces"]
     (endpoint,) = summary["endpoints"]
@@ -143,7 +173,7 @@ def check_reconciled(run, model: str, rate: int = 5) -> dict:
     assert traces["client_requests"] == endpoint["requests"]
     assert traces["other_clients"] == 0 and traces["problems"] == []
     assert traces["triton_rate"] == rate
-    assert abs(traces["traces"] - run.served(model) / rate) <= 1
+    assert abs(traces["traces"] - run.served(model) / rate) <= 1 + excused
     rows = traced_rows(run.run_dir)
     assert len(rows) == traces["joined"] > 0
     histogram = new_histogram()
@@ -162,17 +192,17 @@ def test_the_tail_is_put_down_to_its_known_cause_and_the_control_is_not(traced_t
     def body(server, directory):
         before = server.control().trace_setting(SLOW)
         options = ["--model", SLOW, "--trace-sample", SAMPLE, "--batch-size"]
-        slow = run_against_triton(
+        slow, excused = traced_run(
             server, directory / "slow", [user], [*options, QUEUED_TAIL], models=(SLOW,), users=USERS
         )
-        control = run_against_triton(
+        control, control_excused = traced_run(
             server, directory / "control", [user], [*options, "4"], models=(SLOW,), users=USERS
         )
-        block = check_reconciled(slow, SLOW)
+        block = check_reconciled(slow, SLOW, excused=excused)
         assert block["cause"] == "queue", block
         assert "of their time in queue" in block["sentence"]
         assert block["bands"][block["band"]]["share"]["queue"] > 0.5 > block["bands"]["median"]["share"]["queue"]
-        control_block = check_reconciled(control, SLOW)
+        control_block = check_reconciled(control, SLOW, excused=control_excused)
         assert control_block["cause"] != "queue", control_block
         # The report's section and the diagnosis read the attribution.
         (tail,) = [item for item in diagnose(load(slow.run_dir)) if item.rule == "tail"]
@@ -188,11 +218,11 @@ def test_the_tail_is_put_down_to_its_known_cause_and_the_control_is_not(traced_t
 def test_one_in_n_is_traced_and_the_rest_is_not_counted_as_lost(traced_triton):
     def body(server, directory):
         options = ["--model", "identity", "--trace-sample", "10%"]
-        run = run_against_triton(
+        run, excused = traced_run(
             server, directory / "run", ["TritonHttpUser"], options, models=("identity",), users=USERS
         )
         traces = run.summary["traces"]
-        check_reconciled(run, "identity", rate=10)
+        check_reconciled(run, "identity", rate=10, excused=excused)
         rate = f"{100 * traces['join_rate']:.1f} %"
         note = f"Traces (--trace-sample 10%): {traces['joined']} of {traces['traces']} traces joined (join rate {rate};"
         assert note in run.result.stdout
@@ -283,7 +313,7 @@ def test_a_stepped_run_is_attributed_per_step(traced_triton):
     def body(server, directory):
         options = ["--model", "identity", "--trace-sample", SAMPLE, "--load-shape", "steps"]
         options += ["--shape-args", "targets=1;1,step_s=2"]
-        run = run_against_triton(server, directory / "run", ["TritonHttpUser"], options, run_time=None)
+        run, _ = traced_run(server, directory / "run", ["TritonHttpUser"], options, run_time=None)
         traces = run.summary["traces"]
         (name,) = traces["endpoints"]
         by_step = traces["steps"][name]
@@ -312,7 +342,7 @@ def test_opentelemetry_traces_reach_the_suites_receiver_and_every_sampled_reques
         before = server.control().trace_setting(SLOW)
         options = ["--model", SLOW, "--batch-size", QUEUED_TAIL, "--trace-sample", SAMPLE]
         options += ["--trace-receiver", receiver]
-        run = run_against_triton(server, directory / "run", ["TritonHttpUser"], options, models=(SLOW,), users=USERS)
+        run, _ = traced_run(server, directory / "run", ["TritonHttpUser"], options, models=(SLOW,), users=USERS)
         assert server.control().trace_setting(SLOW) == before
         traces = run.summary["traces"]
         (endpoint,) = run.summary["endpoints"]
@@ -389,23 +419,17 @@ def test_only_a_crash_under_tracing_gets_a_second_run(traced_triton):
     assert len(calls) == 1
     calls.clear()
 
-    # The same fault short of a crash: one request refused for lacking the INPUT0 it carries.
+    # The same fault short of a crash is not run again: `traced_run` excuses it (below).
     refusal = "first 'invalid request: HTTP 400' failure: [request id: 5dee55] unknown request input name INPUT0"
 
-    def refused(times: int):
-        def body(server, directory):
-            calls.append(directory)
-            if len(calls) <= times:
-                raise AssertionError(refusal)
-            return True
+    def refused(server, directory):
+        calls.append(directory)
+        raise AssertionError(refusal)
 
-        return body
-
-    assert traced_triton(refused(1), models=(), shared=False) is True and len(calls) == 2
-    calls.clear()
     with pytest.raises(AssertionError, match="unknown request input name INPUT0"):
-        traced_triton(refused(2), models=(), shared=False)
-    assert len(calls) == 2
+        traced_triton(refused, models=(), shared=False)
+    assert len(calls) == 1
+    calls.clear()
 
     # Shared, as the other tests run: the Triton that crashed is not handed on, the fresh one is.
     servers = []
@@ -419,3 +443,24 @@ def test_only_a_crash_under_tracing_gets_a_second_run(traced_triton):
     fresh = traced_triton(crashes_on_the_first, models=())
     assert len(servers) == 2 and fresh is servers[1] is not servers[0] and servers[0].process is None
     assert traced_triton(lambda server, directory: server, models=()) is fresh
+
+
+def test_the_tracing_fault_is_excused_by_its_class_and_message_and_nothing_else_is():
+    """The bundled Triton's refusal under tracing (an invalid request lacking INPUT0) is counted and
+    kept out of what a tracing test judges; the same class with another message, or another
+    class, fails the test."""
+
+    def summary(failures: dict[str, int]) -> dict:
+        return {"endpoints": [{"name": "identity [http]", "failures_by_class": failures}]}
+
+    http = "identity [http]: first 'invalid request: HTTP 400' failure: unknown request input name INPUT0\n"
+    grpc = "identity [grpc]: first 'invalid request: gRPC INVALID_ARGUMENT' failure: "
+    grpc += "input 'INPUT0' does not exist in request"
+    assert tracing_fault_failures(summary({}), "") == 0
+    assert tracing_fault_failures(summary({"invalid request: HTTP 400": 2}), http) == 2
+    assert tracing_fault_failures(summary({"invalid request: gRPC INVALID_ARGUMENT": 1}), grpc) == 1
+    other = "identity [http]: first 'invalid request: HTTP 400' failure: unexpected shape for input 'INPUT0'"
+    with pytest.raises(AssertionError, match="invalid request: HTTP 400"):
+        tracing_fault_failures(summary({"invalid request: HTTP 400": 1}), other)
+    with pytest.raises(AssertionError, match="timeout"):
+        tracing_fault_failures(summary({"timeout": 1}), http)
