@@ -34,11 +34,10 @@ test-tools:
 	bash tests/install_browser.sh
 
 # Every test runs: a test that would skip for a missing tool fails instead (tests/conftest.py).
-# The suite mostly waits (fixed-length runs, sleeping models), so tests/shards.py runs it in
-# TEST_SHARDS pytest processes side by side, each with its own Triton (the files that measure
-# the host all in the first), plus one at nice 19 for the tests that need no Triton or browser.
-# More shards are faster, but the capacity searches and sweeps then measure the contention.
-TEST_SHARDS ?= 2
+# tests/shards.py runs it in two steps: every folder but tests/measurement/ in TEST_SHARDS pytest
+# processes side by side (the suite mostly waits: fixed-length runs, sleeping models), plus one at
+# nice 19 for the tests that need no Triton or browser; then tests/measurement/ alone.
+TEST_SHARDS ?= 3
 test: setup test-tools
 	TRITON_LOADTEST_REQUIRE_ALL=1 $(PY) -m tests.shards --shards $(TEST_SHARDS)
 

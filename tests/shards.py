@@ -1,35 +1,32 @@
-"""`make test` in several pytest processes at once: `python -m tests.shards [--shards N] [pytest args]`.
+"""`make test`: `python -m tests.shards [--shards N] [pytest args]`, in two steps.
 
-Most of this suite waits rather than computes: Locust runs of a fixed length, models that
-sleep, capacity levels of whole windows, Triton starting. One pytest process leaves a core
-idle most of the time, so the test files are dealt to N processes ("shards"), each with its
-own session Triton on its own free ports and its own temporary directory, and the shards run
-side by side.
+Which test runs where is decided by its folder, and by the fixtures it takes:
+- tests/measurement/ holds the tests whose point is what this host achieves against a known
+  truth (capacity searches, sweeps' stable levels, open-loop rates, tune's ranking). Step 2 runs
+  that folder alone, in one pytest process, after everything else has ended: nothing else on the
+  machine is measured with them.
+- Step 1 runs every other folder, side by side:
+  - N shards ("dealt shards") take the tests that need a Triton or a browser, or drill faults
+    (markers `triton`, `browser`, `drill`; tests/conftest.py adds the first two from the
+    fixtures a test takes). Most of them wait (runs of a fixed length, models that sleep), so
+    the files are dealt longest first to the shard with the least work, by each file's time in
+    tests/durations.json (a file missing there counts as the median file), each shard with its
+    own session Triton on free ports and its own temporary directory;
+  - the background shard runs every other test (units, manifest checkers, the CLI's refusals:
+    mostly CPU, no waiting) at the lowest CPU priority (`nice` BACKGROUND_NICE), in the CPU the
+    dealt shards leave idle. A test that starts a Triton in its body carries
+    `@pytest.mark.triton` (tests/test_shards.py checks). The tests marked `refusal` need a
+    Triton only to show a bad command left its counters untouched, and check no timing: they
+    run in the background shard too, on a session Triton of its own.
+  A `-m` of your own turns the background shard off (the dealt shards run what it selects).
 
-Which test goes where, by what it needs from the machine:
-- the files marked `measures` (`pytestmark = pytest.mark.measures`) compare what the host
-  achieves (a capacity, a rate, a stable level) with a truth: they all go to shard 0, so they
-  run one after another and never measure each other;
-- the other files are dealt longest first to the shard with the least work so far, by each
-  file's measured time in `tests/durations.json` (a file missing there counts as the median
-  file). The shards run the tests that need a Triton or a browser, or drill faults (markers
-  `triton`, `browser`, `drill`: tests/conftest.py);
-- every other test (units, the manifest checkers, the CLI's refusals: about 1,260, mostly CPU
-  and no waiting) runs in one more process, the background shard, at the lowest CPU priority
-  (`nice` BACKGROUND_NICE): it takes what the shards leave idle and does not delay their runs,
-  models or timing checks. A test that starts a Triton in its body carries
-  `@pytest.mark.triton` (tests/test_shards.py checks). A `-m` of your own turns the background
-  shard off (then the shards run what your `-m` selects);
-- the tests marked `refusal` need a Triton only to show that a bad command left its counters
-  untouched, and check no timing: they run in the background shard too, on a session Triton of
-  its own that starts (at the background's priority) when the first of them needs it.
-
-`--update-durations` rewrites tests/durations.json from this run's JUnit XML (the shards', not
-the background's): do it after adding slow tests, on a quiet machine.
+Paths given (`python -m tests.shards tests/traffic`) limit both steps to them.
+`--update-durations` rewrites tests/durations.json from this run's JUnit XML (the dealt
+shards' and step 2's, not the background's): do it after adding slow tests, on a quiet machine.
 
 Each shard's full output goes to `.pytest_shards/<this process id>/shard-K.log` (the
-directories of runs no longer running are removed at the next start). This prints one line per shard
-as it ends, the failures of any shard that failed, the slowest tests over all shards, and
+directories of runs no longer running are removed at the next start). This prints one line per
+shard as it ends, the failures of any shard that failed, the slowest tests over all shards, and
 exits with the first non-zero pytest exit code (0 when every shard passed).
 """
 
@@ -57,13 +54,14 @@ PROGRESS_EVERY_S = 60.0
 # A `refusal` needs a Triton only to show its counters untouched, and checks no timing: it runs in
 # the background, which then starts a session Triton of its own at the background's priority.
 SHARD_TESTS = "(triton or browser or drill) and not refusal"
-BACKGROUND_TESTS = "not (triton or browser or drill) or refusal"
+BACKGROUND_TESTS = f"not ({SHARD_TESTS})"  # every test runs in one of the two, never both
 BACKGROUND_NICE = 19
 # The background runs its refusals first (tests/conftest.py): its session Triton then starts while
 # the shards start theirs, not in the middle of a measuring run (a full run's batching run, 4 s
 # at one user, stalled for 2 s while that Triton's 26 models loaded, even at nice 19).
 REFUSALS_FIRST = "TRITON_LOADTEST_REFUSALS_FIRST"
-MEASURES = re.compile(r"^pytestmark = .*pytest\.mark\.measures", re.MULTILINE)
+# Step 2's folder: the tests that measure the host, run alone.
+MEASUREMENT = "tests/measurement/"
 # pytest's exit code when a shard's selection holds no test (a file of units only, say).
 NO_TESTS = 5
 
@@ -77,24 +75,17 @@ def test_files(under: list[str]) -> list[str]:
     return sorted(str(path.relative_to(REPO_ROOT)) for path in found)
 
 
-def deal(files: list[str], durations: dict[str, float], shards: int, first: list[str] = ()) -> list[list[str]]:
-    """`first` all to shard 0, then the other files longest first, each to the shard with the
-    least work so far (ties: fewer files).
+def deal(files: list[str], durations: dict[str, float], shards: int) -> list[list[str]]:
+    """The files longest first, each to the shard with the least work so far (ties: fewer files).
 
     >>> deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2)
     [['a', 'd'], ['b', 'c']]
-    >>> deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2, first=["c", "d"])
-    [['b', 'c', 'd'], ['a']]
     """
     known = [durations[name] for name in files if name in durations]
     default = statistics.median(known) if known else 1.0
     load = [0.0] * shards
     dealt: list[list[str]] = [[] for _ in range(shards)]
-    for name in first:
-        dealt[0].append(name)
-        load[0] += durations.get(name, default)
-    rest = [name for name in files if name not in first]
-    for name in sorted(rest, key=lambda name: (-durations.get(name, default), name)):
+    for name in sorted(files, key=lambda name: (-durations.get(name, default), name)):
         lightest = min(range(shards), key=lambda index: (load[index], len(dealt[index]), index))
         dealt[lightest].append(name)
         load[lightest] += durations.get(name, default)
@@ -161,7 +152,7 @@ def wait_all(running: dict[int, tuple[subprocess.Popen, Path]], started: float) 
     """Wait for every shard; print each as it ends, and the progress of all every minute.
     Ctrl-C stops them all."""
     codes: dict[int, int] = {}
-    next_report = started + PROGRESS_EVERY_S
+    next_report = time.monotonic() + PROGRESS_EVERY_S
     try:
         while len(codes) < len(running):
             if time.monotonic() >= next_report:
@@ -222,38 +213,61 @@ def updated_durations(old: dict[str, float], files: list[str], measured: dict[st
     return {name: fresh[name] for name in sorted(fresh) if (REPO_ROOT / name).is_file() or name in files}
 
 
-def measuring(files: list[str]) -> list[str]:
-    """The files whose tests measure the host (`pytestmark = pytest.mark.measures`)."""
-    return [name for name in files if MEASURES.search((REPO_ROOT / name).read_text())]
+def measurement(files: list[str]) -> list[str]:
+    """The files of step 2 (tests/measurement/), run alone."""
+    return [name for name in files if name.startswith(MEASUREMENT)]
 
 
-def start_all(
+def start_step_one(
     output: Path, files: list[str], durations: dict[str, float], count: int, pytest_args: list[str]
 ) -> tuple[dict[int, tuple[subprocess.Popen, Path]], list[int]]:
     """The dealt shards, and the background shard unless pytest_args has a -m of its own.
     Returns every shard running, and the indexes of the dealt ones."""
     background = not any(item == "-m" or item.startswith("-m=") for item in pytest_args)
     shard_args = ["-m", SHARD_TESTS, *pytest_args] if background else pytest_args
-    measures = measuring(files)
     running = {}
-    for index, dealt in enumerate(deal(files, durations, count, first=measures)):
+    for index, dealt in enumerate(deal(files, durations, count)):
         running[index] = start_shard(output, index, dealt, shard_args)
         estimate = sum(durations.get(name, 0.0) for name in dealt)
-        what = f"{len(measures)} measuring, " if index == 0 and measures else ""
-        print(f"shard {index}: {len(dealt)} files ({what}about {estimate:.0f} s), log {running[index][1]}", flush=True)
+        print(
+            f"step 1, shard {index}: {len(dealt)} files (about {estimate:.0f} s), log {running[index][1]}", flush=True
+        )
     shards = sorted(running)
-    if background:
+    if background and files:
         index = len(running)
         background_args = ["-m", BACKGROUND_TESTS, *pytest_args]
         running[index] = start_shard(output, index, files, background_args, BACKGROUND_NICE, {REFUSALS_FIRST: "1"})
         what = f"the tests needing no Triton or browser and drilling no fault, and refusals, nice {BACKGROUND_NICE}"
-        print(f"shard {index}: {what}, log {running[index][1]}", flush=True)
+        print(f"step 1, shard {index}: {what}, log {running[index][1]}", flush=True)
     return running, shards
+
+
+def run_steps(
+    output: Path, files: list[str], durations: dict[str, float], count: int, pytest_args: list[str]
+) -> tuple[dict[int, int], dict[int, Path], list[int]]:
+    """Step 1 (side by side), then step 2 (tests/measurement/ alone). Returns each shard's exit
+    code, its log, and the indexes of the shards whose times tests/durations.json keeps."""
+    started = time.monotonic()
+    measured = measurement(files)
+    others = [name for name in files if name not in measured]
+    running, timed = start_step_one(output, others, durations, count, pytest_args) if others else ({}, [])
+    codes = wait_all(running, started)
+    logs = {index: log for index, (_, log) in running.items()}
+    if measured:
+        index = len(running)
+        estimate = sum(durations.get(name, 0.0) for name in measured)
+        alone = {index: start_shard(output, index, measured, pytest_args)}
+        print(f"step 2, shard {index}: {MEASUREMENT} alone, {len(measured)} files (about {estimate:.0f} s), "
+              f"log {alone[index][1]}", flush=True)  # fmt: skip
+        codes |= wait_all(alone, started)
+        logs[index] = alone[index][1]
+        timed.append(index)
+    return codes, logs, timed
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--shards", type=int, default=int(os.environ.get("TEST_SHARDS", "2")))
+    parser.add_argument("--shards", type=int, default=int(os.environ.get("TEST_SHARDS", "3")))
     parser.add_argument("--update-durations", action="store_true", help="rewrite tests/durations.json")
     options, rest = parser.parse_known_args(argv)
     if options.shards < 1:
@@ -264,11 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     output = output_directory()
     started = time.monotonic()
     files = test_files(paths)
-    running, shards = start_all(output, files, durations, options.shards, pytest_args)
-    codes = {index: 0 if code == NO_TESTS else code for index, code in wait_all(running, started).items()}
+    codes, logs, timed = run_steps(output, files, durations, options.shards, pytest_args)
+    codes = {index: 0 if code == NO_TESTS else code for index, code in codes.items()}
     for index, code in sorted(codes.items()):
         if code != 0:
-            print(f"\n===== shard {index} (exit {code}) =====\n{failures_section(running[index][1])}")
+            print(f"\n===== shard {index} (exit {code}) =====\n{failures_section(logs[index])}")
     tests, _ = timings(output, sorted(codes))
     print(f"\n===== slowest {SLOWEST} tests =====")
     for seconds, name in tests[:SLOWEST]:
@@ -278,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no test ran")
         return NO_TESTS
     if options.update_durations and all(code == 0 for code in codes.values()):
-        _, measured = timings(output, shards)  # what the dealt shards ran, not the background's
+        _, measured = timings(output, timed)  # what the dealt shards and step 2 ran, not the background's
         fresh = updated_durations(durations, files, measured)
         DURATIONS.write_text(json.dumps(fresh, indent=1) + "\n")
         print(f"wrote {DURATIONS.relative_to(REPO_ROOT)}")

@@ -9,13 +9,10 @@ its runs on whatever CPU is left.
 from __future__ import annotations
 
 import ast
-import itertools
 from pathlib import Path
 
-from _pytest.mark.expression import Expression
-
 from tests import shards
-from tests.shards import BACKGROUND_TESTS, REPO_ROOT, SHARD_TESTS, deal, measuring, updated_durations
+from tests.shards import REPO_ROOT, deal, measurement, updated_durations
 
 STARTS_TRITON = "LocalTriton"
 KEPT_APART = {"triton", "browser", "drill"}  # the markers that keep a test out of the background shard
@@ -25,17 +22,14 @@ def test_files_go_longest_first_to_the_shard_with_the_least_work():
     assert deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2) == [["a", "d"], ["b", "c"]]
     # A file with no measured time counts as the median file.
     assert deal(["a", "b", "new"], {"a": 10, "b": 2}, 2) == [["a"], ["b", "new"]]
-    # The measuring files all go to shard 0 first; the rest fill in around them.
-    assert deal(["a", "b", "c", "d"], {"a": 10, "b": 6, "c": 5, "d": 1}, 2, first=["c", "d"]) == [
-        ["b", "c", "d"],
-        ["a"],
-    ]
 
 
-def test_the_measuring_shard_takes_the_files_marked_measures():
-    marked = measuring(shards.test_files([]))
-    assert {"tests/traffic/test_capacity.py", "tests/commands/test_tune.py"} <= set(marked), marked
-    assert "tests/test_shards.py" not in marked and "tests/run/test_drills.py" not in marked
+def test_step_two_is_the_measurement_folder_and_nothing_else():
+    files = shards.test_files([])
+    alone = measurement(files)
+    assert alone == shards.test_files(["tests/measurement"]), alone
+    assert "tests/measurement/test_capacity.py" in alone and "tests/measurement/test_tune.py" in alone
+    assert "tests/commands/test_tune.py" not in alone and "tests/run/test_drills.py" not in alone
 
 
 def marks(decorators: list[ast.expr]) -> set[str]:
@@ -98,17 +92,6 @@ def test_a_file_whose_tests_all_ran_in_the_background_weighs_nothing_in_the_next
     # This run dealt `here` (its tests ran in the background: not measured) and not `there`.
     assert updated_durations(old, [here], {}) == {there: 30.0, here: 0.0}
     assert updated_durations(old, [here, there], {there: 27.46}) == {there: 27.5, here: 0.0}
-
-
-def test_every_test_runs_in_the_dealt_shards_or_in_the_background_never_both():
-    markers = ["triton", "browser", "drill", "refusal", "measures", "k8s"]
-    for count in range(len(markers) + 1):
-        for chosen in itertools.combinations(markers, count):
-            has = set(chosen).__contains__
-            dealt = Expression.compile(SHARD_TESTS).evaluate(has)
-            background = Expression.compile(BACKGROUND_TESTS).evaluate(has)
-            assert dealt != background, chosen
-            assert background == ((not has("triton") and not has("browser") and not has("drill")) or has("refusal"))
 
 
 def test_every_test_that_starts_a_triton_is_kept_out_of_the_background_shard():

@@ -29,9 +29,6 @@ from loadtests.commands.args import EXIT_UNSTABLE
 from loadtests.run_format.hdr import LATENCY_KEYS, UNCORRECTED, read_logs, summarise_us
 from tests.helpers import REPO_ROOT, on_a_steady_load_generator, read_summary, run_cli, run_locust, triton_options
 
-# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
-pytestmark = pytest.mark.measures
-
 PA_DATA = REPO_ROOT / "tests" / "data" / "perf_analyzer"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SERVER_PARTS = ("queue_us", "compute_input_us", "compute_infer_us", "compute_output_us")

@@ -3,14 +3,13 @@
 The module's own Triton (started as `python -m loadtests serve --model-control explicit` would
 start it) loads `sleep_40ms_batch4` (models/test_repository: 40 ms per execution, batches of up
 to 4, one instance, no batcher), whose variants have known capacities: instances x (4 with the
-dynamic batcher, else 1) / 40 ms = 25, 50, 100 and 200 requests/s. The search is coarse
-(precision 100 %, 3 windows a level) to keep the test short: it still separates variants 2x apart.
+dynamic batcher, else 1) / 40 ms = 25, 50, 100 and 200 requests/s. Here: what tune refuses,
+restores and reports; the ranking of measured variants is tests/measurement/test_tune.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import signal
@@ -37,9 +36,6 @@ from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
 from models.conformance import CONFORMANCE_REPOSITORY
 from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, interruptible, model_stats, run_cli, run_clis, triton_options
 
-# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
-pytestmark = pytest.mark.measures
-
 MODEL = "sleep_40ms_batch4"
 NO_BATCH_MODEL = "echo_fp32_nobatch"
 SLO = "p99<200ms"
@@ -48,8 +44,8 @@ COARSE = ["--precision", "100", "--max-trials", "3", "--settle-windows", "0", "-
 QUICK_SEARCH = ["--start-rate", "20", "--growth", "4", "--measurement-interval", "1000", *COARSE]
 
 
-@pytest.fixture(scope="module")
-def explicit_triton(tmp_path_factory):
+def explicit_mode_triton(tmp_path_factory):
+    """A Triton of the module's own in explicit model-control mode, with MODEL and NO_BATCH_MODEL loaded."""
     server = LocalTriton(
         # The non-batching echo model lives with the conformance models; explicit mode loads
         # only the two named models.
@@ -62,6 +58,11 @@ def explicit_triton(tmp_path_factory):
         yield server
 
 
+@pytest.fixture(scope="module")
+def explicit_triton(tmp_path_factory):
+    yield from explicit_mode_triton(tmp_path_factory)
+
+
 def tune_args(triton, out_dir, *extra: str) -> list[str]:
     return ["-m", "loadtests", "tune", *triton_options(triton), "--out", str(out_dir), *extra]
 
@@ -71,94 +72,6 @@ def assert_one_line_error(result: subprocess.CompletedProcess, fragment: str) ->
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert fragment in lines[0], lines[0]
-
-
-# -- against the real server ---------------------------------------------------------------------
-def test_tune_measures_the_variants_skips_those_that_cannot_win_ranks_them_and_restores(explicit_triton, tmp_path):
-    """Four variants, each search from its saturation probe (no --start-rate). In the order
-    tried (instances=1 off, 1 on, 2 off, 2 on: 25, 100, 50, 200 requests/s) the third one's
-    probe saturates below the best capacity so far and its search is skipped; the others are
-    measured, ranked by capacity, and the original configuration is loaded back."""
-    api = RepositoryApi(explicit_triton.http_address)
-    before = api.config(MODEL)
-    out = tmp_path / "tune"
-    args = tune_args(
-        explicit_triton,
-        out,
-        "--model",
-        MODEL,
-        "--vary",
-        "instances=1,2",
-        "--vary",
-        "dynamic_batching=off,on",
-        "--slo",
-        SLO,
-        # No --start-rate: each search starts from its probe. Probes of 2 s and 0.5-s windows:
-        # the capacities are 2x apart or more, which 3 windows of 12-100 requests still tell apart.
-        "--probe-time",
-        "2",
-        "--measurement-interval",
-        "500",
-        *COARSE,
-    )
-    result = run_cli(args, timeout=900)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
-
-    # The original configuration is back, as Triton reports it.
-    assert api.config(MODEL) == before
-
-    content = json.loads((out / "tune.json").read_text())
-    variants = content["variants"]
-    assert sorted(v["name"] for v in variants) == sorted(
-        f"instances={i} dynamic_batching={b}" for i in (1, 2) for b in ("off", "on")
-    )
-    measured = [v for v in variants if v["status"] == "measured"]
-    (skipped,) = [v for v in variants if v["status"] != "measured"]
-    # Each variant ran with its settings (the config Triton reported while it was loaded).
-    for variant in variants:
-        groups = variant["config"]["instance_group"]
-        assert [g["count"] for g in groups] == [variant["settings"]["instances"]]
-        assert ("dynamic_batching" in variant["config"]) == variant["settings"]["dynamic_batching"]
-    for variant in measured:
-        levels = json.loads((REPO_ROOT / variant["capacity_run"] / "capacity.json").read_text())["levels"]
-        assert variant["levels"] == len(levels) and variant["capacity_rps"] is not None
-        # Triton formed batches only where the batcher was on.
-        if variant["settings"]["dynamic_batching"]:
-            assert variant["avg_batch"] > 1.0
-        else:
-            assert variant["avg_batch"] == 1.0
-
-    # The skipped one: two instances without the batcher saturate below one with it.
-    assert skipped["settings"] == {"instances": 2, "dynamic_batching": False}
-    assert skipped["status"].startswith("stopped after the probe: saturated at "), skipped["status"]
-    capacity = json.loads((REPO_ROOT / skipped["capacity_run"] / "capacity.json").read_text())
-    best_before = max(v["capacity_rps"] for v in measured if v["settings"]["instances"] == 1)  # tried before it
-    assert capacity["levels"] == [] and capacity["skipped"]["probe_rps"] < best_before
-    assert capacity["skipped"]["stop_below_rps"] == float(f"{best_before:g}")  # as tune passes it on
-    assert not (REPO_ROOT / skipped["capacity_run"] / "summary.json").exists()  # no search ran
-
-    # Ranked by capacity, best first, the skipped one last; the known capacities put a batching
-    # variant first and one instance without the batcher (8x below the best) last of the measured.
-    assert [v["rank"] for v in variants] == [1, 2, 3, 4]
-    assert variants[-1] is skipped
-    capacities = [v["capacity_rps"] for v in measured]
-    assert variants[: len(measured)] == measured
-    assert capacities == sorted(capacities, reverse=True)
-    assert capacities[0] > capacities[-1]
-    assert measured[0]["settings"]["dynamic_batching"] is True
-    assert measured[-1]["settings"] == {"instances": 1, "dynamic_batching": False}
-    assert content["winner"] == variants[0]["name"]
-
-    with open(out / "tune.csv", newline="") as file:
-        rows = list(csv.DictReader(file))
-    assert [row["variant"] for row in rows] == [v["name"] for v in variants]
-    assert [float(row["capacity_rps"]) for row in rows[: len(measured)]] == capacities
-
-    # The winner's config.pbtxt says what Triton ran it with.
-    written = (out / "config.pbtxt").read_text()
-    assert parse_pbtxt(written) == normalised(variants[0]["config"])
-    assert (out / "compare" / "compare.html").is_file()
-    assert f"winner: {variants[0]['name']}" in result.stdout
 
 
 def test_a_variant_triton_cannot_load_is_reported_and_the_original_restored(explicit_triton, tmp_path):

@@ -14,10 +14,7 @@ import json
 import pytest
 
 from tests.helpers import model_stats, run_cli, run_clis, triton_options
-from tests.traffic.test_sweep import PROTOCOLS, check_mix_endpoints
-
-# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
-pytestmark = pytest.mark.measures
+from tests.measurement.test_sweep import PROTOCOLS, check_mix_endpoints
 
 MODEL = "sleep_10ms_single"
 SLO = "p99<50ms"

@@ -22,9 +22,6 @@ from loadtests.traffic.capacity_levels import CapacityController
 from loadtests.traffic.capacity_search import CapacitySearch
 from tests.helpers import model_stats, request_outcome, run_cli, triton_options
 
-# Compares what the host achieves with a truth: tests/shards.py runs this file in the measuring shard.
-pytestmark = pytest.mark.measures
-
 MODEL = "stream_queued"
 PRECISION_PERCENT = 10.0
 
