@@ -34,6 +34,7 @@ import pandas as pd
 
 from analysis.dataset import Dataset
 from analysis.resources import busy_steps
+from analysis.suggestions import RunCommands, concurrency_range
 from loadtests.run_format.attribution import PART_LABELS
 
 
@@ -168,6 +169,7 @@ class ModelView:
     config: ModelConfig | None
     protocols: tuple[str, ...]
     run_options: dict
+    commands: RunCommands  # what a suggested command repeats of the run (analysis/suggestions.py)
 
 
 def diagnose(data: Dataset) -> list[Diagnosis | CannotJudge]:
@@ -225,6 +227,7 @@ def _caveat(item: Diagnosis | CannotJudge) -> Diagnosis | CannotJudge:
 def _views(data: Dataset) -> list[ModelView]:
     models = ((data.run.config.get("triton") or {}).get("models") or {}) if data.run is not None else {}
     options = (data.run.config.get("options") or {}) if data.run is not None else {}
+    commands = _commands(data)
     grouped: dict[str, list[str]] = {}
     for name in data.levels:
         grouped.setdefault(name.split(" [")[0], []).append(name)
@@ -233,9 +236,8 @@ def _views(data: Dataset) -> list[ModelView]:
         config = (models.get(model) or {}).get("config")
         protocols = tuple(sorted({name.split(" [")[1].rstrip("]") for name in names if " [" in name}))
         frame = data.levels[names[0]]
-        views.append(
-            ModelView(model, tuple(names), frame, ModelConfig.of(config) if config else None, protocols, options)
-        )
+        config = ModelConfig.of(config) if config else None
+        views.append(ModelView(model, tuple(names), frame, config, protocols, options, commands))
     return views
 
 
@@ -279,58 +281,124 @@ def _slo_ms(row) -> str:
     return f"{max(1, math.ceil(float(row['p99_us']) / 1000))}ms"
 
 
-def _shape_options(view: ModelView) -> str:
-    """The run's own options a command must repeat to send the same requests."""
-    parts = []
-    for option, key, default in (("--shape", "shape", ""), ("--batch-size", "batch_size", "1")):
-        value = str(view.run_options.get(key) or default)
-        if value != default:
-            parts.append(f'{option} "{value}"' if " " in value else f"{option} {value}")
-    if view.protocols == ("grpc",):
-        parts.append("--protocol grpc")
-    return (" " + " ".join(parts)) if parts else ""
+def _commands(data: Dataset) -> RunCommands:
+    return RunCommands.of(data.run.config if data.run is not None else None)
 
 
 def _tune(view: ModelView, row, varies: list[str]) -> str:
-    vary = " ".join(f"--vary {item}" for item in varies)
-    return f'python -m loadtests tune --model {view.model} {vary} --slo "p99<{_slo_ms(row)}"{_shape_options(view)}'
+    vary = [word for item in varies for word in ("--vary", item)]
+    return view.commands.loadtests("tune", view.model, [*vary, "--slo", f"p99<{_slo_ms(row)}"], view.protocols)
+
+
+# How a failure class's name starts (docs/reference/failures.md): what failed decides the cause.
+OVERLOAD_CLASSES = ("overloaded",)
+UNREACHABLE_CLASSES = ("connection", "unavailable", "server", "tls", "access denied")
+TIMEOUT_CLASSES = ("timeout",)
 
 
 def _failures(data: Dataset) -> list[Diagnosis]:
+    """Per endpoint with failures above the share worth a diagnosis: the cause of its largest
+    kind of failure (timeouts, overload, an unreachable server, rejected requests)."""
     out = []
+    commands = _commands(data)
     for endpoint in data.endpoints:
         if not endpoint.requests or endpoint.failures / endpoint.requests < LIMITS.failure_share:
             continue
         by_class = endpoint.failures_by_class
-        overload = sum(n for name, n in by_class.items() if name.startswith("overloaded"))
-        unreachable = sum(n for name, n in by_class.items() if name.startswith(("connection", "unavailable", "server")))
+
+        def count(prefixes: tuple[str, ...], by_class=by_class) -> int:
+            return sum(n for name, n in by_class.items() if name.startswith(prefixes))
+
+        kinds = {
+            "timeout": count(TIMEOUT_CLASSES),
+            "overload": count(OVERLOAD_CLASSES),
+            "unreachable": count(UNREACHABLE_CLASSES),
+        }
+        kinds["rejected"] = endpoint.failures - sum(kinds.values())
+        kind = max(kinds, key=lambda name: (kinds[name], -list(kinds).index(name)))
         evidence = ", ".join(f"{name} {n:,}" for name, n in sorted(by_class.items(), key=lambda kv: -kv[1])[:4])
         evidence = f"{endpoint.failures:,} of {endpoint.requests:,} requests failed ({evidence})"
-        model = endpoint.model
-        if overload >= max(unreachable, 1):
-            why, step = (
-                "Triton refused requests its queue could not hold or serve in time: the offered load is above "
-                "what this configuration serves.",
-                "find the highest rate it serves within the latency target",
-            )
-            command = f'python -m loadtests capacity --model {model} --slo "p99<100ms,fail_ratio<0.001"'
-        elif unreachable:
-            why, step = (
-                "The requests did not reach a serving Triton (refused, reset, unavailable or stopping): an outage "
-                "or a restart, not the model's speed. The report's faults say when.",
-                "rerun once Triton is stable; every number of this run is read in the outage's light",
-            )
-            command = ""
-        else:
-            why, step = (
-                "Triton or the model rejected the requests themselves (their shape, type or content).",
-                "check the payload against the model's metadata, answers checked",
-            )
-            command = (
-                f"locust -f locustfile.py --headless -u 1 -t 10s TritonHttpUser --model {model} --validate-responses"
-            )
-        out.append(Diagnosis("failures", model, "over the whole run", evidence, why, step, command))
+        why, step, command = _FAILURE_CAUSES[kind](data, endpoint, commands)
+        if kind == "timeout":
+            evidence += "; " + _timeout_evidence(data, endpoint)
+        out.append(Diagnosis("failures", endpoint.model, "over the whole run", evidence, why, step, command))
     return out
+
+
+def _request_timeout_s(data: Dataset) -> float:
+    options = (data.run.config.get("options") or {}) if data.run is not None else {}
+    return float(options.get("request_timeout") or 30.0)
+
+
+def _timeout_evidence(data: Dataset, endpoint) -> str:
+    """The client's deadline beside the latency the server delivered (its own time per request)."""
+    text = f"the client gave each request {_request_timeout_s(data) * 1000:,.0f} ms (--request-timeout)"
+    server = (data.run.server or {}).get(endpoint.model, {}) if data.run is not None else {}
+    if server.get("request_us"):
+        text += f"; Triton spent {_ms(server['request_us'])} per request it answered"
+    elif endpoint.latency_us.get("p50"):
+        text += f"; the requests that succeeded took {_ms(endpoint.latency_us['p50'])} at p50"
+    return text
+
+
+def _timeout_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[str, str, str]:
+    seconds = _request_timeout_s(data)
+    server = (data.run.server or {}).get(endpoint.model, {}) if data.run is not None else {}
+    served_us = float(server.get("request_us") or endpoint.latency_us.get("p99") or 0.0)
+    longer = _round_up(max(2 * seconds, 4 * served_us / 1e6, 1.0))
+    return (
+        "The client gave up on the requests before Triton answered: the --request-timeout deadline was shorter "
+        "than the time the server took. Triton still executes a request its client gave up on, so the timeouts "
+        "add load while measuring nothing.",
+        f"give the requests a deadline above what the server delivers (--request-timeout {longer:g}), or find the "
+        "load it serves within the latency you need",
+        commands.locust(["--request-timeout", f"{longer:g}"]),
+    )
+
+
+def _round_up(value: float) -> float:
+    """The next 1, 2 or 5 times a power of ten at or above `value` (a deadline worth typing).
+
+    >>> _round_up(5.37), _round_up(1.0), _round_up(0.012)
+    (10, 1, 0.02)
+    """
+    power = 10 ** math.floor(math.log10(value))
+    return next(round(step * power, 12) for step in (1, 2, 5, 10) if step * power >= value * (1 - 1e-9))
+
+
+def _overload_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[str, str, str]:
+    return (
+        "Triton refused requests its queue could not hold or serve in time: the offered load is above what this "
+        "configuration serves.",
+        "find the highest rate it serves within the latency target",
+        commands.loadtests("capacity", endpoint.model, ["--slo", "p99<100ms,fail_ratio<0.001"], (endpoint.protocol,)),
+    )
+
+
+def _unreachable_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[str, str, str]:
+    return (
+        "The requests did not reach a serving Triton (refused, reset, unavailable or stopping): an outage or a "
+        "restart, not the model's speed. The report's faults say when.",
+        "rerun once Triton is stable; every number of this run is read in the outage's light",
+        "",
+    )
+
+
+def _rejected_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[str, str, str]:
+    classes = [name for name in commands.user_classes if ("Grpc" in name) == (endpoint.protocol == "grpc")]
+    return (
+        "Triton or the model rejected the requests themselves (their shape, type or content).",
+        "check the payload against the model's metadata, answers checked",
+        commands.locust(["--validate-responses"], users=1, run_time="10s", classes=classes or None),
+    )
+
+
+_FAILURE_CAUSES = {
+    "timeout": _timeout_cause,
+    "overload": _overload_cause,
+    "unreachable": _unreachable_cause,
+    "rejected": _rejected_cause,
+}
 
 
 def _generator(data: Dataset) -> list[Diagnosis]:
@@ -352,7 +420,7 @@ def _generator(data: Dataset) -> list[Diagnosis]:
                     f"({share:.0%} of a core per process)",
                     "A saturated load generator sends late and times its own queueing: its latencies include it.",
                     "spread the users over more processes",
-                    _rerun_command(data, "--processes -1"),
+                    _commands(data).locust(["--processes", "-1"]),
                 )
             )
     late = sum(endpoint.late or 0 for endpoint in data.endpoints)
@@ -366,24 +434,10 @@ def _generator(data: Dataset) -> list[Diagnosis]:
                 f"{late:,} of {sent:,} open-loop requests went out more than 1 ms late",
                 "The schedule could not be kept: the client, not the server, set part of the timing.",
                 "spread the rate over more processes",
-                _rerun_command(data, "--processes -1"),
+                _commands(data).locust(["--processes", "-1"]),
             )
         )
     return out
-
-
-def _rerun_command(data: Dataset, extra: str) -> str:
-    """The run's own locust command (its user classes, users, length, model and traffic options)
-    with `extra` added: what the suggestion changes, and nothing else."""
-    config = data.run.config if data.run is not None else {}
-    options = config.get("options") or {}
-    classes = " ".join(config.get("user_classes") or options.get("user_classes") or [])
-    parts = ["locust -f locustfile.py --headless", extra, f"-u {options.get('num_users') or 4} -t 1m", classes]
-    for option, key in (("--model", "model"), ("--shape", "shape"), ("--traffic", "traffic"), ("--rate", "rate")):
-        value = options.get(key)
-        if value and not (key == "traffic" and value == "closed"):
-            parts.append(f"{option} {value}")
-    return " ".join(part for part in parts if part)
 
 
 def _host(data: Dataset, views: list[ModelView]) -> list[Diagnosis | CannotJudge]:
@@ -402,7 +456,6 @@ def _host(data: Dataset, views: list[ModelView]) -> list[Diagnosis | CannotJudge
         return []
     view = views[0] if views else None
     model = view.model if view else "MODEL"
-    shape = _shape_options(view) if view else ""
     return [
         Diagnosis(
             "host",
@@ -413,7 +466,7 @@ def _host(data: Dataset, views: list[ModelView]) -> list[Diagnosis | CannotJudge
             "Every instance and batch runs on the same saturated cores: more instances or larger batches cannot "
             "add compute, and a load generator on the same host takes its share.",
             "measure from another machine (or on the GPU the model is meant for) before changing the configuration",
-            f"python -m loadtests sweep --model {model} --concurrency 1:8:1 --triton-http TRITON_HOST:8000{shape}",
+            _commands(data).loadtests("sweep", model, ["--concurrency", "1:8:1"], view.protocols if view else ()),
         )
     ]
 
@@ -480,8 +533,9 @@ def _batching(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
                 "The batcher can only group requests that are waiting: with fewer in flight per instance than "
                 "the size it aims for, batches stay small whatever the delay.",
                 f"offer more concurrent requests (the rule of thumb: {config.peak_concurrency})",
-                f"python -m loadtests sweep --model {view.model} --concurrency 1:{config.peak_concurrency}:"
-                f"{max(1, config.peak_concurrency // 8)}{_shape_options(view)}",
+                view.commands.loadtests(
+                    "sweep", view.model, ["--concurrency", concurrency_range(config.peak_concurrency)], view.protocols
+                ),
             )
         ]
     delay = max(config.queue_delay_us, 100)
@@ -514,19 +568,18 @@ def _payload(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
     if hit.empty or size < LIMITS.large_payload_bytes:
         return []
     row = hit.iloc[-1]
-    classes = data.run.config.get("user_classes", []) if data.run is not None else []
-    images = [name for name in classes if name.startswith("ResNet")]
+    commands = view.commands
+    images = [name for name in commands.user_classes if name.startswith("ResNet")]
+    payload = [word for word in commands.payload() if word not in ("--http-json", "--image-format", "tensor")]
     if view.run_options.get("http_json") and "http" in view.protocols:
         step = "send the tensors as binary data (leave out --http-json): Triton parses JSON numbers one by one"
-        command = f"locust -f locustfile.py --headless -u 4 -t 1m {' '.join(classes)}{_shape_options(view)}"
+        command = commands.locust([], users=4, payload=payload)
     elif images and str(view.run_options.get("image_format") or "tensor") == "tensor":
         step = "send encoded images to a model that decodes them on the server"
-        command = "locust -f locustfile.py --headless -u 8 -t 1m ResNetGrpcUser --image-format jpeg"
+        command = commands.locust([], users=8, classes=["ResNetGrpcUser"], payload=[*payload, "--image-format", "jpeg"])
     elif "http" in view.protocols:
         step = "send the same requests over gRPC (binary protobuf on one HTTP/2 connection)"
-        command = (
-            f"python -m loadtests sweep --model {view.model} --concurrency 1:8:1 --protocol both{_shape_options(view)}"
-        )
+        command = commands.loadtests("sweep", view.model, ["--concurrency", "1:8:1", "--protocol", "both"])
     else:
         step = "send only the inputs and outputs the model needs, or a smaller input type (FP16, UINT8)"
         command = ""
@@ -569,8 +622,9 @@ def _plateau(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
                 "More concurrent requests only queue once the server is saturated: the added load shows up as "
                 "latency, not throughput.",
                 "find the highest rate that meets a latency target, then change the configuration that limits it",
-                f'python -m loadtests capacity --model {view.model} --slo "p99<{_slo_ms(before._asdict())}"'
-                f"{_shape_options(view)}",
+                view.commands.loadtests(
+                    "capacity", view.model, ["--slo", f"p99<{_slo_ms(before._asdict())}"], view.protocols
+                ),
             )
         ]
     last = rows[-1]
@@ -585,8 +639,9 @@ def _plateau(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
                 "Peak throughput needs enough requests in flight to fill every instance's batches; this run "
                 "stopped before that.",
                 "sweep up to the rule of thumb's concurrency",
-                f"python -m loadtests sweep --model {view.model} --concurrency 1:{peak}:{max(1, peak // 8)}"
-                f"{_shape_options(view)}",
+                view.commands.loadtests(
+                    "sweep", view.model, ["--concurrency", concurrency_range(peak)], view.protocols
+                ),
             )
         ]
     return []
@@ -604,19 +659,28 @@ def _flat_pair(rows: list):
 
 
 def headlines(data: Dataset) -> list[str]:
-    """Per model, one line: the highest throughput reached and at what load, where it saturated
-    (closed loop), and the capacity under the SLO when a capacity search measured it."""
+    """Per model, one line: the throughput reached and at what load, where it saturated (closed
+    loop), and the capacity under the SLO when a capacity search measured it. "At most" only
+    where several load levels were tried (a ceiling was looked for); a model whose requests
+    mostly failed says its figures are of the ones that succeeded."""
     out = []
+    several = data.level_kind != "run"
     for view in _views(data):
         judged = _judged(view.frame)
         if judged.empty:
             continue
         best = judged.loc[judged["rps"].idxmax()]
-        where = "" if data.level_kind == "run" else f" {_where(best, data)}"
+        where = f" {_where(best, data)}" if several else " over the whole run"
+        reached = "at most " if several and len(judged) > 1 else ""
         line = (
-            f"{view.model}: at most {best['rps']:,.1f} requests/s ({best['infer_per_s']:,.1f} inferences/s){where}, "
-            f"p99 {_ms(best['p99_us'])} there"
+            f"{view.model}: {reached}{best['rps']:,.1f} requests/s ({best['infer_per_s']:,.1f} inferences/s){where}, "
+            f"p99 {_ms(best['p99_us'])}{' there' if several else ''}"
         )
+        endpoints = [endpoint for endpoint in data.endpoints if endpoint.model == view.model]
+        requests = sum(endpoint.requests for endpoint in endpoints)
+        failures = sum(endpoint.failures for endpoint in endpoints)
+        if requests and failures / requests >= LIMITS.failure_share:
+            line += f" (of the {requests - failures:,} requests that succeeded; {failures:,} of {requests:,} failed)"
         flat = _flat_pair(list(judged.itertuples(index=False))) if data.level_kind in ("step", "concurrency") else None
         if flat is not None and not data.open_loop:
             line += f"; saturated from {flat[0].label} (throughput flat from there while latency grew)"

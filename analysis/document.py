@@ -28,6 +28,7 @@ th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
 p.note { color: #555; font-size: .9em; }
+p.outcome { font-size: 1.1em; font-weight: 600; border-left: 4px solid #444; padding-left: .6em; }
 details { margin: -.4em 0 .8em; }
 summary { cursor: pointer; color: #555; font-size: .9em; }
 ol.steps li { margin-bottom: .7em; }
@@ -45,6 +46,11 @@ class Document:
     def heading(self, text: str, level: int = 2) -> None:
         self._md += [f"{'#' * level} {text}", ""]
         self._html.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def outcome(self, text: str) -> None:
+        """The line right under the title that says what happened (bold)."""
+        self._md += [f"**{text}**", ""]
+        self._html.append(f'<p class="outcome">{html.escape(text)}</p>')
 
     def paragraph(self, text: str, note: bool = False) -> None:
         self._md += [f"_{text}_" if note else text, ""]

@@ -18,8 +18,10 @@ from analysis.document import Document
 from analysis.finding_groups import grouped_findings
 from analysis.findings import findings
 from analysis.mix import mix_table
+from analysis.outcome import outcome
 from analysis.sequences import sequence_section, sequence_table
 from analysis.streams import stream_section, stream_table
+from analysis.suggestions import RunCommands
 from analysis.tail import tail_section
 from analysis.triton_metrics import metrics_section, metrics_table
 
@@ -51,6 +53,8 @@ def write_report(source: str | Path, out_dir: str | Path | None = None) -> Path:
 
 def build(data: Dataset, prefix: str = "") -> Document:
     doc = Document(f"{TITLES[data.kind]}: {data.name}")
+    if (line := outcome(data)) is not None:
+        doc.outcome(line)
     doc.definitions(tables.header_pairs(data))
     for note in data.notes:
         doc.paragraph(f"Note: {note}")
@@ -99,6 +103,13 @@ def _diagnosis_section(doc: Document, data: Dataset) -> None:
             for item in found
         ]
     )
+    variables = RunCommands.of(data.run.config).header_variables() if data.run is not None else []
+    if found and variables:
+        doc.paragraph(
+            f"The commands read the run's literal --header values from {', '.join(variables)} (never written "
+            "here): export them before pasting.",
+            True,
+        )
     if unjudged:
         reasons = "; ".join(f"{item.rule} for {item.model}: {item.reason}" for item in unjudged)
         doc.paragraph(f"Not judged: {reasons}.", True)

@@ -123,6 +123,8 @@ class SavedRun:
     server_replicas: dict = field(default_factory=dict)
     # --trace-sample: summary.json's "traces" (the join's counts, the attribution per endpoint).
     traces: dict = field(default_factory=dict)
+    # --slo: one verdict per clause (summary.json "slo"; empty without --slo).
+    slo: list = field(default_factory=list)
 
     def requested_batch_sizes(self) -> dict[str, dict[str, int]]:
         """Per model, requests sent per batch size over its endpoints: {"bert_qa": {"1": 700, "2": 300}}."""
@@ -174,4 +176,5 @@ def load_run(path: str | Path) -> SavedRun:
         model_totals=summary.get("model_totals") or {},
         server_replicas=summary.get("server_replicas") or {},
         traces=summary.get("traces") or {},
+        slo=summary.get("slo") or [],
     )

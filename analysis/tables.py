@@ -8,6 +8,7 @@ resolution of the run files); counts as integers; rates as summary.json writes t
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 
 import pandas as pd
 
@@ -68,13 +69,15 @@ def header_pairs(data: Dataset) -> list[tuple[str, str]]:
     server = (config.get("triton") or {}).get("server") or {}
     pairs = [
         ("run directory", str(data.path)),
-        ("started", str(config.get("started_at", "?"))),
+        ("started", started_text(config.get("started_at"))),
         ("target", ", ".join(targets) or "?"),
         ("models", ", ".join(sorted({endpoint.model for endpoint in endpoints})) or "none"),
         ("protocols", ", ".join(protocols) or "none"),
         ("user classes", ", ".join(config.get("user_classes", [])) or "?"),
         ("traffic", traffic_text(data)),
         ("batch size", str(options.get("batch_size") or "default")),
+        *([("shape", str(options["shape"]))] if options.get("shape") else []),
+        ("request timeout", f"{float(options.get('request_timeout') or 30.0):g} s (--request-timeout)"),
         *(
             [("mix", f"{options['mix']} (a mix file's models may set their own batch size)")]
             if options.get("mix")
@@ -91,6 +94,23 @@ def header_pairs(data: Dataset) -> list[tuple[str, str]]:
             ("load generator CPU", f"{cpu['cpu_s']} s" + (f" ({per_request} µs per request)" if per_request else ""))
         )
     return pairs
+
+
+def started_text(started_at) -> str:
+    """config.json's ISO start time as a reader writes it ("2026-11-29 01:22:03 UTC").
+
+    >>> started_text("2026-11-29T01:22:03.412345+00:00"), started_text(None)
+    ('2026-11-29 01:22:03 UTC', '?')
+    """
+    if not started_at:
+        return "?"
+    try:
+        moment = datetime.fromisoformat(str(started_at).replace("Z", "+00:00"))
+    except ValueError:
+        return str(started_at)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + (" UTC" if moment.tzinfo is not None else "")
 
 
 def traffic_text(data: Dataset) -> str:

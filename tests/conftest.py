@@ -24,7 +24,7 @@ import pytest
 
 from loadtests.server import DEMO_REPOSITORY, TEST_REPOSITORY, LocalTriton
 from models.build import ensure_built
-from tests.helpers import THROWAWAY_STOP_S
+from tests.helpers import THROWAWAY_STOP_S, start_triton
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +46,7 @@ def triton(tiny_weights, tmp_path_factory):
         extra_args=LOAD_THREADS,
         stop_timeout_s=THROWAWAY_STOP_S,
     )
-    server.start()
+    start_triton(server)
     try:
         yield server
     finally:

@@ -7,8 +7,9 @@ directories recorded here, a rule fires or stays silent for a reason the test co
 `make test` cannot be flipped by the host's speed. The runs were made against the local Triton
 with the demo and test models (as the session Triton serves them) on a quiet machine:
 
-    .venv/bin/python -m tests.recorded_runs            # every group again
-    .venv/bin/python -m tests.recorded_runs diagnosis  # one group
+    .venv/bin/python -m tests.recorded_runs                    # every group again
+    .venv/bin/python -m tests.recorded_runs diagnosis          # one group
+    .venv/bin/python -m tests.recorded_runs diagnosis/timeout  # one run
 
 Recording again is needed only when a test needs a file or a key older runs lack; check the
 tests that read a group pass on the new recording before committing it (a recording on a
@@ -53,6 +54,8 @@ GROUPS: dict[str, dict[str, tuple[list[str], list[str], int, str]]] = {
         "batch_full": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 12, "4s"),
         # One user, 40 ms a request, 2 s: at most 50 successes, too few to judge.
         "few": (["TritonHttpUser"], ["--model", "sleep_40ms_batch4", "--shape", "INPUT0:16"], 1, "2s"),
+        # BERT-QA with a 6-ms deadline against a model that takes longer: nearly every request times out.
+        "timeout": (["BertQAHttpUser"], ["--model", "bert_qa_dynbatch", "--request-timeout", "0.006"], 2, "4s"),
     },
     # tests/analysis/test_compare.py: identity over both protocols, and `sleep` (20 ms), far slower.
     "compare": {
@@ -72,7 +75,7 @@ def recorded(group: str, name: str, copy_to: Path | None = None) -> Path:
     return path if copy_to is None else Path(shutil.copytree(path, copy_to / name))
 
 
-def record(groups: list[str]) -> int:
+def record(wanted: list[tuple[str, str]]) -> int:
     import locust  # noqa: F401  (gevent's patching first, as tests/conftest.py does)
 
     from loadtests.server import DEMO_REPOSITORY, TEST_REPOSITORY, LocalTriton
@@ -93,26 +96,32 @@ def record(groups: list[str]) -> int:
     server.start()
     status = 0
     try:
-        for group in groups:
-            for name, (classes, options, users, run_time) in GROUPS[group].items():
-                run_dir = RECORDED / group / name
-                shutil.rmtree(run_dir, ignore_errors=True)
-                result = run_locust(classes, [*server.options, *options, "--run-dir", str(run_dir)], users, run_time)
-                stalled = stalls(run_dir)
-                print(
-                    f"{group}/{name}: exit {result.returncode}"
-                    + (f", load generator stalled {stalled}" if stalled else "")
-                )
-                status |= int(bool(stalled)) or int(result.returncode not in (0, 1))
+        for group, name in wanted:
+            classes, options, users, run_time = GROUPS[group][name]
+            run_dir = RECORDED / group / name
+            shutil.rmtree(run_dir, ignore_errors=True)
+            result = run_locust(classes, [*server.options, *options, "--run-dir", str(run_dir)], users, run_time)
+            stalled = stalls(run_dir)
+            print(
+                f"{group}/{name}: exit {result.returncode}" + (f", load generator stalled {stalled}" if stalled else "")
+            )
+            status |= int(bool(stalled)) or int(result.returncode not in (0, 1))
     finally:
         server.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     return status
 
 
+def runs_named(names: list[str]) -> list[tuple[str, str]]:
+    """GROUP or GROUP/RUN names -> (group, run) pairs; every run when none is named."""
+    wanted = []
+    for text in names or list(GROUPS):
+        group, _, name = text.partition("/")
+        if group not in GROUPS or (name and name not in GROUPS[group]):
+            sys.exit(f"error: no recorded run {text} (groups: {', '.join(GROUPS)})")
+        wanted += [(group, one) for one in ([name] if name else GROUPS[group])]
+    return wanted
+
+
 if __name__ == "__main__":
-    wanted = sys.argv[1:] or list(GROUPS)
-    unknown = sorted(set(wanted) - set(GROUPS))
-    if unknown:
-        sys.exit(f"error: no recorded group {', '.join(unknown)} (known: {', '.join(GROUPS)})")
-    sys.exit(record(wanted))
+    sys.exit(record(runs_named(sys.argv[1:])))
