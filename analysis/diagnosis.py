@@ -517,12 +517,20 @@ def _batching(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
     target, batch = config.batch_target, float(row["avg_batch"])
     if batch >= LIMITS.batch_fill * target:
         return []
+    executions = _executions_by_size(data, view.model)
+    reached = sum(count for size, count in executions.items() if size in config.preferred)
+    total = sum(executions.values())
+    if config.preferred and total and reached / total >= LIMITS.batch_fill:
+        return []  # most executions were at a size the batcher prefers: it did what it was configured for
     in_flight = _in_flight(row)
+    aims = f"one of its preferred sizes {', '.join(map(str, config.preferred))}" if config.preferred else str(target)
     evidence = (
-        f"executed batches averaged {batch:.2f} where the batcher aims for {target} "
+        f"executed batches averaged {batch:.2f} where the batcher aims for {aims} "
         f"(max_queue_delay {config.queue_delay_us} µs); about {in_flight:.1f} requests in flight over "
         f"{config.instances} instance(s)"
     )
+    if config.preferred and total:
+        evidence += f"; {reached:,} of {total:,} executions reached a preferred size"
     if in_flight / config.instances < target:
         return [
             Diagnosis(
@@ -551,6 +559,12 @@ def _batching(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:
             _tune(view, row, [f"max_queue_delay_us={delay},{4 * delay},{16 * delay}"]),
         )
     ]
+
+
+def _executions_by_size(data: Dataset, model: str) -> dict[int, int]:
+    """Triton's executions of `model` per batch size over the run (summary.json's server block)."""
+    server = (data.run.server or {}).get(model, {}) if data.run is not None else {}
+    return {int(size): int(count) for size, count in (server.get("batch_sizes") or {}).items()}
 
 
 def _payload(data: Dataset, view: ModelView) -> list[Diagnosis | CannotJudge]:

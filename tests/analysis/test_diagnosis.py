@@ -18,6 +18,7 @@ directory holds, never for how busy this host is while the test runs:
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 
@@ -161,3 +162,23 @@ def test_compute_growth_not_claimed_where_the_work_is_fixed(runs):
     frame = runs["queue"].levels["sleep_10ms_single [http]"]
     assert frame["compute_infer_us"].max() / frame["compute_infer_us"].min() < 1 + LIMITS.compute_growth
     assert not fired(runs["queue"], "compute")
+
+
+def test_batches_at_a_smaller_preferred_size_are_not_called_small(tmp_path):
+    """The batching rule checks its own evidence: with preferred sizes 4 and 16, executions that
+    all ran at 4 are what the batcher was configured for (silent), though the average is far
+    below 16; mostly batches of one at the same average are not (it fires, and counts them)."""
+    run = recorded("diagnosis", "batch_full", tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    model = config["triton"]["models"]["sleep_20ms_dynbatch4"]["config"]
+    model["max_batch_size"], model["dynamic_batching"]["preferred_batch_size"] = 16, [4, 16]
+    (run / "config.json").write_text(json.dumps(config))
+    summary = json.loads((run / "summary.json").read_text())
+    executions = summary["server"]["sleep_20ms_dynbatch4"]["executions"]
+    assert summary["server"]["sleep_20ms_dynbatch4"]["batch_sizes"] == {"4": executions}  # the recording's premise
+    assert not fired(load(run), "batching")
+    summary["server"]["sleep_20ms_dynbatch4"]["batch_sizes"] = {"1": executions - 10, "4": 10}
+    (run / "summary.json").write_text(json.dumps(summary))
+    (batching,) = fired(load(run), "batching")
+    assert "one of its preferred sizes 4, 16" in batching.evidence
+    assert f"10 of {executions:,} executions reached a preferred size" in batching.evidence
