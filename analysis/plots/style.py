@@ -11,8 +11,10 @@ take their colour from ENDPOINT_COLOURS (by name, the same in every chart), and 
 from __future__ import annotations
 
 import io
+import textwrap
 import zlib
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -85,11 +87,33 @@ def target_text(target: float, kind: str) -> str:
     return f"{target:g} user" + ("" if target == 1 else "s")
 
 
+# A legend entry longer than this is wrapped: the legend's column right of an over-time chart is
+# about 2 in wide, where "bert_qa_dynbatch compute infer" was cut at the image's edge.
+LEGEND_WRAP = 24
+
+
+def wrapped(labels) -> list[str]:
+    """Legend labels wrapped at LEGEND_WRAP characters (on spaces, else within a long name).
+
+    >>> wrapped(["bert_qa_dynbatch [http] infer/s", "p99"])
+    ['bert_qa_dynbatch [http]\ninfer/s', 'p99']
+    """
+    return [textwrap.fill(str(label), LEGEND_WRAP, break_on_hyphens=False) for label in labels]
+
+
+def headroom(axes: Axes, share: float = 0.12) -> None:
+    """The y axis from 0 to `share` above its highest line, so no line runs along the frame."""
+    tops = [np.nanmax(np.asarray(line.get_ydata(), dtype=float)) for line in axes.get_lines() if len(line.get_ydata())]
+    tops = [top for top in tops if np.isfinite(top)]
+    if tops and max(tops) > 0:
+        axes.set_ylim(0, max(tops) * (1 + share))
+
+
 def legend_outside(axes: Axes, handles=None, labels=None) -> None:
     """The legend right of the axes, where it hides no data."""
     if handles is None:
         handles, labels = axes.get_legend_handles_labels()
-    axes.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
+    axes.legend(handles, wrapped(labels), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
 
 
 def time_layout(figure: Figure, title_in: float = 0.55) -> None:
@@ -108,7 +132,7 @@ def time_legend(axes: Axes, handles=None, labels=None) -> None:
     top = axes.get_position().y1
     axes.legend(
         handles,
-        labels,
+        wrapped(labels),
         loc="upper left",
         bbox_to_anchor=(TIME_RIGHT + TIME_RIGHT_AXIS, top),
         bbox_transform=axes.figure.transFigure,
