@@ -4,14 +4,16 @@
     python -m analysis report results.csv --out /tmp/pa
     python -m analysis compare runs/a runs/b --labels bert_qa,bert_qa_dynbatch
     python -m analysis check runs/a --slo "p99<50ms" --junit slo.xml
+    python -m analysis compare runs/main runs/pr --gate "p99<+10%,throughput>-5%" --junit gate.xml
     python -m analysis report gs://bucket/runs/20261122T014233Z-demo   # what --upload wrote
 
 A run may be a URL (gs://, s3://, file://; gs:// needs gcsfs, s3:// s3fs): it is downloaded to a
 temporary directory first, and a report of it goes to --out (default runs/<run name>-report).
 
 Prints the HTML path. Input it cannot use (missing, not a run directory, malformed file,
-runs that are not comparable, an --out or --junit that cannot be written) is one line on
-stderr and exit code 2; a write that fails anyway (disk full, say) is one line and exit code 4.
+runs that are not comparable, an --out or --junit that cannot be written, a malformed --gate)
+is one line on stderr and exit code 2; a write that fails anyway (disk full, say) is one line and
+exit code 4. compare --gate exits 3 when a clause regressed beyond noise (analysis/gate.py).
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--labels", help="comma-separated names, one per run (default: directory names)")
     compare.add_argument("--out", metavar="DIR", help="output directory (default: runs/compare-<UTC time>)")
     compare.add_argument("--force", action="store_true", help="compare runs even if their traffic differs")
+    compare.add_argument(
+        "--gate",
+        metavar="CLAUSES",
+        help="fail (exit 3) when the second run regressed against the first beyond noise, e.g. "
+        "'p99<+10%%,throughput>-5%%,fail_ratio<+0.5%%' (docs/guides/ci.md)",
+    )
+    compare.add_argument("--junit", metavar="FILE", help="with --gate: the clauses' verdicts as JUnit XML")
     # SLO gates on a finished run: analysis/check.py (exit 0 pass, 3 a clause failed, 2 bad input).
     check = commands.add_parser("check", help="evaluate SLO clauses on a finished run directory")
     check.add_argument("run_dir", metavar="RUN_DIR")
@@ -64,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, sources: list[str], local: list[str]) -> int:
     if args.command == "check":
         return check_run(local[0], args.slo, args.junit)  # without pandas and matplotlib: fast in CI
-    from analysis.compare import NotComparableError, default_out_dir, write_comparison
+    from analysis.compare import NotComparableError, compare_and_gate, default_out_dir
     from analysis.dataset import SourceError
+    from analysis.gate import EXIT_REGRESSED, GateError, parse_gate, write_junit
+    from analysis.gate import summary_lines as gate_lines
     from analysis.report import write_report
 
     try:
@@ -80,8 +91,19 @@ def _run(args: argparse.Namespace, sources: list[str], local: list[str]) -> int:
                 raise SourceError("compare needs at least two runs")
             labels = args.labels.split(",") if args.labels else [source_name(s) for s in sources]
             out = Path(args.out) if args.out else default_out_dir()
-            path = write_comparison(local, labels, out, force=args.force)
-    except (SourceError, NotComparableError) as error:
+            if args.junit and not args.gate:
+                raise SourceError("--junit needs --gate")
+            if args.junit and (problem := directory_problem(str(Path(args.junit).parent or "."))):
+                raise SourceError(f"--junit {args.junit}: {problem}")
+            gate = parse_gate(args.gate) if args.gate is not None else None
+            path, results = compare_and_gate(local, labels, out, force=args.force, gate=gate)
+            if gate is not None:
+                print(path)
+                print("\n".join(gate_lines(results)))
+                if args.junit:
+                    write_junit(args.junit, results)
+                return EXIT_REGRESSED if any(result.regressed for result in results) else 0
+    except (SourceError, NotComparableError, GateError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as error:  # checked above, yet the write failed (disk full, a read-only run directory)

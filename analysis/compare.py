@@ -19,6 +19,9 @@ from pathlib import Path
 from analysis import plots, tables
 from analysis.dataset import Dataset, SourceError, load
 from analysis.document import Document
+from analysis.gate import GateClause, GateResult
+from analysis.gate import evaluate as evaluate_gate
+from analysis.gate import summary_lines as gate_lines
 from analysis.levels import PERCENTILE_KEYS
 from analysis.resources import resource_findings
 from analysis.sequences import sequence_section, sequence_table
@@ -194,6 +197,15 @@ def comparison_findings(groups: list[list[Series]]) -> list[str]:
 def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str | Path, force: bool = False) -> Path:
     """compare.html, compare.md and the PNGs in out_dir; returns compare.html's path.
     Raises SourceError (unreadable input, wrong label count) or NotComparableError."""
+    return compare_and_gate(run_dirs, labels, out_dir, force)[0]
+
+
+def compare_and_gate(
+    run_dirs: list[str | Path], labels: list[str], out_dir: str | Path, force: bool = False,
+    gate: list[GateClause] | None = None,
+) -> tuple[Path, list[GateResult]]:  # fmt: skip
+    """write_comparison, and with `gate` (two runs: baseline, candidate) its verdicts, on the
+    first screen too. Raises GateError for a clause that names no endpoint of both runs."""
     if len(run_dirs) < 2:
         raise SourceError("compare needs at least two runs")
     if len(labels) != len(run_dirs) or len(set(labels)) != len(labels):
@@ -207,7 +219,13 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
             raise
         notes.append(f"Compared with --force although {str(error).split(', ', 1)[1].split('; ')[0]}.")
     groups, how = match([series_of(data, label) for data, label in zip(datasets, labels, strict=True)])
+    if gate is not None and len(run_dirs) != 2:
+        raise SourceError(f"--gate compares a baseline with one candidate, not {len(run_dirs)} runs")
+    results = evaluate_gate(gate, groups) if gate else []
     doc = Document("Comparison: " + " vs ".join(labels))
+    if results:
+        doc.heading("Gate")
+        doc.bullets(gate_lines(results))
     _verdict_section(doc, groups)
     doc.heading("Runs")
     doc.table(["run", "source", "traffic", "models", "batch size", "duration", "levels"], _run_rows(datasets, labels))
@@ -231,7 +249,7 @@ def write_comparison(run_dirs: list[str | Path], labels: list[str], out_dir: str
     stream_section(doc, _labelled_rows(stream_table, datasets, labels))
     for index, group in enumerate(groups, 1):
         _group_section(doc, index, group, datasets[0])
-    return doc.write(Path(out_dir), "compare")
+    return doc.write(Path(out_dir), "compare"), results
 
 
 def _group_section(doc: Document, index: int, group: list[Series], first: Dataset) -> None:

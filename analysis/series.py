@@ -6,10 +6,12 @@ groups, how = match([series_of(data, label) for data, label in zip(datasets, lab
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 from analysis.dataset import Dataset
+from loadtests.run_format.files import HDR_DIR
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,8 @@ class Series:
     server: dict | None
     steps: list[dict] = field(default_factory=list)
     window_s: float = 1.0
+    hdr_dir: Path | None = None  # the run's HDR interval logs (analysis/gate.py resamples their windows)
+    start_epoch: float = 0.0  # the run clock's zero (timeseries.csv's time_s), Unix seconds
 
 
 def series_of(data: Dataset, label: str) -> list[Series]:
@@ -39,7 +43,12 @@ def series_of(data: Dataset, label: str) -> list[Series]:
             timeseries = data.timeseries[data.timeseries["endpoint"] == endpoint.name]
         frame = data.levels.get(endpoint.name, single)
         server = data.run.server.get(endpoint.model)
-        out.append(Series(label, endpoint.name, endpoint, frame, timeseries, server, steps, data.window_s))
+        out.append(
+            Series(
+                label, endpoint.name, endpoint, frame, timeseries, server, steps, data.window_s,
+                data.path / HDR_DIR, data.start_epoch,
+            )
+        )  # fmt: skip
     return out
 
 

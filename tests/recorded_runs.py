@@ -63,6 +63,11 @@ GROUPS: dict[str, dict[str, tuple[list[str], list[str], int, str]]] = {
         "grpc": (["TritonGrpcUser"], ["--model", "identity"], 2, "5s"),
         "sleep": (["TritonHttpUser"], ["--model", "sleep", "--shape", "INPUT0:16"], 2, "5s"),
     },
+    # tests/analysis/test_gate.py: the same configuration twice, 20 s each (`sleep`: 20 ms a request).
+    "gate": {
+        "base": (["TritonHttpUser"], ["--model", "sleep", "--shape", "INPUT0:16"], 2, "20s"),
+        "again": (["TritonHttpUser"], ["--model", "sleep", "--shape", "INPUT0:16"], 2, "20s"),
+    },
 }  # fmt: skip
 
 

@@ -133,7 +133,7 @@ def summarise_us(h: HdrHistogram) -> dict[str, float] | None:
     indexes = np.flatnonzero(counts)
     nonzero = counts[indexes].astype(np.int64)
     cumulative = np.cumsum(nonzero)
-    lowest, size = _bucket_values(h, indexes)
+    lowest, size = bucket_values(h, indexes)
     summary = {}
     for percentile in PERCENTILES:
         at = min(int(np.searchsorted(cumulative, h.get_target_count_at_percentile(percentile))), len(indexes) - 1)
@@ -147,7 +147,7 @@ def summarise_us(h: HdrHistogram) -> dict[str, float] | None:
     return summary
 
 
-def _bucket_values(h: HdrHistogram, indexes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bucket_values(h: HdrHistogram, indexes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each counts index's lowest value and the size of its range of equivalent values, as hdrh's
     get_value_from_index and _hdr_size_of_equiv_value_range compute them one at a time."""
     bucket = (indexes >> h.sub_bucket_half_count_magnitude) - 1

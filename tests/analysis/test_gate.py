@@ -1,0 +1,155 @@
+"""`python -m analysis compare BASELINE CANDIDATE --gate CLAUSES`: a regression gate against a
+baseline, noise-aware (analysis/gate.py).
+
+On runs recorded once (tests/recorded_runs.py): `gate/base` and `gate/again`, the same
+configuration twice (`sleep`, 20 ms a request, 2 users, 20 s each); a candidate slower by a
+known factor is `gate/base` with every latency it holds multiplied (HDR logs, summary.json,
+timeseries.csv), so its noise is the baseline's own and only the shift differs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from analysis.__main__ import main as analysis_main
+from analysis.gate import GateError, parse_gate
+from loadtests.run_format.hdr import new_histogram
+from tests.recorded_runs import recorded
+
+LATENCY_COLUMNS = ("p50_us", "p90_us", "p95_us", "p99_us", "max_us", "mean_us")
+
+
+def slowed(run: Path, factor: float, out: Path) -> Path:
+    """A copy of `run` whose every latency is `factor` times as long (counts unchanged)."""
+    copy = Path(shutil.copytree(run, out))
+    for log in (copy / "hdr").glob("*.hlog"):
+        lines = []
+        for line in log.read_text().splitlines():
+            if line.startswith(("#", '"')) or not line.strip():
+                lines.append(line)
+                continue
+            start, length, _max, encoded = line.split(",")
+            histogram, scaled = HdrHistogram.decode(encoded), new_histogram()
+            for item in histogram.get_recorded_iterator():
+                scaled.record_value(round(item.value_iterated_to * factor), item.count_added_in_this_iter_step)
+            lines.append(f"{start},{length},{scaled.get_max_value() / 1000:.3f},{scaled.encode().decode('ascii')}")
+        log.write_text("\n".join(lines) + "\n")
+    summary = json.loads((copy / "summary.json").read_text())
+    for endpoint in summary["endpoints"]:
+        endpoint["latency_us"] = {key: value * factor for key, value in endpoint["latency_us"].items()}
+        endpoint["latency_ci_us"] = {
+            key: [None if bound is None else bound * factor for bound in bounds]
+            for key, bounds in endpoint.get("latency_ci_us", {}).items()
+        }
+    (copy / "summary.json").write_text(json.dumps(summary))
+    with open(copy / "timeseries.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    for row in rows:
+        for column in LATENCY_COLUMNS:
+            if row.get(column):
+                row[column] = f"{float(row[column]) * factor:.3f}"
+    with open(copy / "timeseries.csv", "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gate")
+    base, again = recorded("gate", "base", root), recorded("gate", "again", root)
+    return {
+        "base": base,
+        "again": again,
+        "slower_30": slowed(base, 1.3, root / "slower_30"),
+        "slower_3": slowed(base, 1.03, root / "slower_3"),
+        "itself": Path(shutil.copytree(base, root / "itself")),
+    }
+
+
+def gate(runs, candidate: str, clauses: str, tmp_path, capsys, junit: bool = False) -> tuple[int, list[str]]:
+    args = ["compare", str(runs["base"]), str(runs[candidate]), "--labels", f"base,{candidate}"]
+    args += ["--out", str(tmp_path / "out"), "--gate", clauses]
+    if junit:
+        args += ["--junit", str(tmp_path / "gate.xml")]
+    code = analysis_main(args)
+    return code, capsys.readouterr().out.strip().splitlines()[1:]
+
+
+def test_the_same_configuration_twice_passes(runs, tmp_path, capsys):
+    code, lines = gate(runs, "again", "p50<+5%,p99<+10%,mean<+10%,throughput>-5%,fail_ratio<+0.5%", tmp_path, capsys)
+    assert code == 0, lines
+    assert lines[-1] == "Gate: no clause regressed beyond noise (5 checked)"
+    assert all(line.endswith(("within noise", "improved")) for line in lines[:-1]), lines
+
+
+def test_a_model_30_percent_slower_fails_naming_the_clause_with_a_junit_failure(runs, tmp_path, capsys):
+    code, lines = gate(runs, "slower_30", "p50<+10%,mean<+10%,fail_ratio<+0.5%", tmp_path, capsys, junit=True)
+    assert code == 3, lines
+    assert lines[0].startswith("p50<+10% [sleep [http]]: baseline ") and lines[0].endswith(": regressed"), lines
+    assert "+30.0 %" in lines[0], lines[0]
+    assert lines[2].endswith("within noise")  # failures did not change
+    assert lines[-1].startswith("Gate: ") and "regressed (exit code 3)" in lines[-1]
+    suite = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite")
+    assert suite.get("tests") == "3" and int(suite.get("failures")) >= 1
+    failed = [case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None]
+    assert "p50<+10%" in failed and "fail_ratio<+0.5%" not in failed
+    # The comparison's first screen carries the gate's verdicts.
+    markdown = (tmp_path / "out" / "compare.md").read_text()
+    assert markdown.index("## Gate") < markdown.index("## Verdict")
+    assert lines[0] in markdown
+
+
+def test_a_3_percent_change_within_a_5_percent_allowance_passes(runs, tmp_path, capsys):
+    code, lines = gate(runs, "slower_3", "p50<+5%", tmp_path, capsys)
+    assert code == 0, lines
+    assert "+3.0 %" in lines[0] and lines[0].endswith("within noise"), lines
+
+
+def test_the_same_run_is_never_worse_than_itself(runs, tmp_path, capsys):
+    code, lines = gate(runs, "itself", "p50<+0%,p99<+0%,mean<+0%,throughput>-0%,fail_ratio<+0%", tmp_path, capsys)
+    assert code == 0 and all(line.endswith("within noise") for line in lines[:-1]), lines
+
+
+@pytest.mark.parametrize(
+    ("clauses", "message"),
+    [
+        ("p99<10ms", "write METRIC OP CHANGE%"),
+        ("p77<+10%", "unknown metric 'p77'"),
+        ("throughput<+5%", "throughput regresses when lower: write throughput>"),
+        ("p99>+5%", "p99 regresses when higher: write p99<"),
+        ("p99<+10%,", "empty --gate clause"),
+        ("nosuch:p99<+10%", "no endpoint or model 'nosuch' in both runs"),
+    ],
+)
+def test_bad_clauses_are_one_line_and_exit_2(runs, tmp_path, capsys, clauses, message):
+    args = ["compare", str(runs["base"]), str(runs["again"]), "--out", str(tmp_path / "out"), "--gate", clauses]
+    assert analysis_main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_the_grammar_reads_targets_and_signed_changes():
+    (latency, throughput) = parse_gate("bert_qa [grpc]:p99<=+10%, throughput>-5.5%")
+    assert (latency.target, latency.metric, latency.op, latency.change) == ("bert_qa [grpc]", "p99", "<=", 10.0)
+    assert (throughput.target, throughput.metric, throughput.change) == (None, "throughput", -5.5)
+    with pytest.raises(GateError):
+        parse_gate("")
+
+
+def test_runs_whose_traffic_differs_are_refused(runs, tmp_path, capsys):
+    open_loop = Path(shutil.copytree(runs["again"], tmp_path / "open"))
+    summary = json.loads((open_loop / "summary.json").read_text())
+    summary["traffic"] = {"mode": "constant", "rate": 50.0, "max_in_flight": None, "drop_when_saturated": False}
+    (open_loop / "summary.json").write_text(json.dumps(summary))
+    args = ["compare", str(runs["base"]), str(open_loop), "--out", str(tmp_path / "x"), "--gate", "p99<+10%"]
+    assert analysis_main(args) == 2
+    assert "not comparable, traffic differs" in capsys.readouterr().err
