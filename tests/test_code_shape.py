@@ -305,3 +305,23 @@ def test_test_folders_mirror_the_packages():
     assert folders <= names, folders - names
     top = sorted(path.name for path in (REPO_ROOT / "tests").glob("test_*.py"))
     assert top == ["test_code_shape.py", "test_docs.py", "test_shards.py"], top
+
+
+def test_package_docstrings_name_only_modules_that_exist():
+    """A package's docstring that lists its modules ("name    what it holds", one a line, as
+    loadtests/tuning/__init__.py and analysis/plots/__init__.py do) names modules of that package
+    (tuning's once named restore, pbtxt and comparison, which were functions elsewhere)."""
+    import ast
+    import re
+
+    listed = 0
+    for init in sorted(
+        [*(REPO_ROOT / "loadtests").rglob("__init__.py"), *(REPO_ROOT / "analysis").rglob("__init__.py")]
+    ):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        for name in re.findall(r"^\s*([a-z_][a-z0-9_]*)(?:\.py)?\s{2,}\S", doc, re.M):
+            listed += 1
+            assert (init.parent / f"{name}.py").is_file() or (init.parent / name / "__init__.py").is_file(), (
+                f"{init.relative_to(REPO_ROOT)} names a module '{name}' that does not exist"
+            )
+    assert listed >= 9  # tuning's and plots' tables at least
