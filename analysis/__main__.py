@@ -75,9 +75,10 @@ def _run(args: argparse.Namespace, sources: list[str], local: list[str]) -> int:
         return check_run(local[0], args.slo, args.junit)  # without pandas and matplotlib: fast in CI
     from analysis.compare import NotComparableError, compare_and_gate, default_out_dir
     from analysis.dataset import SourceError
-    from analysis.gate import EXIT_REGRESSED, GateError, parse_gate, write_junit
+    from analysis.gate import EXIT_REGRESSED, write_junit
     from analysis.gate import summary_lines as gate_lines
     from analysis.report import write_report
+    from loadtests.run_format.slo.relative import GateError, parse_gate
 
     try:
         problem = directory_problem(args.out) if args.out else None

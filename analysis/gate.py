@@ -27,7 +27,6 @@ Exit codes: 0 no clause regressed, 3 a clause regressed (as `--slo`), 2 bad inpu
 from __future__ import annotations
 
 import math
-import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,58 +37,15 @@ import pandas as pd
 from analysis import noise
 from analysis.series import Series
 from loadtests.run_format.hdr import bucket_values, new_histogram, read_logs
+from loadtests.run_format.slo.relative import LATENCY, RATES, RATIOS, GateClause, GateError
 
 EXIT_REGRESSED = 3
-LATENCY = ("p50", "p90", "p95", "p99", "p99.9", "mean")
-RATES = {"throughput": "throughput_infer_per_s", "rps": "throughput_rps"}
-RATIOS = ("fail_ratio",)
 REGRESSED, IMPROVED, WITHIN = "regressed", "improved", "within noise"
 CANNOT_JUDGE = "cannot judge"
 Z_95 = 1.96
 BOOTSTRAP = 400  # resamples of a run's windows per latency interval
 SEED = 20261129
 PERCENTILE_OF = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9}
-_CLAUSE = re.compile(r"^(?P<metric>[a-z0-9_.]+)\s*(?P<op><=|>=|<|>)\s*(?P<change>[+-]?\d+(?:\.\d*)?)\s*%$")
-
-
-class GateError(ValueError):
-    """A malformed --gate, or a clause that cannot apply to these runs. One line."""
-
-
-@dataclass(frozen=True)
-class GateClause:
-    text: str
-    target: str | None
-    metric: str
-    op: str
-    change: float  # percent (fail_ratio: percentage points)
-
-    @property
-    def higher_is_worse(self) -> bool:
-        return self.metric not in RATES
-
-
-def parse_gate(text: str) -> list[GateClause]:
-    """'p99<+10%,bert_qa:throughput>-5%' -> clauses; GateError naming the clause otherwise."""
-    clauses = []
-    for part in (text or "").split(","):
-        clause = part.strip()
-        if not clause:
-            raise GateError("empty --gate clause (two commas in a row, or a trailing comma?)")
-        target, _, condition = clause.rpartition(":")
-        found = _CLAUSE.match(condition.strip().lower())
-        if found is None:
-            raise GateError(f"--gate clause '{clause}': write METRIC OP CHANGE%, e.g. p99<+10% or throughput>-5%")
-        metric, op, change = found["metric"], found["op"], float(found["change"])
-        if metric not in (*LATENCY, *RATES, *RATIOS):
-            known = ", ".join((*LATENCY, *RATES, *RATIOS))
-            raise GateError(f"--gate clause '{clause}': unknown metric '{metric}' (known: {known})")
-        wanted = ">" if metric in RATES else "<"
-        if not op.startswith(wanted):
-            worse = "lower" if metric in RATES else "higher"
-            raise GateError(f"--gate clause '{clause}': {metric} regresses when {worse}: write {metric}{wanted}...")
-        clauses.append(GateClause(clause, target.strip() or None, metric, op, change))
-    return clauses
 
 
 @dataclass(frozen=True)

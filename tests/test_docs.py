@@ -249,7 +249,9 @@ def runnable(argv: list[str], triton, run_dir: Path) -> list[str] | None:
             continue
         out.append(re.sub(r"step_s=\d+", "step_s=1", word) if argv[index - 1] == "--shape-args" else word)
     if "--load-shape" not in out:
-        out += ["-t", "2s"]
+        # 3 s, not 2: a ResNet command's 4 users sending 600-KB tensors, three commands at a time,
+        # once finished no request in 2 s on a host at a load average of 10 (exit 3, 0 requests).
+        out += ["-t", "3s"]
     return [*out, *triton.options, "--run-dir", str(run_dir), "--only-summary"]
 
 

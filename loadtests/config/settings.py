@@ -107,6 +107,8 @@ class Settings:
     server_poll_s: float = DEFAULT_SERVER_POLL_S
     slo: str = ""  # the --slo clauses as given (parsed by loadtests/run/slo_gate.py)
     junit: str = ""
+    baseline: str = ""  # --baseline DIR_OR_URL, and --gate's clauses as given (loadtests/run/baseline_gate.py)
+    gate: str = ""
     # --trace-sample: Triton traces this share of the requests, joined to the client's timing.
     trace_sample: TraceSample | None = None
     trace_file: Path | None = None  # --trace-file: where Triton's trace file is readable here

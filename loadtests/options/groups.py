@@ -88,6 +88,8 @@ GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
         (
             ("slo", "SLO clauses"),
             ("junit", "JUnit XML file"),
+            ("baseline", "Baseline run (directory or URL)"),
+            ("gate", "Regression gate against the baseline"),
         ),
     ),
 )

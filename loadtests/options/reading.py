@@ -42,6 +42,8 @@ from loadtests.config.settings import (
 )
 from loadtests.config.trace_sample import TraceSample
 from loadtests.errors import SpecError
+from loadtests.run_format.files import SUMMARY_JSON
+from loadtests.run_format.slo.relative import GateError, parse_gate
 from loadtests.run_format.storage import is_url
 from loadtests.workloads import parse_batch_size, parse_input_map, parse_shape_overrides
 from loadtests.workloads.mix import parse_mix
@@ -245,6 +247,7 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "server_poll_s": server_poll_s,
         "slo": _text(options, "slo"),
         "junit": _text(options, "junit"),
+        **_baseline_gate(_text(options, "baseline"), _text(options, "gate")),
         "trace_sample": TraceSample.parse(_text(options, "trace_sample")) if _text(options, "trace_sample") else None,
         "trace_file": _path(options, "trace_file"),
         "trace_receiver": _text(options, "trace_receiver"),
@@ -253,6 +256,22 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "csv_prefix": _text(options, "csv_prefix"),
         "json_file": _text(options, "json_file"),
     }
+
+
+def _baseline_gate(baseline: str, gate: str) -> dict[str, str]:
+    """--baseline and --gate, both or neither; the clauses parsed and a local baseline read now,
+    before any load (the comparison itself runs at the end, loadtests/run/baseline_gate.py)."""
+    if bool(baseline) != bool(gate):
+        given, missing = ("--baseline", "--gate") if baseline else ("--gate", "--baseline")
+        raise SpecError(f"{given} needs {missing} (the clauses and the run they are relative to)")
+    if gate:
+        try:
+            parse_gate(gate)
+        except GateError as error:
+            raise SpecError(str(error)) from None
+        if not is_url(baseline) and not (Path(baseline) / SUMMARY_JSON).is_file():
+            raise SpecError(f"--baseline {baseline}: no {SUMMARY_JSON} there (a finished run directory, or a URL)")
+    return {"baseline": baseline, "gate": gate}
 
 
 def _upload(url: str) -> str:

@@ -273,6 +273,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "confidence interval (pass, fail or inconclusive); presets mlperf-resnet50, mlperf-bert",
     )
     option("--junit", default="", metavar="FILE", help="write --slo verdicts as JUnit XML (a testcase per clause)")
+    # Judged at the end of the run by `python -m analysis compare --gate` (loadtests/run/baseline_gate.py).
+    option(
+        "--baseline",
+        default="",
+        metavar="DIR_OR_URL",
+        help="a run directory (or the URL --upload wrote) this run is gated against with --gate",
+    )
+    option(
+        "--gate",
+        default="",
+        metavar="CLAUSES",
+        help="exit code 3 when this run regressed against --baseline beyond noise: clauses relative to "
+        "the baseline, e.g. 'p99<+10%%,throughput>-5%%,fail_ratio<+0.5%%' (docs/guides/ci.md)",
+    )
     option(
         "--window",
         type=float,

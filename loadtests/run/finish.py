@@ -15,7 +15,7 @@ import time
 from loadtests.clients.failures import counted_by_triton
 from loadtests.config.settings import Settings
 from loadtests.recording.console import print_exact_summary, print_faults, report_hint
-from loadtests.run import slo_gate
+from loadtests.run import baseline_gate, slo_gate
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
 from loadtests.run.upload import upload_run
@@ -74,6 +74,7 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
         if "traces" in extra:
             print(closing_note(extra["traces"]))
         slo_gate.report(process.environment, settings, results)  # the table, --junit, exit code 3
+        baseline_gate.judge(process.environment, settings, path)  # --baseline --gate: exit code 3
         print(report_hint(path))
     process.console.write(text.getvalue())
     upload_run(process.environment, settings.upload, path)  # last: the directory is complete

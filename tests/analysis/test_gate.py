@@ -19,8 +19,8 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from analysis.__main__ import main as analysis_main
-from analysis.gate import GateError, parse_gate
 from loadtests.run_format.hdr import new_histogram
+from loadtests.run_format.slo.relative import GateError, parse_gate
 from tests.recorded_runs import recorded
 
 LATENCY_COLUMNS = ("p50_us", "p90_us", "p95_us", "p99_us", "max_us", "mean_us")
