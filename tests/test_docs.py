@@ -234,8 +234,10 @@ def test_every_documented_make_target_exists(where, argv):
 
 def runnable(argv: list[str], triton, run_dir: Path) -> list[str] | None:
     """The documented locust command pointed at the session's Triton, short; None when it needs
-    what this machine has not (a TLS gateway, a browser for the web UI)."""
+    what this machine has not (a TLS gateway, a browser for the web UI, a baseline in object storage)."""
     if "--headless" not in argv or any(word.startswith(("--ssl", "--header")) for word in argv):
+        return None
+    if "--baseline" in argv and "://" in argv[argv.index("--baseline") + 1]:
         return None
     out, skip = [], False
     for index, word in enumerate(argv):
