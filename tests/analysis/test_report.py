@@ -398,7 +398,11 @@ def test_open_loop_run_shows_corrected_and_uncorrected(open_loop_run, tmp_path):
     # The time series' open-loop columns add up to summary.json's counts.
     timeseries = pd.read_csv(run_dir / "timeseries.csv")
     assert (timeseries["late"].sum(), timeseries["dropped"].sum()) == (late, dropped)
-    assert (timeseries["target_rate"] == 100.0).all()
+    # Every window of the schedule has its target; windows after it (requests finishing while the
+    # run stops, two of them once on a busy host) have none, and come only at the end.
+    targets = timeseries["target_rate"]
+    assert targets.notna().any() and (targets.dropna() == 100.0).all(), targets
+    assert targets.isna().sum() == 0 or targets[targets.isna()].index.min() > targets.dropna().index.max(), targets
 
     # hdr/<endpoint>.uncorrected.hlog merged over the whole run: summary.json's uncorrected latencies.
     logs = read_logs(run_dir / "hdr", UNCORRECTED)
