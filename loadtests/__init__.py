@@ -1,3 +1,5 @@
 """triton-loadtest: Locust-based load testing for NVIDIA Triton Inference Server."""
 
-__version__ = "0.1.0"
+from loadtests.version import __version__
+
+__all__ = ["__version__"]

@@ -30,7 +30,6 @@ from typing import IO
 
 from hdrh.histogram import HdrHistogram
 
-from loadtests import __version__
 from loadtests.config.settings import Settings
 from loadtests.errors import SpecError
 from loadtests.recording.histograms import EndpointStats
@@ -38,6 +37,7 @@ from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.files import RUN_MARKERS
 from loadtests.run_format.hdr import FIRST_RESPONSE, GAP, summarise_us, zero_summary
 from loadtests.run_format.summary import SEQUENCE_COUNTS
+from loadtests.version import __version__
 
 RUNS_ROOT = Path("runs")
 VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio", "hdrhistogram")

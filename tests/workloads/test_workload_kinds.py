@@ -106,7 +106,7 @@ def test_every_kind_has_its_user_classes_builder_and_validator():
             named[name] = kind
     # Every concrete user class is some kind's, and the locustfile offers them all.
     assert set(concrete) == set(named)
-    locustfile = ast.parse((REPO_ROOT / "locustfile.py").read_text())
+    locustfile = ast.parse((REPO_ROOT / "loadtests" / "locustfile.py").read_text())
     star = [n for n in ast.walk(locustfile) if isinstance(n, ast.ImportFrom) and n.module == users.__name__]
     assert star and any(alias.name == "*" for alias in star[0].names)
     assert set(users.__all__) >= set(concrete)
