@@ -25,8 +25,16 @@ from loadtests.run.wiring import wire
 __all__ = ["SuiteProcess", "install", "process_of"]
 
 
+# Set on Locust's events once the suite is registered on them.
+INSTALLED = "triton_loadtest_installed"
+
+
 def install(events) -> None:
-    """Register the suite on Locust's events (call once, from the locustfile)."""
+    """Register the suite on Locust's events (importing `loadtests`' user classes does; a second
+    call, from a second locustfile say, changes nothing)."""
+    if getattr(events, INSTALLED, False):
+        return
+    setattr(events, INSTALLED, True)
     events.init_command_line_parser.add_listener(_add_options)
     events.init.add_listener(_on_init)
 

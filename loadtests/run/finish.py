@@ -31,6 +31,9 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
     totals = run.aggregator.totals
     run.aggregator.close_windows(final=True, end_s=run.directory.stopped_at or time.time())
     server = run.server.stop(run.directory)
+    if run.keep_models is not None:  # every ready model was watched: the ones the run used
+        named = run.keep_models.union(stats.model for stats in totals.values())
+        server = {model: delta for model, delta in server.items() if model in named}
     extra: dict = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else {}
     replicas = run.server.replicas()
     if replicas:

@@ -74,11 +74,14 @@ class Preflight:
             sys.exit(error.exit_code)
 
     def check_user_classes_named(self) -> None:
-        """A headless run names its user class: without one Locust starts every class of the
-        locustfile, and each fails on a model it was not meant for; raises SpecError."""
+        """A headless run of the suite's locustfile names its user class: without one Locust
+        starts every class of the locustfile, and each fails on a model it was not meant for
+        (a locustfile of classes with tasks of their own runs them all, as Locust does); raises SpecError."""
         settings = self.process.settings
-        available = sorted(getattr(self.process.environment, "available_user_classes", None) or {})
-        if settings.starts_at_once and not settings.user_classes and len(available) > 1:
+        found = getattr(self.process.environment, "available_user_classes", None) or {}
+        available = sorted(found)
+        workloads = [cls for cls in found.values() if getattr(cls, "runs_workload", False)]
+        if settings.starts_at_once and not settings.user_classes and len(workloads) > 1:
             raise SpecError(
                 "name a user class, e.g. locust -f locustfile.py --headless -u 4 -t 1m TritonHttpUser --model NAME "
                 f"(the classes: {', '.join(available)})"

@@ -85,12 +85,14 @@ def test_the_scan_finds_a_kind_comparison():
 
 
 def test_every_kind_has_its_user_classes_builder_and_validator():
+    from loadtests import locustfile
     from loadtests.workloads import users
     from loadtests.workloads.kinds import KINDS, MIX_KIND
 
+    # The concrete classes are the suite's locustfile's; users.py holds their abstract bases.
     concrete = {
         name: cls
-        for name, cls in inspect.getmembers(users, inspect.isclass)
+        for name, cls in inspect.getmembers(locustfile, inspect.isclass)
         if issubclass(cls, users.TritonUser) and not cls.__dict__.get("abstract", False)
     }
     named = {}
@@ -101,13 +103,14 @@ def test_every_kind_has_its_user_classes_builder_and_validator():
         assert set(kind.user_classes) == set(PROTOCOLS), kind.name
         for protocol, name in kind.user_classes.items():
             cls = concrete.get(name)
-            assert cls is not None, f"{kind.name}: no user class {name} in loadtests/workloads/users.py"
-            assert cls.kind is kind and cls.protocol == protocol, name
+            assert cls is not None, f"{kind.name}: no user class {name} in loadtests/locustfile.py"
+            assert cls.kind is kind and cls.protocol == protocol and cls.runs_workload, name
+            assert getattr(users, name).abstract and cls.__bases__ == (getattr(users, name),), name
             named[name] = kind
-    # Every concrete user class is some kind's, and the locustfile offers them all.
-    assert set(concrete) == set(named)
-    locustfile = ast.parse((REPO_ROOT / "loadtests" / "locustfile.py").read_text())
-    star = [n for n in ast.walk(locustfile) if isinstance(n, ast.ImportFrom) and n.module == users.__name__]
+    # Every concrete user class is some kind's, and the checkout's locustfile offers them all.
+    assert set(concrete) == set(named) == set(locustfile.__all__)
+    top = ast.parse((REPO_ROOT / "locustfile.py").read_text())
+    star = [n for n in ast.walk(top) if isinstance(n, ast.ImportFrom) and n.module == locustfile.__name__]
     assert star and any(alias.name == "*" for alias in star[0].names)
     assert set(users.__all__) >= set(concrete)
     assert MIX_KIND.takes_mix and [k for k in KINDS.values() if k.takes_mix] == [MIX_KIND]
