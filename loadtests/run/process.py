@@ -39,7 +39,7 @@ from loadtests.workloads.endpoints import Endpoint, fetch_model
 from loadtests.workloads.kinds import WorkloadKind
 from loadtests.workloads.mix import MixedEndpoint
 from loadtests.workloads.sequences import RunSize, UserSlots
-from loadtests.workloads.users import PROCESS_ATTRIBUTE, services_of
+from loadtests.workloads.users import PROCESS_ATTRIBUTE, TritonUser, services_of
 
 logger = logging.getLogger(__name__)
 
@@ -105,9 +105,12 @@ class SuiteProcess:
             self.endpoints.clear()
             self.models.clear()
         self.recorder.window_s = settings.window_s
-        if self.role.records_run:
+        classes = self.environment.user_classes
+        if self.role.records_run and all(issubclass(cls, TritonUser) for cls in classes):
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
-            self.environment.host = target_label(settings, self.environment.user_classes)
+            # Locust gives environment.host to every class: never with another class beside
+            # them (a FastHttpUser's own host stays its own).
+            self.environment.host = target_label(settings, classes)
         return settings
 
     # -- what the users need (loadtests.workloads.users.ProcessServices) ---------------------------------
