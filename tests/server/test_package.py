@@ -110,6 +110,8 @@ def test_the_console_command_and_the_api_work_from_an_empty_directory(installed)
     locustfile = Path(located.stdout.strip())
     assert locustfile.is_file() and installed.venv in locustfile.parents
     probe = (
+        "from loadtests import TritonHttpUser, TritonGrpcUser, BertQAHttpUser, TaskClient;"
+        "assert TritonHttpUser.abstract and not TritonHttpUser.tasks;"
         "import loadtests, analysis, loadtests.workloads.bert_qa as qa, loadtests.workloads.images as images;"
         "print(loadtests.__file__); print(analysis.__file__); print(qa.DEFAULT_PAYLOAD.is_file());"
         "print(images.DEFAULT_IMAGE_DIR.is_dir())"
@@ -133,3 +135,34 @@ def test_the_installed_suite_locustfile_runs_from_an_empty_directory(installed, 
     (endpoint,) = read_summary(run_dir)["endpoints"]
     assert endpoint["requests"] > 0 and endpoint["failures"] == 0
     assert endpoint["requests"] == after["requests"] - before["requests"]
+
+
+USER_LOCUSTFILE = """
+import numpy as np
+from locust import task
+
+from loadtests import TritonHttpUser
+
+
+class Mine(TritonHttpUser):
+    @task
+    def ask(self):
+        self.client.infer("identity", {"INPUT0": np.ones((1, 16), np.float32)}, name="mine")
+"""
+
+
+def test_a_users_locustfile_runs_with_the_installed_package_from_its_own_directory(installed, triton, tmp_path):
+    work = tmp_path / "mine"
+    work.mkdir()
+    (work / "mine.py").write_text(USER_LOCUSTFILE)
+    before = model_stats(triton.http_address, "identity")
+    command = [installed.python, "-m", "locust", "-f", "mine.py", "--headless", "--only-summary"]
+    command += ["-u", "2", "-r", "20", "-t", "3s", *triton_options(triton), "--run-dir", "run"]
+    result = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    after = model_stats(triton.http_address, "identity")
+    summary = read_summary(work / "run")
+    (endpoint,) = summary["endpoints"]
+    assert (endpoint["name"], endpoint["model"], endpoint["failures"]) == ("mine", "identity", 0)
+    assert endpoint["requests"] == after["requests"] - before["requests"] > 0
+    assert summary["server"]["identity"]["requests"] == endpoint["requests"]
