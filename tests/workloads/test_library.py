@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.helpers import REPO_ROOT, run_against_triton
+from tests.helpers import REPO_ROOT, read_summary, run_against_triton
 
 HEADER = """
 import numpy as np
@@ -170,3 +170,46 @@ def test_a_request_in_flight_at_the_stop_finishes_and_the_run_is_clean(triton, t
         )
         (endpoint,) = run.summary["endpoints"]
         assert endpoint["failures"] == 0 and endpoint["requests"] == run.served()
+
+
+def test_own_tasks_on_a_master_and_a_worker_are_counted_as_triton_counts(triton, tmp_path):
+    """The worker's users take their options at test start and name their models as they run;
+    the master watches every ready model and keeps the ones the requests named."""
+    import time
+
+    from loadtests.server import TritonPorts
+    from tests.helpers import model_stats
+
+    mine, run_dir, port = write(tmp_path, JOURNEY), tmp_path / "run", TritonPorts.free().http
+    common = [sys.executable, "-m", "locust", "-f", mine]
+    before = {model: model_stats(triton.http_address, model) for model in ("identity", "sleep_10ms_single")}
+    master = subprocess.Popen(
+        [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--headless"]
+        + ["--expect-workers", "1", "-u", "2", "-r", "2", "-t", "3s", "--only-summary", *triton.options]
+        + ["--run-dir", str(run_dir)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    time.sleep(1)
+    worker = subprocess.Popen(
+        [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        output, _ = master.communicate(timeout=120)
+        worker.wait(timeout=60)
+    finally:
+        for process in (master, worker):
+            if process.poll() is None:
+                process.kill()
+    assert master.returncode == 0, output[-3000:]
+    summary = read_summary(run_dir)
+    endpoints = by_name(summary)
+    assert sorted(endpoints) == ["identity [http]", "nap"] and summary["load_generator"]["workers"] == 1
+    for name, model in (("identity [http]", "identity"), ("nap", "sleep_10ms_single")):
+        served = model_stats(triton.http_address, model)["requests"] - before[model]["requests"]
+        assert endpoints[name]["requests"] == served == summary["server"][model]["requests"] > 0
