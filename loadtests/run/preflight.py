@@ -56,7 +56,7 @@ class Preflight:
             self.check_user_classes_named()
             install_shape()
             self.check_traffic()
-            slo_gate.validate(settings, process.endpoints.names())  # exit 2 before any load
+            self.check_slo(settings)  # exit 2 before any load
             check_outputs(settings, settings.junit)  # before, not after, the load
             if settings.starts_at_once:
                 # (Tests started from the web UI get a new directory each instead.)
@@ -87,6 +87,11 @@ class Preflight:
                 f"(the classes: {', '.join(available)})"
             )
 
+    def check_slo(self, settings: Settings) -> None:
+        """--slo against the run's endpoints (own tasks name theirs as they run); raises SpecError."""
+        endpoints = self.process.endpoints
+        slo_gate.validate(settings, endpoints.names(), named_as_they_run=bool(endpoints.own_tasks()))
+
     def check_traffic(self) -> None:
         """Open-loop traffic needs a rate: --rate, or a load shape with kind=rate; raises SpecError."""
         settings = self.process.settings
@@ -106,7 +111,7 @@ class Preflight:
         process.rejected = None
         try:
             settings = self.reload()
-            slo_gate.validate(settings, process.endpoints.names())  # the web UI may have changed --slo
+            self.check_slo(settings)  # the web UI may have changed --slo
             if process.role.records_run:
                 self.check_traffic()  # ... or --traffic and --rate
                 check_outputs(settings, settings.junit)
@@ -120,7 +125,7 @@ class Preflight:
         apply_form(self.process.environment.parsed_options, form)
         settings = self.reload()
         self.check_traffic()
-        slo_gate.validate(settings, self.process.endpoints.names())
+        self.check_slo(settings)
         self.process.endpoints.prepare_all()
         slo_gate.check_streamed(settings, self.process.endpoints.names(), self.process.endpoints.streamed())
         self.choose_statistics_address()

@@ -213,3 +213,27 @@ def test_own_tasks_on_a_master_and_a_worker_are_counted_as_triton_counts(triton,
     for name, model in (("identity [http]", "identity"), ("nap", "sleep_10ms_single")):
         served = model_stats(triton.http_address, model)["requests"] - before[model]["requests"]
         assert endpoints[name]["requests"] == served == summary["server"][model]["requests"] > 0
+
+
+def test_slo_targets_the_endpoints_and_models_own_tasks_name(triton, tmp_path):
+    """Before: --slo 'nap:...' was refused before any load (no endpoint or model 'nap' in this run):
+    own tasks name their endpoints as they run. A target no request named fails at the end."""
+    mine = write(tmp_path, JOURNEY)
+    met = run_against_triton(
+        triton,
+        tmp_path / "met",
+        [],
+        ["--slo", "nap:p99<10s,sleep_10ms_single:rps>0,identity:fail_ratio<0.5"],
+        models=("identity",),
+        run_time="2s",
+        locustfile=mine,
+    )
+    assert [(verdict["endpoint"], verdict["passed"]) for verdict in met.summary["slo"]] == [
+        ("nap", True),
+        ("sleep_10ms_single", True),
+        ("identity", True),
+    ]
+    missed = run_against_triton(
+        triton, tmp_path / "missed", [], ["--slo", "napp:rps>0"], run_time="2s", locustfile=mine, expect_exit=3
+    )
+    assert [(verdict["endpoint"], verdict["passed"]) for verdict in missed.summary["slo"]] == [("napp", False)]
