@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loadtests.version import __version__
-
 if TYPE_CHECKING:
+    from loadtests.version import __version__
     from loadtests.workloads.task_client import Answer, TaskClient
     from loadtests.workloads.users import (
         BertQAGrpcUser,
@@ -56,6 +55,10 @@ CLIENT = ("Answer", "TaskClient")
 
 
 def __getattr__(name: str):
+    if name == "__version__":  # loaded on use too: analysis/ imports only run_format and errors
+        from loadtests.version import __version__
+
+        return __version__
     if name in __all__ and name.endswith("User"):
         from locust import events
 
