@@ -72,3 +72,12 @@ def test_other_users_requests_are_endpoints_of_their_own_and_keep_their_host(tri
     assert endpoints["identity [http]"]["requests"] == run.served("identity")
     # No Triton side for the others: the server section is the model's only.
     assert sorted(run.summary["server"]) == ["identity"]
+    # The report judges the model, not the other users' endpoints (no model, no Triton side).
+    from analysis.dataset import load
+    from analysis.diagnosis import diagnose
+    from analysis.tables import model_rows
+
+    data = load(run.run_dir)
+    assert [row[0] for row in model_rows(data)[1]] == ["identity"]
+    judged = " ".join(str(item) for item in diagnose(data))
+    assert "GET /metrics" not in judged and "custom probe" not in judged
