@@ -137,6 +137,16 @@ def test_the_installed_suite_locustfile_runs_from_an_empty_directory(installed, 
     assert endpoint["requests"] == after["requests"] - before["requests"]
 
 
+def test_serve_without_the_checkouts_demo_models_says_what_to_do(installed):
+    """Before: a ModuleNotFoundError traceback ('No module named models'): the demo models and
+    their build scripts are the checkout's, not the package's."""
+    result = installed.run(str(installed.venv / "bin" / "triton-loadtest"), "serve", "--http-port", "1")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "--model-repository DIR" in line
+
+
 USER_LOCUSTFILE = """
 import numpy as np
 from locust import task
