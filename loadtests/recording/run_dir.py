@@ -240,6 +240,16 @@ class RunDirectory:
         (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         return cls(path, started_at)
 
+    def add_models(self, triton: dict) -> None:
+        """config.json's `triton.models` completed with models first known at the end of the run
+        (those the classes' own tasks named): `fetch_triton_info`'s `models`."""
+        path = self.path / "config.json"
+        config = json.loads(path.read_text())
+        known = config.setdefault("triton", {}).setdefault("models", {})
+        for model, entry in triton.get("models", {}).items():
+            known.setdefault(model, entry)
+        path.write_text(json.dumps(config, indent=2) + "\n")
+
     # -- windows (called as they close) ------------------------------------------------
     def write_window(
         self,

@@ -237,3 +237,37 @@ def test_slo_targets_the_endpoints_and_models_own_tasks_name(triton, tmp_path):
         triton, tmp_path / "missed", [], ["--slo", "napp:rps>0"], run_time="2s", locustfile=mine, expect_exit=3
     )
     assert [(verdict["endpoint"], verdict["passed"]) for verdict in missed.summary["slo"]] == [("napp", False)]
+
+
+def test_the_models_own_tasks_name_are_described_for_the_report_ensembles_with_their_steps(triton, tmp_path):
+    """Before: config.json described only the built-in classes' models: the report's models table
+    said '?' for every model a task named, and an ensemble's steps were not in the server section."""
+    import json
+
+    from analysis.dataset import load
+    from analysis.tables import model_rows
+
+    body = """
+    class Chain(TritonHttpUser):
+        @task
+        def ask(self):
+            self.client.infer("identity_ensemble", ONES)
+    """
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
+        [],
+        [],
+        models=("identity_ensemble", "identity"),
+        run_time="2s",
+        locustfile=write(tmp_path, body),
+    )
+    (endpoint,) = run.summary["endpoints"]
+    assert endpoint["requests"] == run.served("identity_ensemble") == run.served("identity") > 0
+    assert sorted(run.summary["server"]) == ["identity", "identity_ensemble"]
+    assert run.summary["server"]["identity"]["requests"] == endpoint["requests"]
+    models = json.loads((run.run_dir / "config.json").read_text())["triton"]["models"]
+    assert models["identity_ensemble"]["config"]["platform"] == "ensemble"
+    assert models["identity"]["part_of"] == ["identity_ensemble"]
+    rows = {row[0]: row for row in model_rows(load(run.run_dir))[1]}
+    assert rows and all("?" not in row[1:3] for row in rows.values()), rows
