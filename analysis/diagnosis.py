@@ -228,13 +228,27 @@ def _views(data: Dataset) -> list[ModelView]:
     models = ((data.run.config.get("triton") or {}).get("models") or {}) if data.run is not None else {}
     options = (data.run.config.get("options") or {}) if data.run is not None else {}
     commands = _commands(data)
+    # Endpoints by the model they load (a task's own name, "nap", says nothing of its model);
+    # another user's requests (no model: a FastHttpUser's, say) have no Triton side to judge.
+    endpoints = data.run.endpoints if data.run is not None else {}
     grouped: dict[str, list[str]] = {}
     for name in data.levels:
-        grouped.setdefault(name.split(" [")[0], []).append(name)
+        endpoint = endpoints.get(name)
+        model = endpoint.model if endpoint is not None else name.split(" [")[0]
+        if model:
+            grouped.setdefault(model, []).append(name)
     views = []
     for model, names in grouped.items():
         config = (models.get(model) or {}).get("config")
-        protocols = tuple(sorted({name.split(" [")[1].rstrip("]") for name in names if " [" in name}))
+        protocols = tuple(
+            sorted(
+                {
+                    endpoints[name].protocol if name in endpoints else name.split(" [")[1].rstrip("]")
+                    for name in names
+                    if name in endpoints or " [" in name
+                }
+            )
+        )
         frame = data.levels[names[0]]
         config = ModelConfig.of(config) if config else None
         views.append(ModelView(model, tuple(names), frame, config, protocols, options, commands))

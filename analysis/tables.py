@@ -153,7 +153,7 @@ def model_rows(data: Dataset) -> tuple[list[str], list[list[str]]]:
     rows = []
     # The run's models, then the composing models of its ensembles (config.json marks them).
     composing = {name for name, entry in models.items() if entry.get("part_of")}
-    for name in sorted({endpoint.model for endpoint in data.endpoints} | composing):
+    for name in sorted({endpoint.model for endpoint in data.endpoints if endpoint.model} | composing):
         model_config = (models.get(name) or {}).get("config") or {}
         rows.append(
             [

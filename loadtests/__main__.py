@@ -1,17 +1,21 @@
-"""`python -m loadtests COMMAND`: the suite's command line (serve, demo, sweep, capacity, tune, options)."""
+"""`python -m loadtests COMMAND` (installed: `triton-loadtest COMMAND`): the suite's command line
+(serve, demo, sweep, capacity, tune, options, locustfile)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from loadtests.commands import capacity, demo, option_list, sweep, tune
+from loadtests.commands import capacity, demo, locustfile, option_list, sweep, tune
 from loadtests.errors import StartupError
 from loadtests.server import serve
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m loadtests", description=__doc__)
+    # The console script (pip install) says its own name; `python -m loadtests` says that.
+    prog = "triton-loadtest" if Path(sys.argv[0]).name == "triton-loadtest" else "python -m loadtests"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(subparsers)
     demo.add_parser(subparsers)
@@ -19,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     capacity.add_parser(subparsers)
     tune.add_parser(subparsers)
     option_list.add_parser(subparsers)
+    locustfile.add_parser(subparsers)
     return parser
 
 

@@ -30,7 +30,7 @@ LONG_FUNCTION_ALLOWED = {
 # listed before it. Top-level modules of `loadtests` count as packages of their own. The same
 # order, with what each package owns, is the table in docs/explanation/architecture.md (checked below).
 PACKAGES: tuple[str, ...] = (
-    "loadtests",  # the package itself (its __version__)
+    "loadtests.version",  # the version
     "loadtests.errors",  # the refusals and their exit codes
     "loadtests.events",  # the event spine
     "loadtests.run_format",  # the run directory's format (no Locust, no gevent)
@@ -43,6 +43,8 @@ PACKAGES: tuple[str, ...] = (
     "loadtests.workloads",  # what is sent: payloads, endpoints, validation, mix, sequences, users
     "loadtests.options",  # the option table, read into Settings; the options by task
     "loadtests.run",  # one SuiteProcess per Locust process: the wiring, web UI, SLO gate
+    "loadtests",  # the package itself: the public API (user bases; the suite set up on import)
+    "loadtests.locustfile",  # the suite's own locustfile: its concrete user classes
     "analysis",  # reads run directories: reports, comparisons, peers' files
     "models",  # the test models' build scripts (`serve` builds them)
     "loadtests.server",  # the local Triton: install, launch, serve

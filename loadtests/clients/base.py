@@ -179,8 +179,16 @@ class TritonClient(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def outputs(self, response: Any) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """A response `infer` handed to its `on_response`, decoded: output arrays and datatypes."""
+        return self._decode(response)
+
     def infer(
-        self, request: PreparedRequest, validate: Validator | None = None, intended_ns: int | None = None
+        self,
+        request: PreparedRequest,
+        validate: Validator | None = None,
+        intended_ns: int | None = None,
+        on_response: Callable[[Any], None] | None = None,
     ) -> RequestFailure | None:
         """Send one request, time it alone, and report it through Locust's request event;
         returns the failure it was reported with (None for a success).
@@ -188,6 +196,7 @@ class TritonClient(ABC):
         Open-loop traffic passes `intended_ns`, the request's scheduled send time on the
         perf_counter_ns clock: the reported latency then runs from that time (corrected for
         coordinated omission), and the latency from the actual send goes in the context.
+        `on_response` gets the raw response of an answered request (undecoded: `outputs()`).
         """
         exception: RequestFailure | None = None
         length = 0
@@ -207,6 +216,8 @@ class TritonClient(ABC):
         else:
             end = time.perf_counter_ns()
             length = self._response_length(response)
+            if on_response is not None:
+                on_response(response)
             if end - start > self._timeout_ns:
                 # gevent timeouts are cooperative: when the loop is busy elsewhere, a late
                 # response can be read before the timer fires. Over the deadline is a timeout.

@@ -117,6 +117,7 @@ class Settings:
     prometheus_port: int = 0  # 0: no exporter
     csv_prefix: str = ""  # Locust's --csv
     json_file: str = ""  # Locust's --json-file (its save resets Locust's per-endpoint stats)
+    json_stdout: bool = False  # Locust's --json (its print resets them too)
     # -- traffic
     traffic: str = CLOSED_LOOP
     rate: float = 0.0

@@ -255,6 +255,7 @@ def _recording(options: argparse.Namespace) -> dict[str, Any]:
         "prometheus_port": int(getattr(options, "prometheus_port", 0) or 0),
         "csv_prefix": _text(options, "csv_prefix"),
         "json_file": _text(options, "json_file"),
+        "json_stdout": bool(getattr(options, "json", False)),
     }
 
 

@@ -9,10 +9,10 @@ on the Environment, so at `quit` (after the runner stopped, before Locust closes
 files) we find the writer of this environment and write its files once more, through
 Locust's own row writers: the same columns, now final.
 
-With `--json-file`, Locust's JSON save (just before `quit`) reads each endpoint's stats
-through `get_stripped_report`, which resets them: a rewrite at `quit` would write zeros.
-Then the files are rewritten at `quitting` instead (the runner has stopped by then, so the
-numbers are already final).
+With `--json-file` or `--json`, Locust's JSON save or print (just before `quit`) reads each
+endpoint's stats through `get_stripped_report`, which resets them: a rewrite at `quit` would
+write zeros. Then the files are rewritten at `quitting` instead (the runner has stopped by
+then, so the numbers are already final).
 """
 
 from __future__ import annotations
@@ -56,12 +56,12 @@ def write_final_csv(environment: Environment, csv_prefix: str) -> None:
 
 def register_final_csv(environment: Environment, settings: Callable[[], Settings]) -> None:
     """Rewrite Locust's --csv files at the end of the run: at `quit`, or at `quitting` when
-    --json-file is given (its save resets the stats in between)."""
+    --json-file or --json is given (its save or print resets the stats in between)."""
 
     def at(event: str):
         def listener(**_kwargs) -> None:
             current = settings()
-            if (event == "quitting") == bool(current.json_file):
+            if (event == "quitting") == bool(current.json_file or current.json_stdout):
                 write_final_csv(environment, current.csv_prefix)
 
         return listener

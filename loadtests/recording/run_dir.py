@@ -30,7 +30,6 @@ from typing import IO
 
 from hdrh.histogram import HdrHistogram
 
-from loadtests import __version__
 from loadtests.config.settings import Settings
 from loadtests.errors import SpecError
 from loadtests.recording.histograms import EndpointStats
@@ -38,6 +37,7 @@ from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.files import RUN_MARKERS
 from loadtests.run_format.hdr import FIRST_RESPONSE, GAP, summarise_us, zero_summary
 from loadtests.run_format.summary import SEQUENCE_COUNTS
+from loadtests.version import __version__
 
 RUNS_ROOT = Path("runs")
 VERSIONED_PACKAGES = ("locust", "tritonclient", "numpy", "gevent", "grpcio", "hdrhistogram")
@@ -239,6 +239,16 @@ class RunDirectory:
         }
         (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         return cls(path, started_at)
+
+    def add_models(self, triton: dict) -> None:
+        """config.json's `triton.models` completed with models first known at the end of the run
+        (those the classes' own tasks named): `fetch_triton_info`'s `models`."""
+        path = self.path / "config.json"
+        config = json.loads(path.read_text())
+        known = config.setdefault("triton", {}).setdefault("models", {})
+        for model, entry in triton.get("models", {}).items():
+            known.setdefault(model, entry)
+        path.write_text(json.dumps(config, indent=2) + "\n")
 
     # -- windows (called as they close) ------------------------------------------------
     def write_window(

@@ -18,6 +18,8 @@ process's role (`wiring.py` has the table):
 
 from __future__ import annotations
 
+import gevent
+
 from loadtests.options import table as options
 from loadtests.run.process import SuiteProcess, process_of
 from loadtests.run.wiring import wire
@@ -25,8 +27,16 @@ from loadtests.run.wiring import wire
 __all__ = ["SuiteProcess", "install", "process_of"]
 
 
+# Set on Locust's events once the suite is registered on them.
+INSTALLED = "triton_loadtest_installed"
+
+
 def install(events) -> None:
-    """Register the suite on Locust's events (call once, from the locustfile)."""
+    """Register the suite on Locust's events (importing `loadtests`' user classes does; a second
+    call, from a second locustfile say, changes nothing)."""
+    if getattr(events, INSTALLED, False):
+        return
+    setattr(events, INSTALLED, True)
     events.init_command_line_parser.add_listener(_add_options)
     events.init.add_listener(_on_init)
 
@@ -39,3 +49,7 @@ def _add_options(parser, **_kwargs) -> None:
 
 def _on_init(environment, web_ui=None, **_kwargs) -> None:
     wire(environment, web_ui)
+    # Locust sets -t's timer right after init, from the gevent loop's clock, which moves only when
+    # the loop runs: it stood still through the imports and the pre-flight (0.8 s here; over 2 s on
+    # a busy host, and a 2-s run then ended before its users had sent a request).
+    gevent.get_hub().loop.update_now()

@@ -21,6 +21,9 @@ class ActiveRun:
     aggregator: RunAggregator
     server: ServerWatch
     faults: FaultLog
+    # The models summary.json's `server` keeps besides those the requests named (None: every
+    # model watched): set when the run watches every ready model for classes' own tasks.
+    keep_models: frozenset[str] | None = None
     loop: gevent.Greenlet | None = None
     cpu_s: float = 0.0
     throttle: dict[str, int] | None = None

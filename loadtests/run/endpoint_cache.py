@@ -35,8 +35,17 @@ class EndpointCache:
         self._locks: dict[tuple[WorkloadKind, str], Semaphore] = {}
 
     def classes(self) -> list[type]:
-        """The selected user classes that are the suite's (they carry a workload kind)."""
-        return [cls for cls in self.user_classes if isinstance(getattr(cls, "kind", None), WorkloadKind)]
+        """The selected user classes that run the suite's workload (they carry a workload kind and
+        have no task of their own: a class whose own tasks send needs no endpoint)."""
+        return [
+            cls
+            for cls in self.user_classes
+            if isinstance(getattr(cls, "kind", None), WorkloadKind) and getattr(cls, "runs_workload", True)
+        ]
+
+    def own_tasks(self) -> list[type]:
+        """The selected user classes of the suite whose own tasks send (they name models as they run)."""
+        return [cls for cls in self.user_classes if getattr(cls, "runs_workload", True) is False]
 
     def kinds(self) -> set[WorkloadKind]:
         return {cls.kind for cls in self.classes()}

@@ -23,6 +23,7 @@ from loadtests.run_format.files import STEPS_JSON
 from loadtests.run_format.summary import mix_block
 from loadtests.tracing.join import closing_note, join_run
 from loadtests.tracing.switch import TraceSwitch
+from loadtests.triton_stats.poller import fetch_triton_info
 
 
 def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
@@ -31,6 +32,13 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
     totals = run.aggregator.totals
     run.aggregator.close_windows(final=True, end_s=run.directory.stopped_at or time.time())
     server = run.server.stop(run.directory)
+    if run.keep_models is not None:  # every ready model was watched: keep the ones the run used
+        named = {stats.model for stats in totals.values() if stats.model} - run.keep_models
+        # Their metadata and config for the report, as pre-flight's (their ensembles' steps too).
+        info = fetch_triton_info(run.server.stats.target, sorted(named), security=settings.security)
+        run.directory.add_models(info)
+        used = run.keep_models.union(info["models"])
+        server = {model: delta for model, delta in server.items() if model in used}
     extra: dict = {"late_worker_windows": run.aggregator.late_messages} if run.aggregator.late_messages else {}
     replicas = run.server.replicas()
     if replicas:

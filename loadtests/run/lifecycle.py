@@ -42,7 +42,7 @@ from loadtests.run.process import SuiteProcess
 from loadtests.run.role import Role
 from loadtests.run.shipping import STOP_MESSAGE
 from loadtests.run.stopping import STOP_GRACE_S, StopGrace
-from loadtests.triton_stats.poller import ServerWatch, candidates, fetch_triton_info, watched_models
+from loadtests.triton_stats.poller import ServerWatch, candidates, fetch_triton_info, ready_models, watched_models
 from loadtests.triton_stats.statistics import compute_delta
 
 logger = logging.getLogger(__name__)
@@ -105,10 +105,16 @@ class RunLifecycle:
             payloads=self.process.endpoints.payloads(),
         )
         logger.info("run directory: %s", directory.path)
+        watched = watched_models(triton)  # ensembles' composing models too: Triton counts each step
+        # Classes whose own tasks send name their models as they run: every ready model is
+        # watched from the start, and summary.json keeps those the requests named (finish.py).
+        keep_models = frozenset(watched) if self.process.endpoints.own_tasks() else None
+        if keep_models is not None:
+            watched = sorted(keep_models.union(ready_models(stats_address, settings.security)))
         server = ServerWatch(
             stats_address,
             settings.triton_metrics,
-            watched_models(triton),  # ensembles' composing models too: Triton counts each step
+            watched,
             settings.server_poll_s,
             self.wait_for_quiet,
             metrics_csv=directory.path / "server_metrics.csv",
@@ -127,7 +133,7 @@ class RunLifecycle:
             **grace,
         )
         faults = FaultLog(directory.started_at, settings.window_s, outage_gap_s=2 * settings.server_poll_s)
-        run = self.active = ActiveRun(directory, aggregator, server, faults)
+        run = self.active = ActiveRun(directory, aggregator, server, faults, keep_models=keep_models)
         run.loop = gevent.spawn(self._run_loop, run)
         self.write_steps(run)  # step 0 began before test_start created the directory
         started = RunStarted(

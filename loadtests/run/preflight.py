@@ -56,7 +56,7 @@ class Preflight:
             self.check_user_classes_named()
             install_shape()
             self.check_traffic()
-            slo_gate.validate(settings, process.endpoints.names())  # exit 2 before any load
+            self.check_slo(settings)  # exit 2 before any load
             check_outputs(settings, settings.junit)  # before, not after, the load
             if settings.starts_at_once:
                 # (Tests started from the web UI get a new directory each instead.)
@@ -74,15 +74,23 @@ class Preflight:
             sys.exit(error.exit_code)
 
     def check_user_classes_named(self) -> None:
-        """A headless run names its user class: without one Locust starts every class of the
-        locustfile, and each fails on a model it was not meant for; raises SpecError."""
+        """A headless run of the suite's locustfile names its user class: without one Locust
+        starts every class of the locustfile, and each fails on a model it was not meant for
+        (a locustfile of classes with tasks of their own runs them all, as Locust does); raises SpecError."""
         settings = self.process.settings
-        available = sorted(getattr(self.process.environment, "available_user_classes", None) or {})
-        if settings.starts_at_once and not settings.user_classes and len(available) > 1:
+        found = getattr(self.process.environment, "available_user_classes", None) or {}
+        available = sorted(found)
+        workloads = [cls for cls in found.values() if getattr(cls, "runs_workload", False)]
+        if settings.starts_at_once and not settings.user_classes and len(workloads) > 1:
             raise SpecError(
                 "name a user class, e.g. locust -f locustfile.py --headless -u 4 -t 1m TritonHttpUser --model NAME "
                 f"(the classes: {', '.join(available)})"
             )
+
+    def check_slo(self, settings: Settings) -> None:
+        """--slo against the run's endpoints (own tasks name theirs as they run); raises SpecError."""
+        endpoints = self.process.endpoints
+        slo_gate.validate(settings, endpoints.names(), named_as_they_run=bool(endpoints.own_tasks()))
 
     def check_traffic(self) -> None:
         """Open-loop traffic needs a rate: --rate, or a load shape with kind=rate; raises SpecError."""
@@ -103,7 +111,7 @@ class Preflight:
         process.rejected = None
         try:
             settings = self.reload()
-            slo_gate.validate(settings, process.endpoints.names())  # the web UI may have changed --slo
+            self.check_slo(settings)  # the web UI may have changed --slo
             if process.role.records_run:
                 self.check_traffic()  # ... or --traffic and --rate
                 check_outputs(settings, settings.junit)
@@ -117,7 +125,7 @@ class Preflight:
         apply_form(self.process.environment.parsed_options, form)
         settings = self.reload()
         self.check_traffic()
-        slo_gate.validate(settings, self.process.endpoints.names())
+        self.check_slo(settings)
         self.process.endpoints.prepare_all()
         slo_gate.check_streamed(settings, self.process.endpoints.names(), self.process.endpoints.streamed())
         self.choose_statistics_address()

@@ -18,9 +18,10 @@ import time
 import gevent
 from locust.env import Environment
 
-from loadtests.clients import Connections
+from loadtests.clients import Connections, TritonClient
 from loadtests.clients.control import base_url
 from loadtests.config.addresses import TritonTarget
+from loadtests.config.model_spec import ModelSpec
 from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
 from loadtests.events import SuiteEvents
@@ -34,11 +35,11 @@ from loadtests.run.role import Role
 from loadtests.tracing.client_log import ClientTraces
 from loadtests.tracing.switch import TraceSwitch
 from loadtests.traffic.open_loop import OpenLoop
-from loadtests.workloads.endpoints import Endpoint
+from loadtests.workloads.endpoints import Endpoint, fetch_model
 from loadtests.workloads.kinds import WorkloadKind
 from loadtests.workloads.mix import MixedEndpoint
 from loadtests.workloads.sequences import RunSize, UserSlots
-from loadtests.workloads.users import PROCESS_ATTRIBUTE, services_of
+from loadtests.workloads.users import PROCESS_ATTRIBUTE, TritonUser, services_of
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ class SuiteProcess:
         self.endpoints = EndpointCache(
             environment.user_classes, lambda: self.settings, environment.events.request, self.connections
         )
+        # The models the users' own tasks name, as Triton describes them: (protocol, name) -> spec.
+        self.models: dict[tuple[str, str], ModelSpec] = {}
         # The open-loop sender while a test runs on a process with users (None in closed loop).
         self.sender: OpenLoop | None = None
         # Sequence users' slots (bits of their correlation IDs, loadtests/workloads/sequences.py).
@@ -100,16 +103,28 @@ class SuiteProcess:
         if settings != self.settings:
             self.settings = settings
             self.endpoints.clear()
+            self.models.clear()
         self.recorder.window_s = settings.window_s
-        if self.role.records_run:
+        classes = self.environment.user_classes
+        if self.role.records_run and all(issubclass(cls, TritonUser) for cls in classes):
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
-            self.environment.host = target_label(settings, self.environment.user_classes)
+            # Locust gives environment.host to every class: never with another class beside
+            # them (a FastHttpUser's own host stays its own).
+            self.environment.host = target_label(settings, classes)
         return settings
 
     # -- what the users need (loadtests.workloads.users.ProcessServices) ---------------------------------
     def endpoint(self, kind: WorkloadKind, protocol: str) -> Endpoint | MixedEndpoint:
         """The prepared endpoint of a user class (built once per process; raises StartupError)."""
         return self.endpoints.endpoint(kind, protocol)
+
+    def model(self, client: TritonClient, name: str) -> ModelSpec:
+        """A model a user's own task names, asked of Triton once per protocol (raises StartupError)."""
+        key = (client.protocol, name)
+        spec = self.models.get(key)
+        if spec is None:
+            spec = self.models[key] = fetch_model(client, name)
+        return spec
 
     def record_dropped(self, name: str, model: str, protocol: str) -> None:
         """An open-loop request that was due but not sent (--drop-when-saturated)."""

@@ -22,7 +22,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import loadtests
 from loadtests.errors import LoadTestError
 from loadtests.run.slo_gate import note_output_failed
 from loadtests.run_format.storage import upload_directory
@@ -36,7 +35,7 @@ def copy_run(path: Path, url: str) -> str:
         return upload_directory(path, url)
     command = [sys.executable, "-m", "loadtests.run_format.storage", "upload", str(path), url]
     # The child finds this package wherever the process runs (a pod's working directory need not hold it).
-    package_root = str(Path(loadtests.__file__).resolve().parents[1])
+    package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     result = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if result.returncode != 0:

@@ -37,7 +37,10 @@ class TritonInstallation:
         """Find the pieces or raise ServerError saying which is missing and what to do."""
         spec = importlib.util.find_spec("pytriton")
         if spec is None or not spec.submodule_search_locations:
-            raise ServerError("nvidia-pytriton is not installed (it ships tritonserver): run 'make setup'")
+            raise ServerError(
+                "nvidia-pytriton is not installed (it ships tritonserver): run 'make setup' in a checkout, "
+                "or pip install 'triton-loadtest[server]'"
+            )
         package_dir = Path(next(iter(spec.submodule_search_locations)))
         root = package_dir / "tritonserver"
         installation = cls(

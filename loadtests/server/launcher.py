@@ -35,7 +35,13 @@ from loadtests.errors import ServerError
 from loadtests.run_format.output_paths import file_problem
 from loadtests.server.install import TritonInstallation
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# The suite's own locustfile, inside the package (the checkout's top-level locustfile.py imports it).
+SUITE_LOCUSTFILE = PACKAGE_ROOT / "locustfile.py"
+# A checkout: the package beside models/ (and runs/). A pip install (site-packages) has neither,
+# so the commands run Locust and write their runs/ in the working directory instead.
+CHECKOUT = PACKAGE_ROOT.parent
+REPO_ROOT = CHECKOUT if (CHECKOUT / "models" / "build.py").is_file() else Path.cwd()
 DEMO_REPOSITORY = REPO_ROOT / "models" / "repository"
 TEST_REPOSITORY = REPO_ROOT / "models" / "test_repository"
 
@@ -47,14 +53,14 @@ def triton_options(http: str, grpc: str, metrics: str) -> list[str]:
 
 
 def locust_command(*args: str) -> list[str]:
-    """`python -m locust -f <repo>/locustfile.py --headless --only-summary ARGS`: how the suite's
+    """`python -m locust -f <package>/locustfile.py --headless --only-summary ARGS`: how the suite's
     own commands (demo, sweep, bench) run a load test, as a user would type it."""
     return [
         sys.executable,
         "-m",
         "locust",
         "-f",
-        str(REPO_ROOT / "locustfile.py"),
+        str(SUITE_LOCUSTFILE),
         "--headless",
         "--only-summary",
         *args,

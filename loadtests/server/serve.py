@@ -15,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from loadtests.errors import SpecError
+from loadtests.errors import SpecError, StartupError
 from loadtests.server.launcher import DEMO_REPOSITORY, LocalTriton, TritonPorts
 
 DEFAULT_PORTS = TritonPorts(http=8000, grpc=8001, metrics=8002)
@@ -74,7 +74,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def demo_environment(preset: str) -> dict[str, str]:
-    """Build the demo weights if missing, and tell the demo models where they are."""
+    """Build the demo weights if missing, and tell the demo models where they are; raises
+    StartupError where there are no demo models (a pip-installed suite has no models/)."""
+    if not DEMO_REPOSITORY.is_dir():
+        raise StartupError(
+            "the demo models are in the repository's models/ (a checkout, not the pip package): serve "
+            "your own with --model-repository DIR, or run from a checkout"
+        )
     from models.build import ensure_built  # onnx is only needed when the demo models are served
 
     return {"TRITON_LOADTEST_WEIGHTS_DIR": str(ensure_built(preset))}

@@ -390,6 +390,15 @@ def fetch_triton_info(
     return info
 
 
+def ready_models(target: TritonTarget, security: ConnectionSecurity | None = None) -> list[str]:
+    """The models Triton has ready (its repository index); none when it does not answer."""
+    try:
+        index = open_control(target, security=security).repository_index()
+    except ServerError:
+        return []
+    return sorted(entry["name"] for entry in index if entry.get("state") == "READY")
+
+
 def watched_models(info: dict) -> list[str]:
     """Every model of `fetch_triton_info`'s answer: the run's and its ensembles' composing models."""
     return list(info["models"])

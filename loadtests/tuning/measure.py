@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from loadtests.server.launcher import REPO_ROOT
 
 
 @dataclass(frozen=True)

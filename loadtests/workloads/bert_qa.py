@@ -19,6 +19,7 @@ import numpy as np
 from loadtests.config.model_spec import ModelSpec
 from loadtests.errors import ModelMismatchError, PayloadError, SpecError
 from loadtests.workloads.batch_spec import SampleLayout, check_batch_size
+from loadtests.workloads.payload_files import payloads_dir
 
 if TYPE_CHECKING:
     from tokenizers import BertWordPieceTokenizer
@@ -30,7 +31,7 @@ MAX_QUERY_TOKENS = 64  # BERT's run_squad.py truncates questions to this
 VARIABLE_MAX_SEQ_LEN = 384
 MIN_SEQ_LEN = 16
 
-DEFAULT_PAYLOAD = Path(__file__).resolve().parents[2] / "payloads" / "qa" / "squad_style.jsonl"
+DEFAULT_PAYLOAD = payloads_dir() / "qa" / "squad_style.jsonl"
 
 ROLES = ("ids", "segments", "mask")
 ROLE_HELP = "ids (token ids), segments (token type ids), mask (attention mask)"

@@ -19,8 +19,9 @@ from loadtests.config.model_spec import ModelSpec, TensorSpec
 from loadtests.config.settings import IMAGE_TENSOR
 from loadtests.errors import ModelMismatchError, PayloadError
 from loadtests.workloads.batch_spec import SampleLayout, check_batch_size
+from loadtests.workloads.payload_files import payloads_dir
 
-DEFAULT_IMAGE_DIR = Path(__file__).resolve().parents[2] / "payloads" / "images"
+DEFAULT_IMAGE_DIR = payloads_dir() / "images"
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm"})
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)

@@ -4,7 +4,13 @@ All eight share `TritonUser`; they differ only in two class attributes, `kind` (
 `WorkloadKind` of loadtests/workloads/kinds.py: what the payload is, how its model is named
 and checked) and `protocol` (which client sends it). The two sequence users
 (`TritonSequenceUser`) send sequences of requests instead of a pool's bodies
-(loadtests/workloads/sequences.py):
+(loadtests/workloads/sequences.py).
+
+Every class here is abstract: they are the bases a user's locustfile imports (`from loadtests
+import TritonHttpUser`; Locust would run every non-abstract User class a locustfile imports).
+The suite's locustfile (loadtests/locustfile.py) declares their concrete twins, which run the
+workload (a class with no task of its own, see `TritonUser`); a user's subclass with tasks of its own
+runs those, sending through `self.client` (task_client.py):
 
     locust -f locustfile.py --headless -u 8 -t 1m BertQAHttpUser ResNetGrpcUser
     locust -f locustfile.py --headless -u 4 -t 30s TritonGrpcUser --model identity --shape INPUT0:16
@@ -33,11 +39,12 @@ from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 import gevent
-from locust import User, constant, task
+from locust import User, constant
 from locust.user.task import LOCUST_STATE_STOPPING
 
 from loadtests.clients import STREAMING, Connections, TritonClient, open_client
 from loadtests.clients.backoff import ConnectionBackoff
+from loadtests.config.model_spec import ModelSpec
 from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
 from loadtests.traffic.open_loop import OpenLoop
@@ -46,6 +53,7 @@ from loadtests.workloads.endpoints import Endpoint
 from loadtests.workloads.kinds import BERT_QA, GENERIC, RESNET, SEQUENCE, WorkloadKind
 from loadtests.workloads.mix import MixedEndpoint
 from loadtests.workloads.sequences import IdLayout, RunSize, SequenceIds, SequenceSender, UserSlots
+from loadtests.workloads.task_client import TaskClient
 
 # The attribute of Locust's Environment through which the run wiring (loadtests/run/process.py)
 # hands the users what they need from their process: the users name what they need
@@ -63,6 +71,10 @@ class ProcessServices(Protocol):
     connections: Connections  # the process's gRPC pools and replica sets
 
     def endpoint(self, kind: WorkloadKind, protocol: str) -> Endpoint | MixedEndpoint: ...
+
+    def model(self, client: TritonClient, name: str) -> ModelSpec:
+        """A model as Triton describes it, asked once per process and protocol (raises StartupError)."""
+        ...
 
     def next_user_seed(self) -> int: ...
 
@@ -102,20 +114,49 @@ class LoopTurn:
             self._since = self._clock()
 
 
+def run_workload(user: TritonUser) -> None:
+    """The task of a class with no task of its own: the suite's workload on its endpoint."""
+    user.send_requests()
+
+
 class TritonUser(User):
-    """Base class: one Triton client per user, requests from the endpoint's prepared pool."""
+    """Base class: one Triton client per user.
+
+    A subclass with tasks of its own (Locust's @task, `tasks = [...]`, TaskSets) runs only those,
+    each sending through `self.client` (a `TaskClient`: `self.client.infer(model, inputs)`), with
+    its `wait_time` between them. A concrete subclass with none runs the suite's workload on its
+    endpoint (the built-in classes of loadtests/locustfile.py: requests from the endpoint's
+    prepared pool, back to back, `--model` and the options choose them).
+    """
 
     abstract = True
     kind: ClassVar[WorkloadKind | None] = None  # the table's entry (loadtests/workloads/kinds.py)
     protocol: ClassVar[str] = ""
     wait_time = constant(0)
+    # True for a class that runs the suite's workload (it has no task of its own, see above).
+    runs_workload: ClassVar[bool] = False
 
     endpoint: Endpoint | MixedEndpoint  # a mix's (--mix) picks each request's model by weight
-    client: TritonClient | None = None
+    client: TritonClient | TaskClient | None = None
     process: ProcessServices
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # Locust gives a class its bases' tasks too: the workload's task of a built-in base is
+        # dropped from a subclass that has tasks of its own (they run alone, as Locust's do).
+        own = [t for t in cls.tasks if t is not run_workload]
+        cls.runs_workload = not own and not cls.abstract
+        cls.tasks = [run_workload] if cls.runs_workload else own
 
     def on_start(self) -> None:
         process = self.process = services_of(self.environment)
+        if not self.runs_workload:
+            connection = open_client(
+                self.protocol, process.settings, self.environment.events.request, process.connections
+            )
+            connection.warm()  # connect now, not inside the first timed request
+            self.client = TaskClient(connection, process.model)
+            return
         try:
             self.endpoint = process.endpoint(self.kind, self.protocol)
         except StartupError as error:
@@ -137,11 +178,6 @@ class TritonUser(User):
             # than in a due request's send path (where it would make that request late).
             process.sender.clients.checkin(client, self.client_protocol)
         self.rng = random.Random(process.next_user_seed())  # not numpy's: see Endpoint.pick
-
-    @task
-    def infer(self) -> None:
-        # Locust keeps a base class's task function itself: subclasses override this, not the task.
-        self.send_requests()
 
     def send_requests(self) -> None:
         # One task that loops, instead of one task per request: between tasks Locust marks a
@@ -215,8 +251,8 @@ class TritonSequenceUser(TritonUser):
 
     def on_start(self) -> None:
         super().on_start()
-        if self.client is None:
-            return  # pre-flight failed: the test is stopping
+        if self.client is None or not self.runs_workload:
+            return  # pre-flight failed (the test is stopping), or the class's own tasks send
         process = self.process
         # Locust's master numbers its workers 0, 1, 2, ...; a single process is worker 0.
         worker = getattr(self.environment.runner, "worker_index", 0)
@@ -260,18 +296,21 @@ class TritonSequenceUser(TritonUser):
 class TritonSequenceHttpUser(TritonSequenceUser):
     """Sequences to a sequence model (--model) over HTTP: correlation IDs, start/end flags, sums checked."""
 
+    abstract = True
     protocol = "http"
 
 
 class TritonSequenceGrpcUser(TritonSequenceUser):
     """Sequences to a sequence model (--model) over gRPC: correlation IDs, start/end flags, sums checked."""
 
+    abstract = True
     protocol = "grpc"
 
 
 class BertQAHttpUser(TritonUser):
     """BERT-QA question/context pairs over HTTP (default model bert_qa_dynbatch)."""
 
+    abstract = True
     kind = BERT_QA
     protocol = "http"
 
@@ -279,6 +318,7 @@ class BertQAHttpUser(TritonUser):
 class BertQAGrpcUser(TritonUser):
     """BERT-QA question/context pairs over gRPC (default model bert_qa_dynbatch)."""
 
+    abstract = True
     kind = BERT_QA
     protocol = "grpc"
 
@@ -286,6 +326,7 @@ class BertQAGrpcUser(TritonUser):
 class ResNetHttpUser(TritonUser):
     """Real images, resized and normalised for a ResNet-style model, over HTTP (default resnet50)."""
 
+    abstract = True
     kind = RESNET
     protocol = "http"
 
@@ -293,6 +334,7 @@ class ResNetHttpUser(TritonUser):
 class ResNetGrpcUser(TritonUser):
     """Real images, resized and normalised for a ResNet-style model, over gRPC (default resnet50)."""
 
+    abstract = True
     kind = RESNET
     protocol = "grpc"
 
@@ -300,6 +342,7 @@ class ResNetGrpcUser(TritonUser):
 class TritonHttpUser(TritonUser):
     """Any model (--model), inputs from its metadata or a perf_analyzer --input-data file, over HTTP."""
 
+    abstract = True
     kind = GENERIC
     protocol = "http"
 
@@ -307,6 +350,7 @@ class TritonHttpUser(TritonUser):
 class TritonGrpcUser(TritonUser):
     """Any model (--model), inputs from its metadata or a perf_analyzer --input-data file, over gRPC."""
 
+    abstract = True
     kind = GENERIC
     protocol = "grpc"
 

@@ -95,10 +95,16 @@ def test_a_success_counts_its_inferences_and_latency():
     assert stats.histogram.get_max_value() == pytest.approx(850, rel=1e-3)
 
 
-def test_requests_that_are_not_the_suites_are_left_alone():
+def test_requests_that_are_not_the_suites_are_endpoints_of_their_own_without_a_model():
     recorder = WindowRecorder()
-    listener = RequestRecording(SimpleNamespace(recorder=recorder, slowest_ms=0.0))
+    process = SimpleNamespace(recorder=recorder, slowest_ms=0.0)
+    listener = RequestRecording(process)
     # A plain Locust user's request: its context is a dict (or nothing), not an outcome.
-    listener.on_request(request_type="GET", name="/", response_time=1.0, response_length=0, context={})
-    listener.on_request(request_type="GET", name="/", response_time=1.0, response_length=0)
-    assert recorder.pending == {}
+    listener.on_request(request_type="GET", name="/", response_time=1.0, response_length=7, context={})
+    listener.on_request(request_type="GET", name="/", response_time=3.0, response_length=0, exception=OSError("x"))
+    (window,) = recorder.pending.values()
+    stats = window["GET /"]
+    stats.fold()
+    assert (stats.model, stats.protocol, stats.requests, dict(stats.failures)) == ("", "GET", 2, {"OSError": 1})
+    assert stats.histogram.get_max_value() == pytest.approx(1000, rel=1e-3)  # the success's latency, in µs
+    assert process.slowest_ms == 0.0  # the stop grace follows the suite's requests only

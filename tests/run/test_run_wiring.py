@@ -30,7 +30,8 @@ def local_environment(argv: list[str], user_classes: tuple[str, ...]):
     options = parser.parse_args(["-f", "locustfile.py", "--headless", *argv])
     events = Events()
     install(events)
-    classes = [getattr(users, name) for name in user_classes]
+    # The suite locustfile's concrete twins (importing it would set the suite up on Locust's global events).
+    classes = [type(name, (getattr(users, name),), {}) for name in user_classes]
     environment = Environment(user_classes=classes, parsed_options=options, events=events)
     runner = environment.create_local_runner()
     events.init.fire(environment=environment, runner=runner, web_ui=None)

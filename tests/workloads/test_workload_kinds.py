@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import inspect
 import textwrap
 
 from tests.helpers import REPO_ROOT, model_stats, read_summary, run_cli, triton_options
@@ -88,11 +87,21 @@ def test_every_kind_has_its_user_classes_builder_and_validator():
     from loadtests.workloads import users
     from loadtests.workloads.kinds import KINDS, MIX_KIND
 
-    concrete = {
-        name: cls
-        for name, cls in inspect.getmembers(users, inspect.isclass)
-        if issubclass(cls, users.TritonUser) and not cls.__dict__.get("abstract", False)
+    # The concrete classes are the suite's locustfile's (read, not imported: importing it sets the
+    # suite up on Locust's global events), each the twin of users.py's abstract base of its name.
+    locustfile = ast.parse((REPO_ROOT / "loadtests" / "locustfile.py").read_text())
+    twins = {
+        node.name: [ast.unparse(base) for base in node.bases]
+        for node in locustfile.body
+        if isinstance(node, ast.ClassDef)
     }
+    assert all(bases == [f"users.{name}"] for name, bases in twins.items()), twins
+    concrete = {name: type(name, (getattr(users, name),), {}) for name in twins}
+    exported = next(
+        ast.literal_eval(node.value)
+        for node in locustfile.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
+    )
     named = {}
     for kind in KINDS.values():
         assert callable(kind.validate), kind.name
@@ -101,13 +110,14 @@ def test_every_kind_has_its_user_classes_builder_and_validator():
         assert set(kind.user_classes) == set(PROTOCOLS), kind.name
         for protocol, name in kind.user_classes.items():
             cls = concrete.get(name)
-            assert cls is not None, f"{kind.name}: no user class {name} in loadtests/workloads/users.py"
-            assert cls.kind is kind and cls.protocol == protocol, name
+            assert cls is not None, f"{kind.name}: no user class {name} in loadtests/locustfile.py"
+            assert cls.kind is kind and cls.protocol == protocol and cls.runs_workload, name
+            assert getattr(users, name).abstract and not getattr(users, name).tasks, name
             named[name] = kind
-    # Every concrete user class is some kind's, and the locustfile offers them all.
-    assert set(concrete) == set(named)
-    locustfile = ast.parse((REPO_ROOT / "locustfile.py").read_text())
-    star = [n for n in ast.walk(locustfile) if isinstance(n, ast.ImportFrom) and n.module == users.__name__]
+    # Every concrete user class is some kind's, and the checkout's locustfile offers them all.
+    assert set(concrete) == set(named) == set(exported)
+    top = ast.parse((REPO_ROOT / "locustfile.py").read_text())
+    star = [n for n in ast.walk(top) if isinstance(n, ast.ImportFrom) and n.module == "loadtests.locustfile"]
     assert star and any(alias.name == "*" for alias in star[0].names)
     assert set(users.__all__) >= set(concrete)
     assert MIX_KIND.takes_mix and [k for k in KINDS.values() if k.takes_mix] == [MIX_KIND]

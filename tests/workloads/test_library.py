@@ -1,0 +1,273 @@
+"""The suite as a Locust library: a user's own locustfile imports the bases from `loadtests`,
+writes tasks that send through `self.client.infer`, and gets Locust's semantics (its tasks
+only, wait_time, TaskSets, tags) with every request counted as Triton counts it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from tests.helpers import REPO_ROOT, read_summary, run_against_triton
+
+HEADER = """
+import numpy as np
+from locust import SequentialTaskSet, TaskSet, constant, tag, task
+
+from loadtests import TritonGrpcUser, TritonHttpUser
+
+ONES = {"INPUT0": np.ones((1, 16), np.float32)}
+"""
+
+# Two models, think time, weights: the classes need no --model.
+JOURNEY = """
+class Journey(TritonHttpUser):
+    wait_time = constant(0.05)
+
+    @task(3)
+    def identity(self):
+        answer = self.client.infer("identity", ONES)
+        assert answer.ok and (answer.as_numpy("OUTPUT0") == 1).all()
+
+    @task
+    def sleep(self):
+        self.client.infer("sleep_10ms_single", {"INPUT0": np.zeros((2, 4), np.float32)}, name="nap")
+"""
+
+# A tritonclient port: InferInputs, over gRPC; a SequentialTaskSet, and a task set with a task left
+# out by --tags sleepy.
+PORTED = """
+import tritonclient.grpc as grpcclient
+
+
+@tag("sleepy")
+class Steps(SequentialTaskSet):
+    @task
+    def first(self):
+        tensor = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
+        tensor.set_data_from_numpy(np.ones((1, 16), np.float32))
+        self.client.infer("identity", [tensor], name="step 1")
+
+    @task
+    def second(self):
+        self.client.infer("identity", ONES, name="step 2")
+
+
+class Tagged(TaskSet):
+    @tag("sleepy")
+    @task
+    def nap(self):
+        self.client.infer("sleep_10ms_single", {"INPUT0": np.zeros((1, 4), np.float32)})
+
+    @task
+    def untagged(self):
+        self.client.infer("identity", ONES, name="untagged")
+
+
+class Ported(TritonGrpcUser):
+    tasks = [Steps]
+
+
+class TaggedUser(TritonHttpUser):
+    tasks = [Tagged]
+"""
+
+
+def write(tmp_path, body: str, name: str = "mine.py") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(HEADER) + textwrap.dedent(body))
+    return str(path)
+
+
+def by_name(summary: dict) -> dict[str, dict]:
+    return {e["name"]: e for e in summary["endpoints"]}
+
+
+def test_importing_a_base_adds_no_class_and_two_locustfiles_set_the_suite_up_once(tmp_path):
+    """Locust runs every non-abstract User class a locustfile holds, imported ones included: the
+    bases are abstract, the suite's concrete classes stay in its locustfile. Before: `from
+    loadtests import TritonHttpUser` was an ImportError, and two files that both called
+    run.install(events) an argparse traceback ('conflicting option string')."""
+    mine = write(tmp_path, JOURNEY + "\nfrom locust import events\nfrom loadtests import run\nrun.install(events)\n")
+
+    def listed(locustfile: str) -> list[str]:
+        command = [sys.executable, "-m", "locust", "-f", locustfile, "--list"]
+        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return sorted(line.strip() for line in result.stdout.splitlines()[1:] if line.strip())
+
+    builtin = sorted(["BertQAGrpcUser", "BertQAHttpUser", "ResNetGrpcUser", "ResNetHttpUser", "TritonGrpcUser"])
+    builtin = sorted([*builtin, "TritonHttpUser", "TritonSequenceGrpcUser", "TritonSequenceHttpUser"])
+    assert listed(mine) == ["Journey"]
+    assert listed("locustfile.py") == builtin
+    assert listed(f"locustfile.py,{mine}") == sorted([*builtin, "Journey"])
+
+
+def test_own_tasks_run_alone_with_their_wait_time_and_every_model_they_name_is_counted(triton, tmp_path):
+    """Before: no public API; with run.install added by hand, the inherited loop starved the
+    subclass's tasks (3 runs of its task against 11,420 of the loop) and wait_time was ignored."""
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
+        [],
+        [],
+        models=("identity", "sleep_10ms_single"),
+        run_time="3s",
+        locustfile=write(tmp_path, JOURNEY),
+    )
+    endpoints = by_name(run.summary)
+    assert sorted(endpoints) == ["identity [http]", "nap"]
+    assert all(e["failures"] == 0 for e in endpoints.values())
+    identity, nap = endpoints["identity [http]"], endpoints["nap"]
+    assert identity["requests"] == run.served("identity")
+    assert nap["requests"] == run.served("sleep_10ms_single") and nap["inferences"] == 2 * nap["requests"]
+    # Two users waiting 50 ms between tasks for 3 s: at most about 120 tasks (the loop sent thousands).
+    assert 0 < identity["requests"] + nap["requests"] < 400
+    # Triton's side of both models is read.
+    assert set(run.summary["server"]) >= {"identity", "sleep_10ms_single"}
+
+
+def test_task_sets_sequences_tags_and_tritonclient_inputs(triton, tmp_path):
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
+        ["Ported", "TaggedUser"],
+        ["--tags", "sleepy"],
+        models=("identity", "sleep_10ms_single"),
+        run_time="3s",
+        locustfile=write(tmp_path, PORTED),
+    )
+    endpoints = by_name(run.summary)
+    # --tags: the untagged task never ran; a SequentialTaskSet's steps alternate.
+    assert sorted(endpoints) == ["sleep_10ms_single [http]", "step 1", "step 2"]
+    assert all(e["failures"] == 0 for e in endpoints.values())
+    first, second = endpoints["step 1"]["requests"], endpoints["step 2"]["requests"]
+    assert 0 < second <= first <= second + 2  # one user each: a stop between the steps at most
+    assert first + second == run.served("identity")
+    assert endpoints["sleep_10ms_single [http]"]["requests"] == run.served("sleep_10ms_single")
+
+
+def test_a_request_in_flight_at_the_stop_finishes_and_the_run_is_clean(triton, tmp_path):
+    """Back-to-back tasks on a fast model: the stop finds users between two tasks as well as in
+    requests. Before: Locust's asynchronous kill of a user waiting between tasks landed in its
+    next request, counted 'interrupted', exit 1 (3 runs of 3)."""
+    body = """
+    class Busy(TritonHttpUser):
+        @task
+        def ask(self):
+            self.client.infer("identity", ONES)
+    """
+    for attempt in range(3):
+        run = run_against_triton(
+            triton,
+            tmp_path / f"run{attempt}",
+            [],
+            [],
+            models=("identity",),
+            users=32,
+            run_time="2s",
+            locustfile=write(tmp_path, body),
+        )
+        (endpoint,) = run.summary["endpoints"]
+        assert endpoint["failures"] == 0 and endpoint["requests"] == run.served()
+
+
+def test_own_tasks_on_a_master_and_a_worker_are_counted_as_triton_counts(triton, tmp_path):
+    """The worker's users take their options at test start and name their models as they run;
+    the master watches every ready model and keeps the ones the requests named."""
+    import time
+
+    from loadtests.server import TritonPorts
+    from tests.helpers import model_stats
+
+    mine, run_dir, port = write(tmp_path, JOURNEY), tmp_path / "run", TritonPorts.free().http
+    common = [sys.executable, "-m", "locust", "-f", mine]
+    before = {model: model_stats(triton.http_address, model) for model in ("identity", "sleep_10ms_single")}
+    master = subprocess.Popen(
+        [*common, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port), "--headless"]
+        + ["--expect-workers", "1", "-u", "2", "-r", "2", "-t", "3s", "--only-summary", *triton.options]
+        + ["--run-dir", str(run_dir)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    time.sleep(1)
+    worker = subprocess.Popen(
+        [*common, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        output, _ = master.communicate(timeout=120)
+        worker.wait(timeout=60)
+    finally:
+        for process in (master, worker):
+            if process.poll() is None:
+                process.kill()
+    assert master.returncode == 0, output[-3000:]
+    summary = read_summary(run_dir)
+    endpoints = by_name(summary)
+    assert sorted(endpoints) == ["identity [http]", "nap"] and summary["load_generator"]["workers"] == 1
+    for name, model in (("identity [http]", "identity"), ("nap", "sleep_10ms_single")):
+        served = model_stats(triton.http_address, model)["requests"] - before[model]["requests"]
+        assert endpoints[name]["requests"] == served == summary["server"][model]["requests"] > 0
+
+
+def test_slo_targets_the_endpoints_and_models_own_tasks_name(triton, tmp_path):
+    """Before: --slo 'nap:...' was refused before any load (no endpoint or model 'nap' in this run):
+    own tasks name their endpoints as they run. A target no request named fails at the end."""
+    mine = write(tmp_path, JOURNEY)
+    met = run_against_triton(
+        triton,
+        tmp_path / "met",
+        [],
+        ["--slo", "nap:p99<10s,sleep_10ms_single:rps>0,identity:fail_ratio<0.5"],
+        models=("identity",),
+        run_time="2s",
+        locustfile=mine,
+    )
+    assert [(verdict["endpoint"], verdict["passed"]) for verdict in met.summary["slo"]] == [
+        ("nap", True),
+        ("sleep_10ms_single", True),
+        ("identity", True),
+    ]
+    missed = run_against_triton(
+        triton, tmp_path / "missed", [], ["--slo", "napp:rps>0"], run_time="2s", locustfile=mine, expect_exit=3
+    )
+    assert [(verdict["endpoint"], verdict["passed"]) for verdict in missed.summary["slo"]] == [("napp", False)]
+
+
+def test_the_models_own_tasks_name_are_described_for_the_report_ensembles_with_their_steps(triton, tmp_path):
+    """Before: config.json described only the built-in classes' models: the report's models table
+    said '?' for every model a task named, and an ensemble's steps were not in the server section."""
+    import json
+
+    from analysis.dataset import load
+    from analysis.tables import model_rows
+
+    body = """
+    class Chain(TritonHttpUser):
+        @task
+        def ask(self):
+            self.client.infer("identity_ensemble", ONES)
+    """
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
+        [],
+        [],
+        models=("identity_ensemble", "identity"),
+        run_time="2s",
+        locustfile=write(tmp_path, body),
+    )
+    (endpoint,) = run.summary["endpoints"]
+    assert endpoint["requests"] == run.served("identity_ensemble") == run.served("identity") > 0
+    assert sorted(run.summary["server"]) == ["identity", "identity_ensemble"]
+    assert run.summary["server"]["identity"]["requests"] == endpoint["requests"]
+    models = json.loads((run.run_dir / "config.json").read_text())["triton"]["models"]
+    assert models["identity_ensemble"]["config"]["platform"] == "ensemble"
+    assert models["identity"]["part_of"] == ["identity_ensemble"]
+    rows = {row[0]: row for row in model_rows(load(run.run_dir))[1]}
+    assert rows and all("?" not in row[1:3] for row in rows.values()), rows
