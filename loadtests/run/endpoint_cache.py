@@ -25,8 +25,13 @@ class EndpointCache:
     """Endpoints of the selected user classes, prepared against the current settings."""
 
     def __init__(
-        self, user_classes: list[type], settings: Callable[[], Settings], request_event, connections: Connections
+        self,
+        user_classes: Callable[[], list[type]],
+        settings: Callable[[], Settings],
+        request_event,
+        connections: Connections,
     ) -> None:
+        # Asked each time: the web UI's class picker and Workload field choose them per test.
         self.user_classes = user_classes
         self.settings = settings
         self.request_event = request_event
@@ -36,7 +41,7 @@ class EndpointCache:
 
     def classes(self) -> list[type]:
         """The selected user classes that are the suite's (they carry a workload kind)."""
-        return [cls for cls in self.user_classes if isinstance(getattr(cls, "kind", None), WorkloadKind)]
+        return [cls for cls in self.user_classes() if isinstance(getattr(cls, "kind", None), WorkloadKind)]
 
     def kinds(self) -> set[WorkloadKind]:
         return {cls.kind for cls in self.classes()}

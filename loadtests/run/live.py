@@ -39,7 +39,7 @@ class LiveViews:
         """At init: the web UI tab (with a web UI) and the exporter (--prometheus-port); exits 2
         when the exporter's port cannot be bound."""
         if web_ui is not None:
-            webui.install(web_ui, self.snapshot, preflight.check_web_start)
+            webui.install(web_ui, self.snapshot, preflight)
         settings = self.process.settings
         if not settings.prometheus_port:
             return

@@ -70,7 +70,7 @@ class SuiteProcess:
         # The users' gRPC connection pools and the replicas of each address: this process's.
         self.connections = Connections()
         self.endpoints = EndpointCache(
-            environment.user_classes, lambda: self.settings, environment.events.request, self.connections
+            lambda: environment.user_classes, lambda: self.settings, environment.events.request, self.connections
         )
         # The open-loop sender while a test runs on a process with users (None in closed loop).
         self.sender: OpenLoop | None = None
@@ -101,10 +101,19 @@ class SuiteProcess:
             self.settings = settings
             self.endpoints.clear()
         self.recorder.window_s = settings.window_s
+        self._label_host()
+        return settings
+
+    def select_user_classes(self, classes: list[type]) -> None:
+        """The user classes the next test runs (the web UI's choice: Locust then runs
+        `environment.user_classes`, and pre-flight prepares the same)."""
+        self.environment.user_classes = list(classes)
+        self._label_host()
+
+    def _label_host(self) -> None:
         if self.role.records_run:
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
-            self.environment.host = target_label(settings, self.environment.user_classes)
-        return settings
+            self.environment.host = target_label(self.settings, self.environment.user_classes)
 
     # -- what the users need (loadtests.workloads.users.ProcessServices) ---------------------------------
     def endpoint(self, kind: WorkloadKind, protocol: str) -> Endpoint | MixedEndpoint:

@@ -60,7 +60,7 @@ import argparse
 import copy
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, before_render_template, jsonify, request
@@ -68,9 +68,12 @@ from locust.runners import STATE_RUNNING, STATE_SPAWNING
 from werkzeug.datastructures import ImmutableMultiDict, MultiDict
 
 from loadtests.config.security import redact_header
-from loadtests.errors import StartupError
+from loadtests.config.settings import Settings
+from loadtests.errors import SpecError, StartupError
 from loadtests.options.groups import GROUPS
 from loadtests.run.live_snapshot import LiveSnapshot
+from loadtests.run.preflight import Preflight
+from loadtests.workloads.kinds import DEFAULT_USER_CLASS
 
 TAB_KEY = "triton-exact"
 COLUMNS = (
@@ -104,15 +107,19 @@ COLUMNS = (
 HIDE_HOST_FIELD = '<style>.MuiFormControl-root:has(input[name="host"]) { display: none; }</style>'
 
 
-def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[[Mapping[str, str]], None]) -> None:
+def install(web_ui, snapshot: Callable[[], LiveSnapshot], preflight: Preflight) -> None:
     """Add the tab, the start-up check and the hidden Host field to Locust's web UI.
 
-    `check_start(form)` takes the form's option values and runs the headless pre-flight on
-    them (raises StartupError; the run wiring's `Preflight.check_web_start`).
+    At START, `preflight.check_web_start(form, classes)` runs the headless pre-flight on the
+    form's option values and on the user classes the test will run (raises StartupError).
     """
     environment = web_ui.environment
     redaction = HeaderRedaction(environment.parsed_options)
     redaction.install(web_ui.app)
+    choice = WorkloadChoice(environment, web_ui.userclass_picker_is_active)
+    if choice.by_field:  # the header's Host and the page: what START with the defaults runs
+        preflight.choose_user_classes(lambda settings: choice.classes(ImmutableMultiDict(), settings))
+    hidden = HIDE_HOST_FIELD + ("" if choice.by_field else HIDE_WORKLOAD_FIELD)
     web_ui.template_args["extended_tabs"] = [{"title": "Triton (exact)", "key": TAB_KEY}]
     web_ui.template_args["extended_tables"] = [
         {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in COLUMNS]}
@@ -132,7 +139,7 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         is_page = (request.endpoint or "").endswith("index") and response.mimetype == "text/html"
         if is_page and not response.direct_passthrough:
             page = response.get_data(as_text=True)
-            page = page.replace("</head>", f"{HIDE_HOST_FIELD}{HEAD}</head>", 1)
+            page = page.replace("</head>", f"{hidden}{HEAD}</head>", 1)
             response.set_data(page.replace("</body>", f"{body_script()}</body>", 1))  # order, labels
         return response
 
@@ -151,12 +158,50 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         runner = environment.runner
         if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
             return None  # "Edit" of a running test: only users and spawn rate change
+        form = request.form
         try:
-            check_start(request.form)
+            preflight.check_web_start(form, lambda settings: choice.classes(form, settings))
         except StartupError as error:
             return jsonify({"success": False, "message": f"error: {error}", "host": environment.host})
         return None
 
+
+class WorkloadChoice:
+    """Which user classes a test started from the form runs (what Locust runs and pre-flight prepares).
+
+    - classes named on the command line: those (the form's Workload field is hidden);
+    - --class-picker: the ticked ones (none ticked: every class, as Locust does);
+    - neither: the form's Workload field (--user-class), one class, by default BertQAHttpUser, which
+      runs on the demo Triton. Locust would run every class of the locustfile, the generic and
+      sequence ones too, which cannot run without a model of their own.
+    """
+
+    def __init__(self, environment, picker: bool) -> None:
+        self.environment = environment
+        self.picker = picker
+        named = getattr(environment.parsed_options, "user_classes", None)
+        self.named: list[type] | None = list(environment.user_classes) if named else None
+
+    @property
+    def by_field(self) -> bool:
+        """The Workload field decides (no class named, no picker)."""
+        return not self.picker and self.named is None
+
+    def classes(self, form: MultiDict, settings: Settings) -> list[type]:
+        """The classes a START with this form runs; raises SpecError for an unknown --user-class."""
+        available = dict(self.environment.available_user_classes or {})
+        if self.picker:
+            ticked = form.getlist("user_classes")
+            return [cls for name, cls in available.items() if name in ticked] or list(available.values())
+        if self.named is not None:
+            return self.named
+        name = settings.user_class or DEFAULT_USER_CLASS
+        if name not in available:
+            raise SpecError(f"--user-class {name}: not a user class here (the classes: {', '.join(sorted(available))})")
+        return [available[name]]
+
+
+HIDE_WORKLOAD_FIELD = '<style>.MuiFormControl-root:has(input[name="userClass"]) { display: none; }</style>'
 
 HEAD = """<style>
 [data-suite-label] > span { display: none; }
