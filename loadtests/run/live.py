@@ -56,7 +56,8 @@ class LiveViews:
 
     def on_run_finished(self, **_kwargs) -> None:
         if self.lifecycle.last is not None:
-            self.finished = of_run(self.lifecycle.last, 0, 0, final=True)
+            final = of_run(self.lifecycle.last, 0, 0, final=True)
+            self.finished = replace(final, open_loop=self.process.settings.open_loop)
 
     def snapshot(self) -> LiveSnapshot:
         """The current merged numbers (what the web UI tab and the Prometheus endpoint show)."""
@@ -65,7 +66,7 @@ class LiveViews:
         workers = len(runner.clients.ready + runner.clients.running) if isinstance(runner, MasterRunner) else 0
         run = self.lifecycle.active
         if run is not None:
-            return of_run(run, users, workers)
+            return replace(of_run(run, users, workers), open_loop=self.process.settings.open_loop)
         if self.finished is not None:
             return replace(self.finished, users=users, workers=workers)
         return LiveSnapshot(users=users, workers=workers)
@@ -74,8 +75,8 @@ class LiveViews:
 def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> LiveSnapshot:
     """While running: rates and server-side numbers of the latest interval; final: of the whole run."""
     aggregator = run.aggregator
+    duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
     if final:
-        duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
         window, window_s = aggregator.totals, duration_s
         server = run.server.stats.total_delta()  # what summary.json's `server` says
     else:
@@ -86,4 +87,4 @@ def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> Liv
         LiveEndpoint.of(total, window.get(name), window_s) for name, total in sorted(aggregator.totals.items())
     ]
     totals = model_totals(aggregator.totals, window, window_s)
-    return LiveSnapshot(endpoints, server, users, workers, str(run.directory.path), final, totals)
+    return LiveSnapshot(endpoints, server, users, workers, str(run.directory.path), final, totals, duration_s)

@@ -83,7 +83,8 @@ COLUMNS = (
     ("late", "Late (open loop)"),
     ("dropped", "Dropped"),
     ("inferences", "Inferences"),
-    ("infer_per_s", "Infer/s (now / run)"),
+    ("infer_now", "Infer/s now"),
+    ("infer_run", "Infer/s run"),
     ("p50_ms", "p50 ms"),
     ("p90_ms", "p90 ms"),
     ("p95_ms", "p95 ms"),
@@ -102,6 +103,8 @@ COLUMNS = (
     ("run_dir", "Run directory"),
 )
 
+
+EXACT_HEADER = dict(COLUMNS)["avg_batch"]  # a header only the exact table has (the page's script finds it by it)
 
 # Locust's form draws every field as an MUI TextField; the Host one is hidden by its input's name.
 HIDE_HOST_FIELD = '<style>.MuiFormControl-root:has(input[name="host"]) { display: none; }</style>'
@@ -212,16 +215,19 @@ label[data-suite-label]::after { content: attr(data-suite-label); font-size: 1re
 legend[data-suite-label]::after { content: attr(data-suite-label); font-size: 0.75em; visibility: hidden;
   padding: 0 5px; display: inline-block; }
 [data-suite-help]::after { content: attr(data-suite-help); font-size: 0.75rem; opacity: 0.7; margin: 3px 14px 0;
-  display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
+  display: block; white-space: normal; overflow: visible; }
 [data-suite-group] { position: relative; margin-top: 34px !important; }
 [data-suite-group]::before { content: attr(data-suite-group); position: absolute; top: -30px; left: 0;
   font-weight: 600; font-size: 1rem; white-space: nowrap; }
-[data-suite-error]::after { content: attr(data-suite-error); color: #d32f2f; opacity: 1; -webkit-line-clamp: 6; }
+[data-suite-table] th, [data-suite-table] td { padding: 6px 8px; }
+[data-suite-table] td { white-space: nowrap; }
+[data-suite-table] td:last-child { white-space: normal; overflow-wrap: anywhere; min-width: 10em; }
+[data-suite-error]::after { content: attr(data-suite-error); color: #d32f2f; opacity: 1; }
 </style>"""
 
 _SCRIPT = r"""<script>
 (function () {
-  const FIELDS = %s;
+  const FIELDS = __FIELDS__;
   const args = window.templateArgs || {};
   const given = args.extra_options || {};
   const ordered = {};
@@ -231,7 +237,11 @@ _SCRIPT = r"""<script>
   for (const key of Object.keys(given)) { if (!(key in ordered)) { ordered[key] = given[key]; } }
   args.extra_options = ordered;
   const help = {};
-  for (const f of FIELDS) { help[f.key] = ((given[f.key] || {}).help_text || "").replace(/ \[env [A-Z_]+\]$/, ""); }
+  for (const f of FIELDS) {
+    // argparse's help doubles a percent sign; the variable's name has its own place (python -m loadtests options).
+    const text = ((given[f.key] || {}).help_text || "").replace(/ \[env [A-Z_]+\]$/, "");
+    help[f.key] = text.replace(/%%/g, "%");
+  }
   const camel = (key) => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
   function container(name) {
     const input = document.querySelector('[name="' + name + '"]');
@@ -265,7 +275,23 @@ _SCRIPT = r"""<script>
     box.setAttribute('data-suite-help', text);
     box.scrollIntoView({block: 'center'});
   }
-  new MutationObserver(() => { decorate(); showError(); })
+  // The exact tab shows only the columns that apply to this run: a column whose every cell is
+  // empty (streaming cells of a model that does not stream, Late/Dropped in closed loop, Infer/s
+  // now after the test) is hidden, so the server's columns fit at 1,400 px without a scroll bar.
+  let hidden = null;
+  function fitTable() {
+    const table = [...document.querySelectorAll('table')].find(
+      t => [...t.querySelectorAll('thead th')].some(th => th.textContent.trim() === __EXACT_HEADER__));
+    if (!table) { return; }
+    table.setAttribute('data-suite-table', '');
+    const rows = [...table.querySelectorAll('tbody tr')];
+    const empty = [...table.querySelectorAll('thead th')].map((_, i) => i + 1).filter(n => rows.length && rows.every(
+      row => !row.children[n - 1] || row.children[n - 1].textContent.trim() === ''));
+    const css = empty.map(n => `[data-suite-table] tr > :nth-child(${n}) { display: none; }`).join('\n');
+    if (!hidden) { hidden = document.createElement('style'); document.head.appendChild(hidden); }
+    if (hidden.textContent !== css) { hidden.textContent = css; }
+  }
+  new MutationObserver(() => { decorate(); showError(); fitTable(); })
     .observe(document.documentElement, {childList: true, subtree: true});
 })();
 </script>"""
@@ -276,7 +302,22 @@ def body_script() -> str:
     fields = [
         {"key": dest, "label": label, "group": group} for group, _about, options in GROUPS for dest, label in options
     ]
-    return _SCRIPT % json.dumps(fields).replace("</", "<\\/")
+    script = _SCRIPT.replace("__EXACT_HEADER__", json.dumps(EXACT_HEADER))
+    return script.replace("__FIELDS__", json.dumps(fields).replace("</", "<\\/"))
+
+
+def with_current_values(args: dict, options: argparse.Namespace) -> dict:
+    """Locust's template arguments with each option's field holding its current value.
+
+    Locust re-parses the command line for the form's values each time it renders the page, so a
+    reload showed the command line's --run-dir, not the one a START from the form used; the
+    options Locust applied the form to hold what it used.
+    """
+    extra_options = {
+        key: {**entry, "default_value": getattr(options, key)} if hasattr(options, key) else entry
+        for key, entry in (args.get("extra_options") or {}).items()
+    }
+    return {**args, "extra_options": extra_options}
 
 
 OPTION = "header"
@@ -285,7 +326,8 @@ NEXT_HEADER = re.compile(r",\s*(?=[!#$%&'*+.^_`|~0-9A-Za-z-]+\s*:(?!//))")
 
 
 class HeaderRedaction:
-    """Redacts --header in the page it renders and restores it from the form the page posts."""
+    """Renders the form with the options' current values, --header redacted, and restores the
+    header from the form the page posts."""
 
     def __init__(self, options: argparse.Namespace | None) -> None:
         self.options = options
@@ -298,6 +340,9 @@ class HeaderRedaction:
 
     def on_render(self, _app: Flask, template: Any = None, context: dict | None = None, **_extra: Any) -> None:
         args = (context or {}).get("template_args") or {}
+        if context is not None and self.options is not None:
+            # The form as the last START left it: Locust fills it from the command line each time.
+            args = context["template_args"] = with_current_values(args, self.options)
         extra_options = args.get("extra_options") or {}
         entry = extra_options.get(OPTION)
         if entry is None or context is None:

@@ -81,10 +81,10 @@ def start_with_users(driver: WebDriver, users: int) -> None:
     assert not form_errors(driver), form_errors(driver)
 
 
-def stop_and_read(driver: WebDriver, runs: Path) -> tuple[Path, dict, list[dict[str, str]]]:
-    """STOP; the one run directory under `runs`, its summary.json and the tab's final rows."""
+def stop_and_read(driver: WebDriver, runs: Path, pattern: str = "*") -> tuple[Path, dict, list[dict[str, str]]]:
+    """STOP; the one run directory `runs/pattern`, its summary.json and the tab's final rows."""
     click_button(driver, "STOP")
-    done = wait_for(lambda: list(runs.glob("*/summary.json")), f"no run under {runs} wrote summary.json")
+    done = wait_for(lambda: list(runs.glob(f"{pattern}/summary.json")), f"no run {runs}/{pattern} wrote summary.json")
     (summary_path,) = done
     rows = wait_for(
         lambda: [r for r in exact_rows(driver) if r["Run directory"].endswith("(finished)")],
