@@ -10,6 +10,7 @@ import logging
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from locust.runners import MasterRunner
 
@@ -19,6 +20,7 @@ from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.live_snapshot import LiveEndpoint, LiveSnapshot, model_totals
 from loadtests.run.preflight import Preflight
 from loadtests.run.process import SuiteProcess
+from loadtests.run.webui_report import ReportPages
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +32,7 @@ class LiveViews:
         self.process = process
         self.lifecycle = lifecycle
         self.finished: LiveSnapshot | None = None  # the last test's final numbers
+        self.reports: ReportPages | None = None  # with a web UI: each finished test's report
 
     def register(self) -> None:
         self.process.environment.events.test_start.add_listener(self.on_test_start)
@@ -40,6 +43,8 @@ class LiveViews:
         when the exporter's port cannot be bound."""
         if web_ui is not None:
             webui.install(web_ui, self.snapshot, preflight)
+            self.reports = ReportPages()
+            self.reports.install(web_ui.app, web_ui.auth_required_if_enabled)
         settings = self.process.settings
         if not settings.prometheus_port:
             return
@@ -54,7 +59,9 @@ class LiveViews:
     def on_test_start(self, **_kwargs) -> None:
         self.finished = None
 
-    def on_run_finished(self, **_kwargs) -> None:
+    def on_run_finished(self, path: Path, **_kwargs) -> None:
+        if self.reports is not None:
+            self.reports.write(Path(path))
         if self.lifecycle.last is not None:
             final = of_run(self.lifecycle.last, 0, 0, final=True)
             self.finished = replace(final, open_loop=self.process.settings.open_loop)
@@ -68,7 +75,8 @@ class LiveViews:
         if run is not None:
             return replace(of_run(run, users, workers), open_loop=self.process.settings.open_loop)
         if self.finished is not None:
-            return replace(self.finished, users=users, workers=workers)
+            report = self.reports.cell(self.finished.run_dir) if self.reports is not None else ""
+            return replace(self.finished, users=users, workers=workers, report=report)
         return LiveSnapshot(users=users, workers=workers)
 
 

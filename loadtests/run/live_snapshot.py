@@ -75,6 +75,7 @@ class LiveSnapshot:
     # Since the test started (final: the test's duration): the run-wide rates' denominator.
     elapsed_s: float = 0.0
     open_loop: bool = False  # Late and Dropped apply (closed loop: empty cells, the tab hides them)
+    report: str = ""  # after the test: its report's state or link (run/webui_report.py)
 
     def table_rows(self) -> list[dict]:
         """One row per endpoint for the web UI tab, each model's endpoints followed by their
@@ -105,6 +106,7 @@ class LiveSnapshot:
             "avg_batch": round(server.avg_batch, 2) if server else "",
             "queue_ms": round(server.queue_us / 1000, 3) if server else "",
             "compute_infer_ms": round(server.compute_infer_us / 1000, 3) if server else "",
+            "report": self.report,
             "run_dir": self.run_dir + (" (finished)" if self.final else ""),
         }
 

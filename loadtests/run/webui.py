@@ -73,6 +73,7 @@ from loadtests.errors import SpecError, StartupError
 from loadtests.options.groups import GROUPS
 from loadtests.run.live_snapshot import LiveSnapshot
 from loadtests.run.preflight import Preflight
+from loadtests.run.webui_report import ROUTE
 from loadtests.workloads.kinds import DEFAULT_USER_CLASS
 
 TAB_KEY = "triton-exact"
@@ -100,6 +101,7 @@ COLUMNS = (
     ("avg_batch", "Server avg batch"),
     ("queue_ms", "Server queue ms"),
     ("compute_infer_ms", "Server compute infer ms"),
+    ("report", "Report"),  # after the test: a link to the suite's report (run/webui_report.py)
     ("run_dir", "Run directory"),
 )
 
@@ -290,9 +292,22 @@ _SCRIPT = r"""<script>
     const css = empty.map(n => `[data-suite-table] tr > :nth-child(${n}) { display: none; }`).join('\n');
     if (!hidden) { hidden = document.createElement('style'); document.head.appendChild(hidden); }
     if (hidden.textContent !== css) { hidden.textContent = css; }
+    // The Report cell's address becomes a link (React sets the cell's text again only when it changes).
+    const at = [...table.querySelectorAll('thead th')].findIndex(th => th.textContent.trim() === 'Report');
+    for (const row of rows) {
+      const cell = row.children[at];
+      if (cell && !cell.querySelector('a') && cell.textContent.startsWith(__REPORT_ROUTE__ + '/')) {
+        const link = document.createElement('a');
+        link.href = cell.textContent;
+        link.target = '_blank';
+        link.textContent = 'report.html';
+        cell.textContent = '';
+        cell.appendChild(link);
+      }
+    }
   }
   new MutationObserver(() => { decorate(); showError(); fitTable(); })
-    .observe(document.documentElement, {childList: true, subtree: true});
+    .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
 })();
 </script>"""
 
@@ -302,8 +317,11 @@ def body_script() -> str:
     fields = [
         {"key": dest, "label": label, "group": group} for group, _about, options in GROUPS for dest, label in options
     ]
-    script = _SCRIPT.replace("__EXACT_HEADER__", json.dumps(EXACT_HEADER))
-    return script.replace("__FIELDS__", json.dumps(fields).replace("</", "<\\/"))
+    names = {"__EXACT_HEADER__": EXACT_HEADER, "__REPORT_ROUTE__": ROUTE, "__FIELDS__": fields}
+    script = _SCRIPT
+    for name, value in names.items():
+        script = script.replace(name, json.dumps(value).replace("</", "<\\/"))
+    return script
 
 
 def with_current_values(args: dict, options: argparse.Namespace) -> dict:
