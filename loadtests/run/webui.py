@@ -73,7 +73,7 @@ from loadtests.errors import SpecError, StartupError
 from loadtests.options.groups import GROUPS
 from loadtests.run.live_snapshot import LiveSnapshot
 from loadtests.run.preflight import Preflight
-from loadtests.run.webui_report import ROUTE
+from loadtests.run.webui_report import ROUTE, WRITING
 from loadtests.workloads.kinds import DEFAULT_USER_CLASS
 
 TAB_KEY = "triton-exact"
@@ -206,7 +206,7 @@ class WorkloadChoice:
         return [available[name]]
 
 
-HIDE_WORKLOAD_FIELD = '<style>.MuiFormControl-root:has(input[name="userClass"]) { display: none; }</style>'
+HIDE_WORKLOAD_FIELD = '<style>.MuiFormControl-root:has([name="userClass"]) { display: none; }</style>'
 
 HEAD = """<style>
 [data-suite-label] > span { display: none; }
@@ -221,9 +221,10 @@ legend[data-suite-label]::after { content: attr(data-suite-label); font-size: 0.
 [data-suite-group] { position: relative; margin-top: 34px !important; }
 [data-suite-group]::before { content: attr(data-suite-group); position: absolute; top: -30px; left: 0;
   font-weight: 600; font-size: 1rem; white-space: nowrap; }
-[data-suite-table] th, [data-suite-table] td { padding: 6px 8px; }
-[data-suite-table] td { white-space: nowrap; }
-[data-suite-table] td:last-child { white-space: normal; overflow-wrap: anywhere; min-width: 10em; }
+[data-suite-table] th, [data-suite-table] td { padding: 6px; }
+[data-suite-table] td:last-child { overflow-wrap: anywhere; min-width: 10em; }
+[data-suite-link] { font-size: 0 !important; cursor: pointer; }
+[data-suite-link]::after { content: "report.html"; font-size: 0.875rem; color: #1976d2; text-decoration: underline; }
 [data-suite-error]::after { content: attr(data-suite-error); color: #d32f2f; opacity: 1; }
 </style>"""
 
@@ -253,7 +254,7 @@ _SCRIPT = r"""<script>
     let seen = null;
     for (const f of FIELDS) {
       const box = container(camel(f.key));
-      if (!box) { continue; }
+      if (!box || getComputedStyle(box).display === 'none') { continue; }  // (the Workload field, when hidden)
       for (const el of box.querySelectorAll('label, legend, .MuiFormControlLabel-label')) {
         el.setAttribute('data-suite-label', f.label);
       }
@@ -292,19 +293,48 @@ _SCRIPT = r"""<script>
     const css = empty.map(n => `[data-suite-table] tr > :nth-child(${n}) { display: none; }`).join('\n');
     if (!hidden) { hidden = document.createElement('style'); document.head.appendChild(hidden); }
     if (hidden.textContent !== css) { hidden.textContent = css; }
-    // The Report cell's address becomes a link (React sets the cell's text again only when it changes).
+    linkReports(table, rows);
+  }
+  // The Report cell links to the report: an attribute and a click on the cell React draws, its
+  // text left to React (replacing React's nodes froze the tab at the next test). Locust stops
+  // polling soon after a test stops, while the report may still be being written: a cell that
+  // says so asks the suite itself until the report is there.
+  const REPORT = __REPORT_ROUTE__;
+  const WRITING = __REPORT_WRITING__;
+  let asking = false;
+  function reportCells(table, rows) {
     const at = [...table.querySelectorAll('thead th')].findIndex(th => th.textContent.trim() === 'Report');
-    for (const row of rows) {
-      const cell = row.children[at];
-      if (cell && !cell.querySelector('a') && cell.textContent.startsWith(__REPORT_ROUTE__ + '/')) {
-        const link = document.createElement('a');
-        link.href = cell.textContent;
-        link.target = '_blank';
-        link.textContent = 'report.html';
-        cell.textContent = '';
-        cell.appendChild(link);
+    return at < 0 ? [] : rows.map(row => row.children[at]).filter(cell => cell);
+  }
+  function link(cell, address) {
+    if (cell.getAttribute('data-suite-link') === address) { return; }
+    cell.setAttribute('data-suite-link', address);
+    cell.setAttribute('role', 'link');
+    cell.setAttribute('tabindex', '0');
+    cell.onclick = () => window.open(cell.getAttribute('data-suite-link'), '_blank');
+  }
+  function linkReports(table, rows) {
+    const cells = reportCells(table, rows);
+    for (const cell of cells) {
+      const text = cell.textContent;
+      if (text.startsWith(REPORT + '/')) { link(cell, text); }
+      else if (text !== WRITING && cell.hasAttribute('data-suite-link')) {
+        for (const name of ['data-suite-link', 'role', 'tabindex']) { cell.removeAttribute(name); }
+        cell.onclick = null;
       }
     }
+    const waiting = cells.filter(c => c.textContent === WRITING && !c.hasAttribute('data-suite-link'));
+    if (asking || !waiting.length) { return; }
+    asking = true;
+    setTimeout(async () => {
+      try {
+        const answer = await (await fetch(REPORT + '/latest')).json();
+        if (answer.report.startsWith(REPORT + '/')) { waiting.forEach(cell => link(cell, answer.report)); }
+      } finally {
+        asking = false;
+        fitTable();
+      }
+    }, 1000);
   }
   new MutationObserver(() => { decorate(); showError(); fitTable(); })
     .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
@@ -317,7 +347,8 @@ def body_script() -> str:
     fields = [
         {"key": dest, "label": label, "group": group} for group, _about, options in GROUPS for dest, label in options
     ]
-    names = {"__EXACT_HEADER__": EXACT_HEADER, "__REPORT_ROUTE__": ROUTE, "__FIELDS__": fields}
+    names = {"__EXACT_HEADER__": EXACT_HEADER, "__REPORT_ROUTE__": ROUTE, "__REPORT_WRITING__": WRITING}
+    names["__FIELDS__"] = fields
     script = _SCRIPT
     for name, value in names.items():
         script = script.replace(name, json.dumps(value).replace("</", "<\\/"))

@@ -6,6 +6,8 @@ same command, in a child process: `run/` does not import `analysis/`, and the pl
 out of the load generator's process). The exact tab's Report column then links to it:
 
     GET /triton-report/<n>/report.html     # the n-th test of this web UI (1, 2, ...), and its files
+    GET /triton-report/latest              # {"report": the last test's Report cell}: the page asks
+                                           # while it is being written (Locust's polls stop at STOP)
 
 Only the run directories of tests this process ran are served, each below its own directory.
 Locust's own report (its "Download Report") is untouched.
@@ -19,7 +21,7 @@ import sys
 from pathlib import Path
 
 import gevent
-from flask import Flask, Response, abort, send_from_directory
+from flask import Flask, Response, abort, jsonify, send_from_directory
 
 logger = logging.getLogger(__name__)
 
@@ -34,10 +36,17 @@ class ReportPages:
 
     def __init__(self) -> None:
         self.runs: dict[int, Path] = {}
+        self.latest: Path | None = None
         self.states: dict[Path, str] = {}  # the Report cell: WRITING, the link, or FAILED
 
     def install(self, app: Flask, auth=lambda view: view) -> None:
         """Add the route to Locust's web app (`auth`: Locust's login check, when --web-login is on)."""
+
+        @app.route(f"{ROUTE}/latest")
+        @auth
+        def _latest() -> Response:
+            # The page asks while the last test's report is being written (Locust's polls have stopped).
+            return jsonify({"report": self.states.get(self.latest, "") if self.latest else ""})
 
         @app.route(f"{ROUTE}/<int:number>/<path:name>")
         @auth
@@ -50,7 +59,7 @@ class ReportPages:
     def write(self, path: Path) -> None:
         """A test ended: write its report in the background (its cell says so until then)."""
         number = len(self.runs) + 1
-        self.runs[number] = path
+        self.runs[number] = self.latest = path
         self.states[path] = WRITING
         gevent.spawn(self._write, number, path)
 

@@ -61,3 +61,10 @@ def test_a_run_directory_typed_in_the_form_is_used_and_kept_after_a_reload(web_u
     click_button(browser, "NEW")
     open_custom_parameters(browser)
     assert browser.find_element(By.NAME, "runDir").get_attribute("value") == str(typed)
+
+
+def test_the_workload_field_is_hidden_when_classes_are_named(web_ui, browser):  # noqa: F811 (fixtures)
+    """`locust -f locustfile.py TritonHttpUser ...`: the named class runs, the form's Workload field does not apply."""
+    browser.get(web_ui.url)
+    open_custom_parameters(browser)
+    assert not browser.find_element(By.NAME, "userClass").is_displayed()

@@ -13,6 +13,7 @@ import urllib.request
 
 from selenium.webdriver.common.by import By
 
+from tests.helpers import triton_options
 from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     EXACT_TAB,
     browser,
@@ -20,6 +21,8 @@ from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     click_button,
     exact_rows,
     header_text,
+    launch,
+    open_exact_tab,
     pytestmark,
     screenshot,
     start,
@@ -34,7 +37,7 @@ def report_link(driver):
     return driver.execute_script(
         """
         const table = [...document.querySelectorAll('table')].find(t => t.innerText.includes(arguments[0]));
-        return table ? [...table.querySelectorAll('tbody a')].filter(a => a.textContent === 'report.html') : [];
+        return table ? [...table.querySelectorAll('tbody [data-suite-link]')] : [];
         """,
         EXACT_TAB,
     )
@@ -53,15 +56,17 @@ def test_stop_writes_the_report_and_the_tab_links_to_it(web_ui, browser):  # noq
     start(browser, users=2)
     wait_running(browser, 1)
     click_button(browser, "STOP")
-    (link,) = wait_for(lambda: report_link(browser), "the exact tab never linked to the report")[:1]
+    (link,) = wait_for(
+        lambda: report_link(browser), f"the exact tab never linked to the report: {exact_rows(browser)}"
+    )[:1]
     wait_for(lambda: header_text(browser, "Status") == "STOPPED", "Locust's header never said STOPPED")
     screenshot(browser, "webui-report-link.png", height=600, width=1400)
     summary = json.loads((web_ui.run_dir / "summary.json").read_text())
     (row,) = exact_rows(browser)
     assert int(row["Requests"]) == summary["endpoints"][0]["requests"]
     assert (web_ui.run_dir / "report.html").exists() and (web_ui.run_dir / "report.md").exists()
-    href = link.get_attribute("href")
-    assert href.startswith(web_ui.url.rstrip("/") + "/triton-report/")
+    href = web_ui.url.rstrip("/") + link.get_attribute("data-suite-link")
+    assert link.get_attribute("role") == "link" and "/triton-report/" in href
 
     link.click()  # a new tab, as Locust's own report opens
     wait_for(lambda: len(browser.window_handles) == 2, "the report never opened")
@@ -83,3 +88,15 @@ def test_stop_writes_the_report_and_the_tab_links_to_it(web_ui, browser):  # noq
     assert status(f"{base}/..%2F..%2Fetc%2Fpasswd") == 404
     assert status(web_ui.url.rstrip("/") + "/triton-report/9/report.html") == 404
     assert status(web_ui.url.rstrip("/") + "/stats/report") == 200
+
+
+def test_a_test_that_ends_on_its_run_time_gets_its_report_too(triton, browser, tmp_path):  # noqa: F811 (fixtures)
+    """-t given to the web UI fills the form's run time: the test ends by itself, and its report is linked."""
+    with launch(tmp_path, ["TritonHttpUser", "--model", "identity", *triton_options(triton, 1), "-t", "3s"]) as ui:
+        browser.get(ui.url)
+        start(browser, users=1)
+        open_exact_tab(browser)
+        (link,) = wait_for(lambda: report_link(browser), "the exact tab never linked to the report")[:1]
+        assert status(ui.url.rstrip("/") + link.get_attribute("data-suite-link")) == 200
+    summary = json.loads((ui.run_dir / "summary.json").read_text())
+    assert summary["endpoints"][0]["requests"] > 0 and (ui.run_dir / "report.html").exists()
