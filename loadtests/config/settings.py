@@ -134,6 +134,8 @@ class Settings:
     headless: bool = False
     autostart: bool = False
     user_classes: tuple[str, ...] = ()  # the classes named on the command line (none: all of the locustfile's)
+    # --user-class: what a test started from the web UI runs when no class is named (run/webui.py).
+    user_class: str = ""
     # Every option as given, JSON-friendly (config.json's "options"); not compared.
     as_given: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

@@ -35,6 +35,7 @@ GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
         "Workload",
         "which model and what each request holds",
         (
+            ("user_class", "Workload (user class)"),
             ("model", "Model"),
             ("mix", "Model mix"),
             ("batch_size", "Batch size (SPEC)"),

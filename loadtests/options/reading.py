@@ -337,6 +337,7 @@ def _locust_run(options: argparse.Namespace) -> dict[str, Any]:
         "headless": bool(getattr(options, "headless", False)),
         "autostart": bool(getattr(options, "autostart", False)),
         "user_classes": tuple(getattr(options, "user_classes", None) or ()),
+        "user_class": _text(options, "user_class"),
     }
 
 

@@ -43,6 +43,8 @@ from loadtests.config.settings import (
 )
 from loadtests.errors import SpecError
 from loadtests.traffic.arguments import add_arguments as add_shape_arguments
+from loadtests.workloads.kinds import DEFAULT_USER_CLASS
+from loadtests.workloads.kinds import user_class_names as workload_classes
 
 # Locust binds its web UI (no authentication) and the master's ZeroMQ port on every
 # interface. The suite binds both to loopback unless told otherwise: enough locally and
@@ -145,6 +147,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         is_secret=True,
         help="extra header on every request to Triton, HTTP and gRPC (repeatable); VALUE env:VAR or "
         "file:PATH reads the secret from there, so it stays out of config.json and the web UI",
+    )
+    option(
+        "--user-class",
+        default=DEFAULT_USER_CLASS,
+        choices=workload_classes(),
+        help="the user class a test started from the web UI runs when none is named on the command line "
+        "(and --class-picker is off): BertQA* and ResNet* run on the demo's models, Triton*User on any "
+        "model (Model), TritonSequence*User on a sequence-batching model; Http or Grpc",
     )
     option(
         "--model",

@@ -25,8 +25,13 @@ class EndpointCache:
     """Endpoints of the selected user classes, prepared against the current settings."""
 
     def __init__(
-        self, user_classes: list[type], settings: Callable[[], Settings], request_event, connections: Connections
+        self,
+        user_classes: Callable[[], list[type]],
+        settings: Callable[[], Settings],
+        request_event,
+        connections: Connections,
     ) -> None:
+        # Asked each time: the web UI's class picker and Workload field choose them per test.
         self.user_classes = user_classes
         self.settings = settings
         self.request_event = request_event
@@ -39,13 +44,13 @@ class EndpointCache:
         have no task of their own: a class whose own tasks send needs no endpoint)."""
         return [
             cls
-            for cls in self.user_classes
+            for cls in self.user_classes()
             if isinstance(getattr(cls, "kind", None), WorkloadKind) and getattr(cls, "runs_workload", True)
         ]
 
     def own_tasks(self) -> list[type]:
         """The selected user classes of the suite whose own tasks send (they name models as they run)."""
-        return [cls for cls in self.user_classes if getattr(cls, "runs_workload", True) is False]
+        return [cls for cls in self.user_classes() if getattr(cls, "runs_workload", True) is False]
 
     def kinds(self) -> set[WorkloadKind]:
         return {cls.kind for cls in self.classes()}

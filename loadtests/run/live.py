@@ -10,6 +10,7 @@ import logging
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from locust.runners import MasterRunner
 
@@ -19,6 +20,7 @@ from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.live_snapshot import LiveEndpoint, LiveSnapshot, model_totals
 from loadtests.run.preflight import Preflight
 from loadtests.run.process import SuiteProcess
+from loadtests.run.webui_report import ReportPages
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +32,7 @@ class LiveViews:
         self.process = process
         self.lifecycle = lifecycle
         self.finished: LiveSnapshot | None = None  # the last test's final numbers
+        self.reports: ReportPages | None = None  # with a web UI: each finished test's report
 
     def register(self) -> None:
         self.process.environment.events.test_start.add_listener(self.on_test_start)
@@ -39,7 +42,9 @@ class LiveViews:
         """At init: the web UI tab (with a web UI) and the exporter (--prometheus-port); exits 2
         when the exporter's port cannot be bound."""
         if web_ui is not None:
-            webui.install(web_ui, self.snapshot, preflight.check_web_start)
+            webui.install(web_ui, self.snapshot, preflight)
+            self.reports = ReportPages()
+            self.reports.install(web_ui.app, web_ui.auth_required_if_enabled)
         settings = self.process.settings
         if not settings.prometheus_port:
             return
@@ -54,9 +59,12 @@ class LiveViews:
     def on_test_start(self, **_kwargs) -> None:
         self.finished = None
 
-    def on_run_finished(self, **_kwargs) -> None:
+    def on_run_finished(self, path: Path, **_kwargs) -> None:
+        if self.reports is not None:
+            self.reports.write(Path(path))
         if self.lifecycle.last is not None:
-            self.finished = of_run(self.lifecycle.last, 0, 0, final=True)
+            final = of_run(self.lifecycle.last, 0, 0, final=True)
+            self.finished = replace(final, open_loop=self.process.settings.open_loop)
 
     def snapshot(self) -> LiveSnapshot:
         """The current merged numbers (what the web UI tab and the Prometheus endpoint show)."""
@@ -65,17 +73,18 @@ class LiveViews:
         workers = len(runner.clients.ready + runner.clients.running) if isinstance(runner, MasterRunner) else 0
         run = self.lifecycle.active
         if run is not None:
-            return of_run(run, users, workers)
+            return replace(of_run(run, users, workers), open_loop=self.process.settings.open_loop)
         if self.finished is not None:
-            return replace(self.finished, users=users, workers=workers)
+            report = self.reports.cell(self.finished.run_dir) if self.reports is not None else ""
+            return replace(self.finished, users=users, workers=workers, report=report)
         return LiveSnapshot(users=users, workers=workers)
 
 
 def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> LiveSnapshot:
     """While running: rates and server-side numbers of the latest interval; final: of the whole run."""
     aggregator = run.aggregator
+    duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
     if final:
-        duration_s = max((run.directory.stopped_at or time.time()) - run.directory.started_at, 1e-9)
         window, window_s = aggregator.totals, duration_s
         server = run.server.stats.total_delta()  # what summary.json's `server` says
     else:
@@ -86,4 +95,4 @@ def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> Liv
         LiveEndpoint.of(total, window.get(name), window_s) for name, total in sorted(aggregator.totals.items())
     ]
     totals = model_totals(aggregator.totals, window, window_s)
-    return LiveSnapshot(endpoints, server, users, workers, str(run.directory.path), final, totals)
+    return LiveSnapshot(endpoints, server, users, workers, str(run.directory.path), final, totals, duration_s)

@@ -72,6 +72,10 @@ class LiveSnapshot:
     final: bool = False
     # Each model with several endpoints (HTTP and gRPC), merged: summary.json's model_totals.
     model_totals: list[LiveEndpoint] = field(default_factory=list)
+    # Since the test started (final: the test's duration): the run-wide rates' denominator.
+    elapsed_s: float = 0.0
+    open_loop: bool = False  # Late and Dropped apply (closed loop: empty cells, the tab hides them)
+    report: str = ""  # after the test: its report's state or link (run/webui_report.py)
 
     def table_rows(self) -> list[dict]:
         """One row per endpoint for the web UI tab, each model's endpoints followed by their
@@ -90,16 +94,19 @@ class LiveSnapshot:
             "endpoint": endpoint.name,
             "requests": endpoint.requests,
             "failures": sum(endpoint.failures.values()),
-            "late": endpoint.late,
-            "dropped": endpoint.dropped,
+            "late": endpoint.late if self.open_loop else "",
+            "dropped": endpoint.dropped if self.open_loop else "",
             "inferences": endpoint.inferences,
-            "infer_per_s": round(endpoint.window_infer_per_s, 1),
+            # The last window while the test runs; after it, only the whole test's rate.
+            "infer_now": "" if self.final else round(endpoint.window_infer_per_s, 1),
+            "infer_run": round(endpoint.inferences / self.elapsed_s, 1) if self.elapsed_s > 0 else "",
             **{f"{key}_ms": round(endpoint.latency_us[key] / 1000, 3) for key in TABLE_LATENCIES},
             "p99_interval_ms": endpoint.p99_interval_ms,
             **{key: endpoint.stream_ms.get(key, "") for key in STREAM_KEYS},
             "avg_batch": round(server.avg_batch, 2) if server else "",
             "queue_ms": round(server.queue_us / 1000, 3) if server else "",
             "compute_infer_ms": round(server.compute_infer_us / 1000, 3) if server else "",
+            "report": self.report,
             "run_dir": self.run_dir + (" (finished)" if self.final else ""),
         }
 

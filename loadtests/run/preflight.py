@@ -18,7 +18,7 @@ a FileExistsError in finalisation.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from loadtests.config.settings import Settings
@@ -119,17 +119,23 @@ class Preflight:
             process.rejected = error
             process.fail_startup(error)
 
-    def check_web_start(self, form: Mapping[str, str]) -> None:
-        """A test about to start from the web UI: the headless pre-flight on its form's options;
-        raises StartupError."""
+    def check_web_start(self, form: Mapping[str, str], classes: Callable[[Settings], list[type]]) -> None:
+        """A test about to start from the web UI: the headless pre-flight on its form's options
+        and on the user classes it will run (`classes(settings)`, the form's choice); raises
+        StartupError."""
         apply_form(self.process.environment.parsed_options, form)
         settings = self.reload()
+        self.choose_user_classes(classes)
         self.check_traffic()
         self.check_slo(settings)
         self.process.endpoints.prepare_all()
         slo_gate.check_streamed(settings, self.process.endpoints.names(), self.process.endpoints.streamed())
         self.choose_statistics_address()
         self.locate_traces()
+
+    def choose_user_classes(self, classes: Callable[[Settings], list[type]]) -> None:
+        """The user classes the next test runs, `classes(settings)` (the web UI's choice)."""
+        self.process.select_user_classes(classes(self.process.settings))
 
     def choose_statistics_address(self) -> None:
         """Where the run reads Triton's statistics (HTTP, or gRPC for a gRPC-only target),

@@ -71,7 +71,7 @@ class SuiteProcess:
         # The users' gRPC connection pools and the replicas of each address: this process's.
         self.connections = Connections()
         self.endpoints = EndpointCache(
-            environment.user_classes, lambda: self.settings, environment.events.request, self.connections
+            lambda: environment.user_classes, lambda: self.settings, environment.events.request, self.connections
         )
         # The models the users' own tasks name, as Triton describes them: (protocol, name) -> spec.
         self.models: dict[tuple[str, str], ModelSpec] = {}
@@ -105,13 +105,22 @@ class SuiteProcess:
             self.endpoints.clear()
             self.models.clear()
         self.recorder.window_s = settings.window_s
+        self._label_host()
+        return settings
+
+    def select_user_classes(self, classes: list[type]) -> None:
+        """The user classes the next test runs (the web UI's choice: Locust then runs
+        `environment.user_classes`, and pre-flight prepares the same)."""
+        self.environment.user_classes = list(classes)
+        self._label_host()
+
+    def _label_host(self) -> None:
         classes = self.environment.user_classes
         if self.role.records_run and all(issubclass(cls, TritonUser) for cls in classes):
             # What Locust's web UI shows as "Host": the suite's users ignore Locust's --host.
             # Locust gives environment.host to every class: never with another class beside
             # them (a FastHttpUser's own host stays its own).
-            self.environment.host = target_label(settings, classes)
-        return settings
+            self.environment.host = target_label(self.settings, classes)
 
     # -- what the users need (loadtests.workloads.users.ProcessServices) ---------------------------------
     def endpoint(self, kind: WorkloadKind, protocol: str) -> Endpoint | MixedEndpoint:

@@ -60,7 +60,7 @@ import argparse
 import copy
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, before_render_template, jsonify, request
@@ -68,9 +68,13 @@ from locust.runners import STATE_RUNNING, STATE_SPAWNING
 from werkzeug.datastructures import ImmutableMultiDict, MultiDict
 
 from loadtests.config.security import redact_header
-from loadtests.errors import StartupError
+from loadtests.config.settings import Settings
+from loadtests.errors import SpecError, StartupError
 from loadtests.options.groups import GROUPS
 from loadtests.run.live_snapshot import LiveSnapshot
+from loadtests.run.preflight import Preflight
+from loadtests.run.webui_report import ROUTE, WRITING
+from loadtests.workloads.kinds import DEFAULT_USER_CLASS
 
 TAB_KEY = "triton-exact"
 COLUMNS = (
@@ -80,7 +84,8 @@ COLUMNS = (
     ("late", "Late (open loop)"),
     ("dropped", "Dropped"),
     ("inferences", "Inferences"),
-    ("infer_per_s", "Infer/s (now / run)"),
+    ("infer_now", "Infer/s now"),
+    ("infer_run", "Infer/s run"),
     ("p50_ms", "p50 ms"),
     ("p90_ms", "p90 ms"),
     ("p95_ms", "p95 ms"),
@@ -96,23 +101,30 @@ COLUMNS = (
     ("avg_batch", "Server avg batch"),
     ("queue_ms", "Server queue ms"),
     ("compute_infer_ms", "Server compute infer ms"),
+    ("report", "Report"),  # after the test: a link to the suite's report (run/webui_report.py)
     ("run_dir", "Run directory"),
 )
 
+
+EXACT_HEADER = dict(COLUMNS)["avg_batch"]  # a header only the exact table has (the page's script finds it by it)
 
 # Locust's form draws every field as an MUI TextField; the Host one is hidden by its input's name.
 HIDE_HOST_FIELD = '<style>.MuiFormControl-root:has(input[name="host"]) { display: none; }</style>'
 
 
-def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[[Mapping[str, str]], None]) -> None:
+def install(web_ui, snapshot: Callable[[], LiveSnapshot], preflight: Preflight) -> None:
     """Add the tab, the start-up check and the hidden Host field to Locust's web UI.
 
-    `check_start(form)` takes the form's option values and runs the headless pre-flight on
-    them (raises StartupError; the run wiring's `Preflight.check_web_start`).
+    At START, `preflight.check_web_start(form, classes)` runs the headless pre-flight on the
+    form's option values and on the user classes the test will run (raises StartupError).
     """
     environment = web_ui.environment
     redaction = HeaderRedaction(environment.parsed_options)
     redaction.install(web_ui.app)
+    choice = WorkloadChoice(environment, web_ui.userclass_picker_is_active)
+    if choice.by_field:  # the header's Host and the page: what START with the defaults runs
+        preflight.choose_user_classes(lambda settings: choice.classes(ImmutableMultiDict(), settings))
+    hidden = HIDE_HOST_FIELD + ("" if choice.by_field else HIDE_WORKLOAD_FIELD)
     web_ui.template_args["extended_tabs"] = [{"title": "Triton (exact)", "key": TAB_KEY}]
     web_ui.template_args["extended_tables"] = [
         {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in COLUMNS]}
@@ -132,7 +144,7 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         is_page = (request.endpoint or "").endswith("index") and response.mimetype == "text/html"
         if is_page and not response.direct_passthrough:
             page = response.get_data(as_text=True)
-            page = page.replace("</head>", f"{HIDE_HOST_FIELD}{HEAD}</head>", 1)
+            page = page.replace("</head>", f"{hidden}{HEAD}</head>", 1)
             response.set_data(page.replace("</body>", f"{body_script()}</body>", 1))  # order, labels
         return response
 
@@ -151,12 +163,50 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], check_start: Callable[
         runner = environment.runner
         if runner is not None and runner.state in (STATE_SPAWNING, STATE_RUNNING):
             return None  # "Edit" of a running test: only users and spawn rate change
+        form = request.form
         try:
-            check_start(request.form)
+            preflight.check_web_start(form, lambda settings: choice.classes(form, settings))
         except StartupError as error:
             return jsonify({"success": False, "message": f"error: {error}", "host": environment.host})
         return None
 
+
+class WorkloadChoice:
+    """Which user classes a test started from the form runs (what Locust runs and pre-flight prepares).
+
+    - classes named on the command line: those (the form's Workload field is hidden);
+    - --class-picker: the ticked ones (none ticked: every class, as Locust does);
+    - neither: the form's Workload field (--user-class), one class, by default BertQAHttpUser, which
+      runs on the demo Triton. Locust would run every class of the locustfile, the generic and
+      sequence ones too, which cannot run without a model of their own.
+    """
+
+    def __init__(self, environment, picker: bool) -> None:
+        self.environment = environment
+        self.picker = picker
+        named = getattr(environment.parsed_options, "user_classes", None)
+        self.named: list[type] | None = list(environment.user_classes) if named else None
+
+    @property
+    def by_field(self) -> bool:
+        """The Workload field decides (no class named, no picker)."""
+        return not self.picker and self.named is None
+
+    def classes(self, form: MultiDict, settings: Settings) -> list[type]:
+        """The classes a START with this form runs; raises SpecError for an unknown --user-class."""
+        available = dict(self.environment.available_user_classes or {})
+        if self.picker:
+            ticked = form.getlist("user_classes")
+            return [cls for name, cls in available.items() if name in ticked] or list(available.values())
+        if self.named is not None:
+            return self.named
+        name = settings.user_class or DEFAULT_USER_CLASS
+        if name not in available:
+            raise SpecError(f"--user-class {name}: not a user class here (the classes: {', '.join(sorted(available))})")
+        return [available[name]]
+
+
+HIDE_WORKLOAD_FIELD = '<style>.MuiFormControl-root:has([name="userClass"]) { display: none; }</style>'
 
 HEAD = """<style>
 [data-suite-label] > span { display: none; }
@@ -167,16 +217,20 @@ label[data-suite-label]::after { content: attr(data-suite-label); font-size: 1re
 legend[data-suite-label]::after { content: attr(data-suite-label); font-size: 0.75em; visibility: hidden;
   padding: 0 5px; display: inline-block; }
 [data-suite-help]::after { content: attr(data-suite-help); font-size: 0.75rem; opacity: 0.7; margin: 3px 14px 0;
-  display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
+  display: block; white-space: normal; overflow: visible; }
 [data-suite-group] { position: relative; margin-top: 34px !important; }
 [data-suite-group]::before { content: attr(data-suite-group); position: absolute; top: -30px; left: 0;
   font-weight: 600; font-size: 1rem; white-space: nowrap; }
-[data-suite-error]::after { content: attr(data-suite-error); color: #d32f2f; opacity: 1; -webkit-line-clamp: 6; }
+[data-suite-table] th, [data-suite-table] td { padding: 6px; }
+[data-suite-table] td:last-child { overflow-wrap: anywhere; min-width: 10em; }
+[data-suite-link] { font-size: 0 !important; cursor: pointer; }
+[data-suite-link]::after { content: "report.html"; font-size: 0.875rem; color: #1976d2; text-decoration: underline; }
+[data-suite-error]::after { content: attr(data-suite-error); color: #d32f2f; opacity: 1; }
 </style>"""
 
 _SCRIPT = r"""<script>
 (function () {
-  const FIELDS = %s;
+  const FIELDS = __FIELDS__;
   const args = window.templateArgs || {};
   const given = args.extra_options || {};
   const ordered = {};
@@ -186,7 +240,11 @@ _SCRIPT = r"""<script>
   for (const key of Object.keys(given)) { if (!(key in ordered)) { ordered[key] = given[key]; } }
   args.extra_options = ordered;
   const help = {};
-  for (const f of FIELDS) { help[f.key] = ((given[f.key] || {}).help_text || "").replace(/ \[env [A-Z_]+\]$/, ""); }
+  for (const f of FIELDS) {
+    // argparse's help doubles a percent sign; the variable's name has its own place (python -m loadtests options).
+    const text = ((given[f.key] || {}).help_text || "").replace(/ \[env [A-Z_]+\]$/, "");
+    help[f.key] = text.replace(/%%/g, "%");
+  }
   const camel = (key) => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
   function container(name) {
     const input = document.querySelector('[name="' + name + '"]');
@@ -196,7 +254,7 @@ _SCRIPT = r"""<script>
     let seen = null;
     for (const f of FIELDS) {
       const box = container(camel(f.key));
-      if (!box) { continue; }
+      if (!box || getComputedStyle(box).display === 'none') { continue; }  // (the Workload field, when hidden)
       for (const el of box.querySelectorAll('label, legend, .MuiFormControlLabel-label')) {
         el.setAttribute('data-suite-label', f.label);
       }
@@ -220,8 +278,66 @@ _SCRIPT = r"""<script>
     box.setAttribute('data-suite-help', text);
     box.scrollIntoView({block: 'center'});
   }
-  new MutationObserver(() => { decorate(); showError(); })
-    .observe(document.documentElement, {childList: true, subtree: true});
+  // The exact tab shows only the columns that apply to this run: a column whose every cell is
+  // empty (streaming cells of a model that does not stream, Late/Dropped in closed loop, Infer/s
+  // now after the test) is hidden, so the server's columns fit at 1,400 px without a scroll bar.
+  let hidden = null;
+  function fitTable() {
+    const table = [...document.querySelectorAll('table')].find(
+      t => [...t.querySelectorAll('thead th')].some(th => th.textContent.trim() === __EXACT_HEADER__));
+    if (!table) { return; }
+    table.setAttribute('data-suite-table', '');
+    const rows = [...table.querySelectorAll('tbody tr')];
+    const empty = [...table.querySelectorAll('thead th')].map((_, i) => i + 1).filter(n => rows.length && rows.every(
+      row => !row.children[n - 1] || row.children[n - 1].textContent.trim() === ''));
+    const css = empty.map(n => `[data-suite-table] tr > :nth-child(${n}) { display: none; }`).join('\n');
+    if (!hidden) { hidden = document.createElement('style'); document.head.appendChild(hidden); }
+    if (hidden.textContent !== css) { hidden.textContent = css; }
+    linkReports(table, rows);
+  }
+  // The Report cell links to the report: an attribute and a click on the cell React draws, its
+  // text left to React (replacing React's nodes froze the tab at the next test). Locust stops
+  // polling soon after a test stops, while the report may still be being written: a cell that
+  // says so asks the suite itself until the report is there.
+  const REPORT = __REPORT_ROUTE__;
+  const WRITING = __REPORT_WRITING__;
+  let asking = false;
+  function reportCells(table, rows) {
+    const at = [...table.querySelectorAll('thead th')].findIndex(th => th.textContent.trim() === 'Report');
+    return at < 0 ? [] : rows.map(row => row.children[at]).filter(cell => cell);
+  }
+  function link(cell, address) {
+    if (cell.getAttribute('data-suite-link') === address) { return; }
+    cell.setAttribute('data-suite-link', address);
+    cell.setAttribute('role', 'link');
+    cell.setAttribute('tabindex', '0');
+    cell.onclick = () => window.open(cell.getAttribute('data-suite-link'), '_blank');
+  }
+  function linkReports(table, rows) {
+    const cells = reportCells(table, rows);
+    for (const cell of cells) {
+      const text = cell.textContent;
+      if (text.startsWith(REPORT + '/')) { link(cell, text); }
+      else if (text !== WRITING && cell.hasAttribute('data-suite-link')) {
+        for (const name of ['data-suite-link', 'role', 'tabindex']) { cell.removeAttribute(name); }
+        cell.onclick = null;
+      }
+    }
+    const waiting = cells.filter(c => c.textContent === WRITING && !c.hasAttribute('data-suite-link'));
+    if (asking || !waiting.length) { return; }
+    asking = true;
+    setTimeout(async () => {
+      try {
+        const answer = await (await fetch(REPORT + '/latest')).json();
+        if (answer.report.startsWith(REPORT + '/')) { waiting.forEach(cell => link(cell, answer.report)); }
+      } finally {
+        asking = false;
+        fitTable();
+      }
+    }, 1000);
+  }
+  new MutationObserver(() => { decorate(); showError(); fitTable(); })
+    .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
 })();
 </script>"""
 
@@ -231,7 +347,26 @@ def body_script() -> str:
     fields = [
         {"key": dest, "label": label, "group": group} for group, _about, options in GROUPS for dest, label in options
     ]
-    return _SCRIPT % json.dumps(fields).replace("</", "<\\/")
+    names = {"__EXACT_HEADER__": EXACT_HEADER, "__REPORT_ROUTE__": ROUTE, "__REPORT_WRITING__": WRITING}
+    names["__FIELDS__"] = fields
+    script = _SCRIPT
+    for name, value in names.items():
+        script = script.replace(name, json.dumps(value).replace("</", "<\\/"))
+    return script
+
+
+def with_current_values(args: dict, options: argparse.Namespace) -> dict:
+    """Locust's template arguments with each option's field holding its current value.
+
+    Locust re-parses the command line for the form's values each time it renders the page, so a
+    reload showed the command line's --run-dir, not the one a START from the form used; the
+    options Locust applied the form to hold what it used.
+    """
+    extra_options = {
+        key: {**entry, "default_value": getattr(options, key)} if hasattr(options, key) else entry
+        for key, entry in (args.get("extra_options") or {}).items()
+    }
+    return {**args, "extra_options": extra_options}
 
 
 OPTION = "header"
@@ -240,7 +375,8 @@ NEXT_HEADER = re.compile(r",\s*(?=[!#$%&'*+.^_`|~0-9A-Za-z-]+\s*:(?!//))")
 
 
 class HeaderRedaction:
-    """Redacts --header in the page it renders and restores it from the form the page posts."""
+    """Renders the form with the options' current values, --header redacted, and restores the
+    header from the form the page posts."""
 
     def __init__(self, options: argparse.Namespace | None) -> None:
         self.options = options
@@ -253,6 +389,9 @@ class HeaderRedaction:
 
     def on_render(self, _app: Flask, template: Any = None, context: dict | None = None, **_extra: Any) -> None:
         args = (context or {}).get("template_args") or {}
+        if context is not None and self.options is not None:
+            # The form as the last START left it: Locust fills it from the command line each time.
+            args = context["template_args"] = with_current_values(args, self.options)
         extra_options = args.get("extra_options") or {}
         entry = extra_options.get(OPTION)
         if entry is None or context is None:

@@ -178,6 +178,19 @@ def kind_for_model(model: str) -> WorkloadKind:
     return next((kind for kind in KINDS.values() if model in kind.demo_models), GENERIC)
 
 
+def user_class_names() -> list[str]:
+    """Every kind's user class names, the table's order (the web form's Workload choices).
+
+    >>> user_class_names()[:2]
+    ['BertQAHttpUser', 'BertQAGrpcUser']
+    """
+    return [name for kind in KINDS.values() for name in kind.user_classes.values()]
+
+
+# The class a test started from the web UI runs when none is named: BERT-QA over HTTP on the demo's bert_qa.
+DEFAULT_USER_CLASS = BERT_QA.user_classes["http"]
+
+
 def sweep_user_classes() -> dict[str, str]:
     """The sweep command's --user-class choices: class name -> protocol, the table's order."""
     return {name: protocol for kind in KINDS.values() if kind.in_sweeps for protocol, name in kind.user_classes.items()}

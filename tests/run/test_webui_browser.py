@@ -54,7 +54,7 @@ SCREENSHOTS = os.environ.get("TRITON_LOADTEST_SCREENSHOTS", "")
 # Generous: the machine is shared, and each wait ends as soon as its condition holds.
 WAIT_S = 60.0
 EXACT_TAB = "Server avg batch"  # a header only the "Triton (exact)" table has
-INFER_PER_S = "Infer/s (now / run)"  # the last window while running, the whole run when finished
+INFER_PER_S = "Infer/s run"  # inferences / time since the test started; when finished, the whole test
 
 
 @dataclass
