@@ -333,15 +333,31 @@ def wait_running(driver: WebDriver, endpoints: int) -> list[dict[str, str]]:
     return wait_for(running, f"the Triton (exact) tab never showed {endpoints} running endpoints")
 
 
+def finished_rows(driver: WebDriver) -> list[dict[str, str]]:
+    """The tab's final rows once it shows them (all marked finished: one snapshot).
+
+    Locust marks a test STOPPED, and its page stops polling, before it fires test_stop, where
+    the suite writes summary.json and the final rows: when that takes longer than Locust's last
+    poll (seen once on a busy host), the tab keeps the last live rows until the page is loaded
+    again, as a reader who reloads it sees (docs/guides/web-ui.md). The test reloads it then."""
+
+    def finished() -> list[dict[str, str]]:
+        return [r for r in exact_rows(driver) if r["Run directory"].endswith("(finished)")]
+
+    try:
+        return wait_for(finished, "not yet", timeout=15)
+    except AssertionError:
+        driver.refresh()
+        open_exact_tab(driver)
+        return wait_for(finished, "the Triton (exact) tab never showed the finished run")
+
+
 def stop_and_read(driver: WebDriver, ui: WebUI) -> tuple[dict, list[dict[str, str]]]:
     """STOP, then summary.json and the tab's final rows (all marked finished: one snapshot)."""
     click_button(driver, "STOP")
     summary_path = ui.run_dir / "summary.json"
     wait_for(summary_path.exists, "the run never wrote summary.json")
-    rows = wait_for(
-        lambda: [r for r in exact_rows(driver) if r["Run directory"].endswith("(finished)")],
-        "the Triton (exact) tab never showed the finished run",
-    )
+    rows = finished_rows(driver)
     # Locust's header polls on its own: a picture taken before it says STOPPED mixes the two states.
     wait_for(lambda: header_text(driver, "Status") == "STOPPED", "Locust's header never said STOPPED")
     return json.loads(summary_path.read_text()), rows

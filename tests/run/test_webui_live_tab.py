@@ -17,6 +17,7 @@ from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     chromium,
     click_button,
     exact_rows,
+    finished_rows,
     header_text,
     open_exact_tab,
     pytestmark,
@@ -81,10 +82,7 @@ def test_exact_tab_shows_the_columns_that_apply_and_fits_at_1400_px(web_ui, brow
     click_button(browser, "STOP")
     summary_path = web_ui.run_dir / "summary.json"
     wait_for(summary_path.exists, "the run never wrote summary.json")
-    (final,) = wait_for(
-        lambda: [r for r in exact_rows(browser) if r["Run directory"].endswith("(finished)")],
-        "the tab never showed the finished run",
-    )
+    (final,) = finished_rows(browser)
     wait_for(lambda: header_text(browser, "Status") == "STOPPED", "Locust's header never said STOPPED")
     (endpoint,) = json.loads(summary_path.read_text())["endpoints"]
     # After the test only the whole test's rate: summary.json's, each rounded once from one quotient.

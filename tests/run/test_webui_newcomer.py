@@ -32,6 +32,7 @@ from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     click_button,
     exact_rows,
     fill,
+    finished_rows,
     header_text,
     open_custom_parameters,
     page_text,
@@ -86,10 +87,7 @@ def stop_and_read(driver: WebDriver, runs: Path, pattern: str = "*") -> tuple[Pa
     click_button(driver, "STOP")
     done = wait_for(lambda: list(runs.glob(f"{pattern}/summary.json")), f"no run {runs}/{pattern} wrote summary.json")
     (summary_path,) = done
-    rows = wait_for(
-        lambda: [r for r in exact_rows(driver) if r["Run directory"].endswith("(finished)")],
-        "the Triton (exact) tab never showed the finished run",
-    )
+    rows = finished_rows(driver)
     wait_for(lambda: header_text(driver, "Status") == "STOPPED", "Locust's header never said STOPPED")
     return summary_path.parent, json.loads(summary_path.read_text()), rows
 
