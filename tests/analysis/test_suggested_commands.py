@@ -1,6 +1,8 @@
 """Every command the diagnosis suggests runs as pasted, against a real Triton.
 
-The commands come from the recorded runs (tests/recorded_runs.py): each carries the Triton
+The commands come from the recorded runs (tests/recorded_runs.py), one of each form (kind,
+options and user classes; two sweeps that differ only in their model and range run the same
+code, and a capacity search takes half a minute here): each carries the Triton
 addresses its run used, which here are swapped for the session Triton's (what the reader's own
 run would have used is their own Triton), and is shortened where its length is not the point
 (a locust run of 2 s, a sweep of its first level, a capacity search of short windows).
@@ -33,15 +35,23 @@ SHORT = {
 VERDICTS = {"locust": {1}, "sweep": {1, 5}, "capacity": {1, 3}, "tune": {2}}
 
 
+def form(command: str) -> tuple:
+    """What a command is made of, values aside: its kind, its options, its user classes. Commands
+    of one form run the same code with other numbers (another model, range or latency target)."""
+    words = shlex.split(command)
+    return (words[0] if words[0] == "locust" else words[3], *sorted(w for w in words if w.startswith("-")),
+            *sorted(w for w in words if w.endswith("User")))  # fmt: skip
+
+
 def suggested() -> list[tuple[str, str]]:
-    """(where it came from, command) for every distinct command the recorded runs' diagnoses give."""
-    found: dict[str, str] = {}
+    """(where it came from, command): one command of each form the recorded runs' diagnoses give."""
+    found: dict[tuple, tuple[str, str]] = {}
     for group, names in GROUPS.items():
         for name in names:
             for item in diagnose(load(recorded(group, name))):
                 if isinstance(item, Diagnosis) and item.command:
-                    found.setdefault(item.command, f"{group}/{name}:{item.rule}")
-    return sorted((where, command) for command, where in found.items())
+                    found.setdefault(form(item.command), (f"{group}/{name}:{item.rule}", item.command))
+    return sorted(found.values())
 
 
 def as_run_here(command: str, triton, run_dir) -> tuple[str, list[str]]:
