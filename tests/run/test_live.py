@@ -170,7 +170,10 @@ def test_web_ui_tab_shows_a_streamed_endpoints_first_response_and_gaps(triton, t
     (row,) = tab["data"]
     assert row["endpoint"] == "stream_gaps [grpc]"
     first_ms, gap_ms = params["first_ms"], params["gap_ms"]
-    assert first_ms * 0.999 <= row["ttfr_p50_ms"] <= row["ttfr_p99_ms"] <= first_ms * 1.001 + 10 * SLACK_MS, row
+    # The median is the model's timetable; the p99 of a dozen requests is their slowest, which one
+    # stall of the host sets (95 ms against a 10-ms first response once, three shards beside it).
+    assert first_ms * 0.999 <= row["ttfr_p50_ms"] <= first_ms * 1.001 + SLACK_MS, row
+    assert row["ttfr_p50_ms"] <= row["ttfr_p99_ms"], row
     assert row["gap_p50_ms"] == pytest.approx(gap_ms, abs=gap_ms * 1e-3 + SLACK_MS), row
     assert row["gap_p50_ms"] <= row["gap_p99_ms"]
     # The final request: the response at the end of the stream (at least the whole timetable).
