@@ -37,7 +37,7 @@ test-tools:
 # tests/shards.py runs it in two steps: every folder but tests/measurement/ in TEST_SHARDS pytest
 # processes side by side (the suite mostly waits: fixed-length runs, sleeping models), plus one at
 # nice 19 for the tests that need no Triton or browser; then tests/measurement/ alone.
-TEST_SHARDS ?= 3
+TEST_SHARDS ?= 2
 test: setup test-tools
 	TRITON_LOADTEST_REQUIRE_ALL=1 $(PY) -m tests.shards --shards $(TEST_SHARDS)
 

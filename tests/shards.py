@@ -267,7 +267,7 @@ def run_steps(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--shards", type=int, default=int(os.environ.get("TEST_SHARDS", "3")))
+    parser.add_argument("--shards", type=int, default=int(os.environ.get("TEST_SHARDS", "2")))
     parser.add_argument("--update-durations", action="store_true", help="rewrite tests/durations.json")
     options, rest = parser.parse_known_args(argv)
     if options.shards < 1:
