@@ -103,7 +103,7 @@ def _run(args: argparse.Namespace, sources: list[str], local: list[str]) -> int:
                 print("\n".join(gate_lines(results)))
                 if args.junit:
                     write_junit(args.junit, results)
-                return EXIT_REGRESSED if any(result.regressed for result in results) else 0
+                return EXIT_REGRESSED if any(result.failed for result in results) else 0
     except (SourceError, NotComparableError, GateError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -221,6 +221,9 @@ def compare_and_gate(
     groups, how = match([series_of(data, label) for data, label in zip(datasets, labels, strict=True)])
     if gate is not None and len(run_dirs) != 2:
         raise SourceError(f"--gate compares a baseline with one candidate, not {len(run_dirs)} runs")
+    if gate is not None and any(data.run is None for data in datasets):
+        csv = next(str(data.path) for data in datasets if data.run is None)
+        raise SourceError(f"--gate judges run directories: {csv} holds no windows to tell noise by")
     results = evaluate_gate(gate, groups) if gate else []
     doc = Document("Comparison: " + " vs ".join(labels))
     if results:

@@ -21,7 +21,12 @@ verdict is "regressed" only when the intervals are apart by more than the change
 "improved" when the candidate is better beyond noise, else "within noise". A clause that names
 no endpoint applies to every endpoint the runs share (matched as compare matches them).
 
-Exit codes: 0 no clause regressed, 3 a clause regressed (as `--slo`), 2 bad input.
+A clause that cannot be judged (a run too short for two windows, or a figure a run lacks) is
+"cannot judge" and does not pass, as `--slo`'s inconclusive does not: a gate that judged nothing
+must not let a build through.
+
+Exit codes: 0 every clause passed, 3 a clause regressed or could not be judged (as `--slo`), 2
+bad input (run directories only: a perf_analyzer CSV holds no windows to judge noise by).
 """
 
 from __future__ import annotations
@@ -32,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from analysis import noise
 from analysis.series import Series
@@ -56,6 +60,11 @@ class GateResult:
     candidate: float | None
     difference: tuple[float, float] | None  # the change's interval (percent; fail_ratio: points)
     verdict: str
+
+    @property
+    def failed(self) -> bool:
+        """Not passed: regressed, or not judged."""
+        return self.verdict in (REGRESSED, CANNOT_JUDGE)
 
     @property
     def regressed(self) -> bool:
@@ -91,26 +100,6 @@ def _shown(value: float, metric: str) -> str:
     return f"{value:,.1f}"
 
 
-def _window_interval(timeseries: pd.DataFrame | None, column: str, window_s: float) -> noise.Interval:
-    """95 % interval of the mean per-window value of `column` over the full windows with requests."""
-    if timeseries is None or column not in timeseries:
-        return None
-    rows = timeseries[timeseries["requests"] > timeseries["failures"]]
-    if "covered_s" in rows:
-        rows = rows[rows["covered_s"] >= noise.FULL_WINDOW * window_s]
-    values = rows[column].astype(float).dropna()
-    if len(values) < 2:
-        return None
-    n, mean, sd = len(values), float(values.mean()), float(values.std(ddof=1))
-    half = (noise.T_975[n - 2] if n - 1 <= len(noise.T_975) else 1.96) * sd / math.sqrt(n)
-    return mean - half, mean + half
-
-
-def _union(*intervals: noise.Interval) -> noise.Interval:
-    known = [interval for interval in intervals if interval is not None]
-    return (min(i[0] for i in known), max(i[1] for i in known)) if known else None
-
-
 def _wilson(failures: int, requests: int) -> noise.Interval:
     if not requests:
         return None
@@ -126,9 +115,8 @@ def measure(series: Series, metric: str) -> tuple[float | None, noise.Interval]:
     if endpoint is None:
         return None, None
     if metric in RATES:
-        value = getattr(endpoint, RATES[metric])
-        column = "throughput_infer_per_s" if metric == "throughput" else "throughput_rps"
-        return value, _window_interval(series.timeseries, column, series.window_s)
+        count = "inferences" if metric == "throughput" else "requests"
+        return getattr(endpoint, RATES[metric]), noise.window_interval(series.timeseries, series.window_s, count=count)
     if metric in RATIOS:
         value = endpoint.failures / endpoint.requests if endpoint.requests else None
         return value, _wilson(endpoint.failures, endpoint.requests)
@@ -140,9 +128,30 @@ def measure(series: Series, metric: str) -> tuple[float | None, noise.Interval]:
     return value, order
 
 
-def _windows(series: Series) -> tuple[np.ndarray, np.ndarray] | None:
-    """The run's windows of this endpoint as a (windows x buckets) count matrix over the buckets
-    any window uses, and each bucket's value (hdrh's highest equivalent value, µs)."""
+@dataclass(frozen=True)
+class Windows:
+    """A run's windows of one endpoint: a (windows x buckets) count matrix over the buckets any
+    window uses, and each bucket's value as hdrh reports it: its highest equivalent value for a
+    percentile, its midpoint for the mean (loadtests/run_format/hdr.summarise_us does the same)."""
+
+    counts: np.ndarray
+    highest: np.ndarray
+    midpoint: np.ndarray
+
+    def statistic(self, merged: np.ndarray, metric: str) -> np.ndarray:
+        """The figure of each row of `merged` (merged windows' counts), as summary.json computes it."""
+        totals = merged.sum(axis=1)
+        if metric == "mean":
+            return (merged @ self.midpoint) / totals
+        cumulative = np.cumsum(merged, axis=1)
+        # hdrh's get_target_count_at_percentile: the count rounded, at least 1.
+        targets = np.maximum((PERCENTILE_OF[metric] * totals / 100 + 0.5).astype(np.int64), 1)
+        at = np.array([np.searchsorted(row, target) for row, target in zip(cumulative, targets, strict=True)])
+        return self.highest[np.minimum(at, len(self.highest) - 1)]
+
+
+def windows_of(series: Series) -> Windows | None:
+    """The endpoint's windows from the run's HDR interval log (None without one, or with one window)."""
     if series.hdr_dir is None or not series.hdr_dir.is_dir():
         return None
     log = read_logs(series.hdr_dir).get(series.name)
@@ -163,27 +172,17 @@ def _windows(series: Series) -> tuple[np.ndarray, np.ndarray] | None:
     for row, (indexes, counts) in enumerate(rows):
         matrix[row, np.searchsorted(used, indexes)] = counts
     lowest, size = bucket_values(histogram, used)
-    return matrix, (lowest + size - 1).astype(np.float64)
+    return Windows(matrix, (lowest + size - 1).astype(np.float64), (lowest + (size >> 1)).astype(np.float64))
 
 
 def _bootstrap(series: Series, metric: str) -> noise.Interval:
     """The 95 % interval of a latency figure over BOOTSTRAP resamples of the run's windows."""
-    found = _windows(series)
-    if found is None:
+    windows = windows_of(series)
+    if windows is None:
         return None
-    matrix, values = found
-    rng = np.random.default_rng(SEED)
-    draws = rng.multinomial(len(matrix), np.full(len(matrix), 1 / len(matrix)), size=BOOTSTRAP)
-    merged = draws @ matrix  # (resamples x buckets)
-    totals = merged.sum(axis=1)
-    if metric == "mean":
-        stats = (merged @ values) / totals
-    else:
-        cumulative = np.cumsum(merged, axis=1)
-        targets = np.ceil(totals * PERCENTILE_OF[metric] / 100).astype(np.int64)
-        at = np.array([np.searchsorted(row, target) for row, target in zip(cumulative, targets, strict=True)])
-        stats = values[np.minimum(at, len(values) - 1)]
-    low, high = np.percentile(stats, [2.5, 97.5])
+    n = len(windows.counts)
+    draws = np.random.default_rng(SEED).multinomial(n, np.full(n, 1 / n), size=BOOTSTRAP)
+    low, high = np.percentile(windows.statistic(draws @ windows.counts, metric), [2.5, 97.5])
     return float(low), float(high)
 
 
@@ -233,10 +232,13 @@ def evaluate(clauses: list[GateClause], groups: list[list[Series]]) -> list[Gate
 
 
 def summary_lines(results: list[GateResult]) -> list[str]:
-    bad = [result for result in results if result.regressed]
+    regressed = sum(result.regressed for result in results)
+    unjudged = sum(result.verdict == CANNOT_JUDGE for result in results)
+    parts = [f"{regressed} of {len(results)} clause(s) regressed"] if regressed else []
+    parts += [f"{unjudged} could not be judged"] if unjudged else []
     tail = (
-        f"Gate: {len(bad)} of {len(results)} clause(s) regressed (exit code {EXIT_REGRESSED})"
-        if bad
+        f"Gate: {', '.join(parts)} (exit code {EXIT_REGRESSED})"
+        if parts
         else f"Gate: no clause regressed beyond noise ({len(results)} checked)"
     )
     return [result.line() for result in results] + [tail]
@@ -245,12 +247,13 @@ def summary_lines(results: list[GateResult]) -> list[str]:
 def write_junit(path: str | Path, results: list[GateResult]) -> Path:
     """JUnit XML: one testcase per clause and endpoint, a <failure> on each regressed one."""
     testsuites = ET.Element("testsuites", name="triton-loadtest")
-    failures = sum(result.regressed for result in results)
+    failures = sum(result.failed for result in results)
     suite = ET.SubElement(testsuites, "testsuite", name="gate", tests=str(len(results)), failures=str(failures))
     for result in results:
         case = ET.SubElement(suite, "testcase", classname="triton-loadtest.gate", name=result.clause.text)
-        if result.regressed:
-            failure = ET.SubElement(case, "failure", message=result.line(), type="regression")
+        if result.failed:
+            kind = "regression" if result.regressed else "not judged"
+            failure = ET.SubElement(case, "failure", message=result.line(), type=kind)
             failure.text = result.line()
         else:
             ET.SubElement(case, "system-out").text = result.line()

@@ -63,15 +63,20 @@ def latency_interval(bounds: list | None) -> Interval:
 
 
 def window_interval(
-    timeseries: pd.DataFrame | None, window_s: float, start: float = -math.inf, end: float = math.inf
+    timeseries: pd.DataFrame | None,
+    window_s: float,
+    start: float = -math.inf,
+    end: float = math.inf,
+    count: str = "inferences",
 ) -> Interval:
-    """95 % interval of the mean infer/s over the full windows whose middle lies in [start, end)."""
+    """95 % interval of the mean per-second `count` (inferences, or requests: req/s) over the full
+    windows whose middle lies in [start, end)."""
     if timeseries is None or not len(timeseries):
         return None
     windows = timeseries[(timeseries["time_s"] + window_s / 2 >= start) & (timeseries["time_s"] + window_s / 2 < end)]
     if "covered_s" in windows:
         windows = windows[windows["covered_s"] >= FULL_WINDOW * window_s]
-    rates = windows["inferences"].astype(float) / window_s
+    rates = windows[count].astype(float) / window_s
     n = len(rates)
     if n < 2:
         return None

@@ -15,52 +15,15 @@ from locust import events
 
 from loadtests import run
 from loadtests.workloads import users
+from loadtests.workloads.kinds import user_class_names
 
 run.install(events)
 
-# One pair per kind of the workload kinds' table (loadtests/workloads/kinds.py), each base's
-# docstring saying what it sends.
-
-
-class BertQAHttpUser(users.BertQAHttpUser):
-    __doc__ = users.BertQAHttpUser.__doc__
-
-
-class BertQAGrpcUser(users.BertQAGrpcUser):
-    __doc__ = users.BertQAGrpcUser.__doc__
-
-
-class ResNetHttpUser(users.ResNetHttpUser):
-    __doc__ = users.ResNetHttpUser.__doc__
-
-
-class ResNetGrpcUser(users.ResNetGrpcUser):
-    __doc__ = users.ResNetGrpcUser.__doc__
-
-
-class TritonHttpUser(users.TritonHttpUser):
-    __doc__ = users.TritonHttpUser.__doc__
-
-
-class TritonGrpcUser(users.TritonGrpcUser):
-    __doc__ = users.TritonGrpcUser.__doc__
-
-
-class TritonSequenceHttpUser(users.TritonSequenceHttpUser):
-    __doc__ = users.TritonSequenceHttpUser.__doc__
-
-
-class TritonSequenceGrpcUser(users.TritonSequenceGrpcUser):
-    __doc__ = users.TritonSequenceGrpcUser.__doc__
-
-
-__all__ = [
-    "BertQAGrpcUser",
-    "BertQAHttpUser",
-    "ResNetGrpcUser",
-    "ResNetHttpUser",
-    "TritonGrpcUser",
-    "TritonHttpUser",
-    "TritonSequenceGrpcUser",
-    "TritonSequenceHttpUser",
-]
+# One concrete class per name of the workload kinds' table (loadtests/workloads/kinds.py), each a
+# subclass of the abstract base of that name with the base's docstring: Locust offers the classes
+# it finds in this module, so a new kind's classes appear here with no edit.
+__all__ = user_class_names()
+for _name in __all__:
+    _base = getattr(users, _name)
+    globals()[_name] = type(_name, (_base,), {"__doc__": _base.__doc__, "__module__": __name__})
+del _name, _base

@@ -153,3 +153,57 @@ def test_runs_whose_traffic_differs_are_refused(runs, tmp_path, capsys):
     args = ["compare", str(runs["base"]), str(open_loop), "--out", str(tmp_path / "x"), "--gate", "p99<+10%"]
     assert analysis_main(args) == 2
     assert "not comparable, traffic differs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("run", ["base", "again"])
+def test_the_windows_merged_once_give_summary_jsons_figures(runs, run):
+    """The bootstrap resamples the HDR log's windows with the same arithmetic summary.json uses:
+    every window taken once gives summary.json's own p50, p90, p99, p99.9 and mean, so the
+    intervals are around the figures the gate prints."""
+    from analysis.dataset import load
+    from analysis.gate import windows_of
+    from analysis.series import series_of
+
+    (series,) = series_of(load(runs[run]), run)
+    windows = windows_of(series)
+    once = windows.counts.sum(axis=0, keepdims=True)
+    for metric in ("p50", "p90", "p99", "p99.9", "mean"):
+        expected = series.endpoint.latency_us[metric]
+        assert windows.statistic(once, metric)[0] == pytest.approx(expected, abs=0.001), metric
+
+
+def test_a_clause_that_cannot_be_judged_does_not_pass(runs, tmp_path, capsys):
+    """A candidate whose time series holds one window has no throughput interval: the clause says
+    it cannot be judged, and the gate fails (exit 3) as --slo's inconclusive does."""
+    short = Path(shutil.copytree(runs["again"], tmp_path / "short"))
+    with open(short / "timeseries.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    with open(short / "timeseries.csv", "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerow(rows[len(rows) // 2])
+    runs = {**runs, "short": short}
+    code, lines = gate(runs, "short", "throughput>-50%", tmp_path, capsys, junit=True)
+    assert code == 3, lines
+    assert lines[0].endswith("cannot judge (a run lacks this figure or its windows)"), lines
+    assert lines[-1] == "Gate: 1 could not be judged (exit code 3)"
+    (case,) = ET.parse(tmp_path / "gate.xml").getroot().iter("testcase")
+    assert case.find("failure").get("type") == "not judged"
+
+
+def test_a_perf_analyzer_csv_is_refused_as_a_side_of_the_gate(runs, tmp_path, capsys):
+    csv_file = Path(__file__).resolve().parents[1] / "data" / "perf_analyzer" / "concurrency.csv"
+    args = ["compare", str(csv_file), str(csv_file), "--labels", "a,b", "--out", str(tmp_path / "o")]
+    assert analysis_main([*args, "--gate", "p99<+10%"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --gate judges run directories: ") and "no windows" in err, err
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_run_passes_against_itself_over_either_protocol(tmp_path, capsys, protocol):
+    base = recorded("compare", protocol, tmp_path / "a")
+    again = recorded("compare", protocol, tmp_path / "b")
+    args = ["compare", str(base), str(again), "--labels", "a,b", "--out", str(tmp_path / "o")]
+    assert analysis_main([*args, "--gate", "p50<+0%,p99<+0%,throughput>-0%,rps>-0%,fail_ratio<+0%"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()[1:]
+    assert all(f"[identity [{protocol}]]" in line for line in lines[:-1]), lines
