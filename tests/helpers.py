@@ -29,6 +29,26 @@ THROWAWAY_STOP_S = 0.0
 KNOWN_START_FAULT = "boost::interprocess::lock_exception"
 
 
+def explicit_mode_triton(directory: Path, repositories: list[Path], models: list[str]):
+    """A Triton of a test module's own in explicit model-control mode (`models` loaded from
+    `repositories`, as `python -m loadtests serve --model-control explicit --load-model ...`
+    starts it), its log in `directory`; a generator for a module fixture to `yield from`."""
+    from loadtests.server import LocalTriton
+    from loadtests.server.serve import model_control_args
+
+    server = LocalTriton(
+        repositories,
+        log_file=directory / "triton.log",
+        extra_args=model_control_args("explicit", models),
+        stop_timeout_s=THROWAWAY_STOP_S,
+    )
+    start_triton(server)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def start_triton(server) -> None:
     """server.start(), once more if it died of KNOWN_START_FAULT while loading its models."""
     from loadtests.errors import ServerError

@@ -21,7 +21,7 @@ import pytest
 
 from loadtests.commands.tune import stop_below
 from loadtests.errors import SpecError
-from loadtests.server import TEST_REPOSITORY, LocalTriton
+from loadtests.server import TEST_REPOSITORY
 from loadtests.server.serve import model_control_args
 from loadtests.tuning import ranking
 from loadtests.tuning.repository_api import (
@@ -34,7 +34,7 @@ from loadtests.tuning.repository_api import (
 )
 from loadtests.tuning.variants import Variant, apply, build_variants, parse_axes
 from models.conformance import CONFORMANCE_REPOSITORY
-from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, interruptible, model_stats, run_cli, run_clis, triton_options
+from tests.helpers import REPO_ROOT, explicit_mode_triton, interruptible, model_stats, run_cli, run_clis, triton_options
 
 MODEL = "sleep_40ms_batch4"
 NO_BATCH_MODEL = "echo_fp32_nobatch"
@@ -44,23 +44,16 @@ COARSE = ["--precision", "100", "--max-trials", "3", "--settle-windows", "0", "-
 QUICK_SEARCH = ["--start-rate", "20", "--growth", "4", "--measurement-interval", "1000", *COARSE]
 
 
-def explicit_mode_triton(tmp_path_factory):
-    """A Triton of the module's own in explicit model-control mode, with MODEL and NO_BATCH_MODEL loaded."""
-    server = LocalTriton(
-        # The non-batching echo model lives with the conformance models; explicit mode loads
-        # only the two named models.
-        [TEST_REPOSITORY, CONFORMANCE_REPOSITORY],
-        log_file=tmp_path_factory.mktemp("explicit-triton") / "triton.log",
-        extra_args=model_control_args("explicit", [MODEL, NO_BATCH_MODEL]),
-        stop_timeout_s=THROWAWAY_STOP_S,
-    )
-    with server:
-        yield server
+def tune_triton(tmp_path_factory):
+    """This module's Triton: MODEL and NO_BATCH_MODEL loaded (the non-batching echo model lives
+    with the conformance models; explicit mode loads only the two named)."""
+    directory = tmp_path_factory.mktemp("explicit-triton")
+    yield from explicit_mode_triton(directory, [TEST_REPOSITORY, CONFORMANCE_REPOSITORY], [MODEL, NO_BATCH_MODEL])
 
 
 @pytest.fixture(scope="module")
 def explicit_triton(tmp_path_factory):
-    yield from explicit_mode_triton(tmp_path_factory)
+    yield from tune_triton(tmp_path_factory)
 
 
 def tune_args(triton, out_dir, *extra: str) -> list[str]:

@@ -19,13 +19,13 @@ from loadtests.tuning.repository_api import (
     normalised,
     parse_pbtxt,
 )
-from tests.commands.test_tune import COARSE, MODEL, SLO, explicit_mode_triton, tune_args
+from tests.commands.test_tune import COARSE, MODEL, SLO, tune_args, tune_triton
 from tests.helpers import REPO_ROOT, run_cli
 
 
 @pytest.fixture(scope="module")
 def explicit_triton(tmp_path_factory):
-    yield from explicit_mode_triton(tmp_path_factory)
+    yield from tune_triton(tmp_path_factory)
 
 
 def test_tune_measures_the_variants_skips_those_that_cannot_win_ranks_them_and_restores(explicit_triton, tmp_path):

@@ -13,10 +13,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from loadtests.server import TEST_REPOSITORY, LocalTriton
-from loadtests.server.serve import model_control_args
+from loadtests.server import TEST_REPOSITORY
 from loadtests.tuning.repository_api import RepositoryApi
-from tests.helpers import THROWAWAY_STOP_S, model_stats, run_against_triton, start_triton
+from tests.helpers import explicit_mode_triton, model_stats, run_against_triton
 
 MODEL = "sleep_10ms_single"
 OPTIONS = ["--model", MODEL, "--shape", "INPUT0:16"]
@@ -24,17 +23,7 @@ OPTIONS = ["--model", MODEL, "--shape", "INPUT0:16"]
 
 @pytest.fixture(scope="module")
 def explicit_triton(tmp_path_factory):
-    server = LocalTriton(
-        [TEST_REPOSITORY],
-        log_file=tmp_path_factory.mktemp("gate-triton") / "triton.log",
-        extra_args=model_control_args("explicit", [MODEL]),
-        stop_timeout_s=THROWAWAY_STOP_S,
-    )
-    start_triton(server)
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from explicit_mode_triton(tmp_path_factory.mktemp("gate-triton"), [TEST_REPOSITORY], [MODEL])
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-LATENCY = ("p50", "p90", "p95", "p99", "p99.9", "mean")
+from loadtests.run_format.slo.clauses import PERCENTILE_METRICS
+
+LATENCY = (*PERCENTILE_METRICS, "mean")  # the percentiles --slo bounds, and the mean
 RATES = {"throughput": "throughput_infer_per_s", "rps": "throughput_rps"}
 RATIOS = ("fail_ratio",)
 _CLAUSE = re.compile(r"^(?P<metric>[a-z0-9_.]+)\s*(?P<op><=|>=|<|>)\s*(?P<change>[+-]?\d+(?:\.\d*)?)\s*%$")
