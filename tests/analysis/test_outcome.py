@@ -143,3 +143,17 @@ def test_tls_files_and_header_references_are_repeated_and_literal_headers_never_
                        "X-Key: file:/run/key"]  # fmt: skip
     assert "<redacted>" not in " ".join(words)
     assert commands.header_variables() == ["TRITON_HEADER_AUTHORIZATION"]
+
+
+def test_the_defaults_a_suggested_command_leaves_out_are_the_option_tables():
+    """analysis/ cannot import the option table (it reads run directories without Locust), so
+    suggestions.py names the payload options' defaults itself: they must be the table's."""
+    from locust.argument_parser import LocustArgumentParser
+
+    from analysis.suggestions import PAYLOAD_OPTIONS
+    from loadtests.options.table import add_arguments
+
+    parser = LocustArgumentParser()
+    add_arguments(parser)
+    for flag, key, default in PAYLOAD_OPTIONS:
+        assert str(parser.get_default(key) or "") == str(default or ""), (flag, parser.get_default(key), default)
