@@ -10,11 +10,12 @@ the server or only the few requests that got through.
 from __future__ import annotations
 
 from analysis.dataset import Dataset
+from analysis.diagnosis import LIMITS
 from loadtests.run_format.faults import fault_sentences
 
-# Below this share of failures a run is still called healthy ("mostly"); the diagnosis rule
-# for failures (analysis/diagnosis.py) fires from the same share.
-FAILURE_SHARE = 0.01
+# Below the share of failures the diagnosis rule for failures fires from, a run is still called
+# healthy ("but for a few failures").
+FAILURE_SHARE = LIMITS.failure_share
 
 
 def _percent(part: int, whole: int) -> str:
