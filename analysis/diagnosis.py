@@ -305,8 +305,10 @@ def _tune(view: ModelView, row, varies: list[str]) -> str:
 
 
 # How a failure class's name starts (docs/reference/failures.md): what failed decides the cause.
+# (A server error is the model failing a request it received: rejected, with the payload's
+# check, not unreachable; "server stopping" is Triton shutting down.)
 OVERLOAD_CLASSES = ("overloaded",)
-UNREACHABLE_CLASSES = ("connection", "unavailable", "server", "tls", "access denied")
+UNREACHABLE_CLASSES = ("connection", "unavailable", "server stopping")
 TIMEOUT_CLASSES = ("timeout",)
 
 
@@ -401,7 +403,8 @@ def _unreachable_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[
 def _rejected_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[str, str, str]:
     classes = [name for name in commands.user_classes if ("Grpc" in name) == (endpoint.protocol == "grpc")]
     return (
-        "Triton or the model rejected the requests themselves (their shape, type or content).",
+        "Triton or the model refused or failed the requests themselves (their shape, type, content or "
+        "credentials), or answered what the checks did not expect.",
         "check the payload against the model's metadata, answers checked",
         commands.locust(["--validate-responses"], users=1, run_time="10s", classes=classes or None),
     )

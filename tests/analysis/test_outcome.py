@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,7 @@ def test_a_run_that_timed_out_says_so_first_and_blames_the_deadline(runs):
     assert "the client gave each request 6 ms (--request-timeout)" in failures.evidence
     assert "Triton spent" in failures.evidence and "per request it answered" in failures.evidence
     assert "gave up on the requests before Triton answered" in failures.why
-    assert "rejected the requests themselves" not in markdown
+    assert "refused or failed the requests themselves" not in markdown
     longer = float(re.search(r"--request-timeout (\S+)\)", failures.next_step).group(1))
     assert longer >= 2 * 0.006 and f"--request-timeout {longer:g}" in failures.command
     # No headline quotes latencies no request had.
@@ -157,3 +158,43 @@ def test_the_defaults_a_suggested_command_leaves_out_are_the_option_tables():
     add_arguments(parser)
     for flag, key, default in PAYLOAD_OPTIONS:
         assert str(parser.get_default(key) or "") == str(default or ""), (flag, parser.get_default(key), default)
+
+
+# Every failure class the suite names (loadtests/clients/failures.py), and the cause it leads to.
+CAUSES = {
+    "timeout": "gave up on the requests before Triton answered",
+    "overloaded (queue full)": "queue could not hold or serve in time",
+    "overloaded (queue timeout)": "queue could not hold or serve in time",
+    "overloaded": "queue could not hold or serve in time",
+    "unavailable": "did not reach a serving Triton",
+    "server stopping": "did not reach a serving Triton",
+    "connection refused": "did not reach a serving Triton",
+    "connection reset": "did not reach a serving Triton",
+    "connection error": "did not reach a serving Triton",
+    "invalid request": "refused or failed the requests themselves",
+    "access denied": "refused or failed the requests themselves",
+    "server error": "refused or failed the requests themselves",
+    "bad response": "refused or failed the requests themselves",
+    "validation": "refused or failed the requests themselves",
+    "sequence state": "refused or failed the requests themselves",
+    "stream broken": "refused or failed the requests themselves",
+    "interrupted": "refused or failed the requests themselves",
+}
+
+
+def test_every_failure_class_leads_to_its_own_cause(runs, tmp_path):
+    """batch_full's summary.json with half its requests failed as each class the suite names, in
+    the form the suite writes it (class, then what the server said)."""
+    from loadtests.clients import failures
+
+    named = {value.name for value in vars(failures).values() if isinstance(value, failures.FailureClass)}
+    assert named == set(CAUSES), named ^ set(CAUSES)
+    for name, cause in CAUSES.items():
+        run = Path(shutil.copytree(runs["batch_full"], tmp_path / name.replace(" ", "_").replace("(", "")))
+        summary = json.loads((run / "summary.json").read_text())
+        (endpoint,) = summary["endpoints"]
+        failed = endpoint["requests"] // 2
+        endpoint["failures"], endpoint["failures_by_class"] = failed, {f"{name}: HTTP 503": failed}
+        (run / "summary.json").write_text(json.dumps(summary))
+        (failures_rule,) = [item for item in diagnose(load(run)) if getattr(item, "rule", "") == "failures"]
+        assert cause in failures_rule.why, (name, failures_rule.why)
