@@ -310,6 +310,7 @@ def _tune(view: ModelView, row, varies: list[str]) -> str:
 OVERLOAD_CLASSES = ("overloaded",)
 UNREACHABLE_CLASSES = ("connection", "unavailable", "server stopping")
 TIMEOUT_CLASSES = ("timeout",)
+CUT_CLASSES = ("interrupted",)  # in flight when the stop grace ran out
 
 
 def _failures(data: Dataset) -> list[Diagnosis]:
@@ -329,6 +330,7 @@ def _failures(data: Dataset) -> list[Diagnosis]:
             "timeout": count(TIMEOUT_CLASSES),
             "overload": count(OVERLOAD_CLASSES),
             "unreachable": count(UNREACHABLE_CLASSES),
+            "cut": count(CUT_CLASSES),
         }
         kinds["rejected"] = endpoint.failures - sum(kinds.values())
         kind = max(kinds, key=lambda name: (kinds[name], -list(kinds).index(name)))
@@ -410,7 +412,17 @@ def _rejected_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[str
     )
 
 
+def _cut_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[str, str, str]:
+    return (
+        "The requests were still in flight when the run's stop grace ran out: Locust cut them at the end, "
+        "unanswered. They say how long the last requests took, not that the server failed them.",
+        "give the stop a grace longer than the slowest request (--stop-timeout)",
+        commands.locust(["--stop-timeout", "30s"]),
+    )
+
+
 _FAILURE_CAUSES = {
+    "cut": _cut_cause,
     "timeout": _timeout_cause,
     "overload": _overload_cause,
     "unreachable": _unreachable_cause,

@@ -178,7 +178,7 @@ CAUSES = {
     "validation": "refused or failed the requests themselves",
     "sequence state": "refused or failed the requests themselves",
     "stream broken": "refused or failed the requests themselves",
-    "interrupted": "refused or failed the requests themselves",
+    "interrupted": "still in flight when the run's stop grace ran out",
 }
 
 
