@@ -145,7 +145,10 @@ class SuiteProcess:
         return user_seed(getattr(self.environment.runner, "worker_index", 0), self._user_seed)
 
     def fail_startup(self, error: StartupError) -> None:
-        """A startup error found during a run (worker, web UI): one line, exit code 2, stop."""
+        """A startup error found during a run (worker, web UI, a task of a user's own): one line,
+        exit code 2, stop; once (every user that meets the same mistake reports it)."""
+        if self.environment.process_exit_code == error.exit_code:
+            return
         logger.error("error: %s", error)
         print(f"error: {error}", file=sys.stderr, flush=True)
         self.environment.process_exit_code = error.exit_code

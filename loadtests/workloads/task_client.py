@@ -25,11 +25,12 @@ from typing import Any
 
 import gevent
 import numpy as np
+from locust.exception import StopUser
 from tritonclient.utils import deserialize_bytes_tensor, triton_to_np_dtype
 
 from loadtests.clients import PreparedRequest, RequestFailure, TritonClient
 from loadtests.config.model_spec import ModelSpec
-from loadtests.errors import ModelMismatchError
+from loadtests.errors import ModelMismatchError, StartupError
 from loadtests.workloads.endpoints import check_inputs_fit
 
 Inputs = Mapping[str, np.ndarray] | Sequence[Any]
@@ -65,21 +66,33 @@ class Answer:
 class TaskClient:
     """One user's client for its own tasks (see the module docstring)."""
 
-    def __init__(self, connection: TritonClient, models: Callable[[TritonClient, str], ModelSpec]) -> None:
+    def __init__(
+        self,
+        connection: TritonClient,
+        models: Callable[[TritonClient, str], ModelSpec],
+        refuse: Callable[[StartupError], None],
+    ) -> None:
         self.connection = connection
         self.protocol = connection.protocol
         self._models = models
+        self._refuse = refuse  # a request that cannot be built: one error line, exit code 2, the test stops
 
     def prepare(self, model: str, inputs: Inputs, name: str | None = None) -> PreparedRequest:
         """The request's body built once, to send with `infer(prepared)` as often as wanted;
-        raises ModelMismatchError when the inputs do not fit the model."""
-        spec = self._models(self.connection, model)
-        if spec.decoupled:
-            raise ModelMismatchError(f"model '{model}' is decoupled: the built-in TritonGrpcUser streams it")
-        arrays = as_arrays(inputs)
-        first = next(iter(arrays.values()), None)
-        batch_size = first.shape[0] if spec.batches and first is not None and first.ndim else 1
-        check_inputs_fit(spec, arrays, batch_size)
+        a model Triton does not have, or inputs that do not fit it, are refused as bad input (one
+        `error:` line, exit code 2, the test stopped: the same mistake fails every call alike) and
+        this user stops."""
+        try:
+            spec = self._models(self.connection, model)
+            if spec.decoupled:
+                raise ModelMismatchError(f"model '{model}' is decoupled: the built-in TritonGrpcUser streams it")
+            arrays = as_arrays(inputs)
+            first = next(iter(arrays.values()), None)
+            batch_size = first.shape[0] if spec.batches and first is not None and first.ndim else 1
+            check_inputs_fit(spec, arrays, batch_size)
+        except StartupError as error:
+            self._refuse(error)
+            raise StopUser from None
         endpoint = name or f"{model} [{self.protocol}]"
         wire = self.connection.prepare(spec, arrays, endpoint, batch_size)
         return PreparedRequest(endpoint, model, batch_size, wire, request_bytes=self.connection.wire_bytes(wire))

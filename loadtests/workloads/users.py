@@ -155,7 +155,7 @@ class TritonUser(User):
                 self.protocol, process.settings, self.environment.events.request, process.connections
             )
             connection.warm()  # connect now, not inside the first timed request
-            self.client = TaskClient(connection, process.model)
+            self.client = TaskClient(connection, process.model, process.fail_startup)
             return
         try:
             self.endpoint = process.endpoint(self.kind, self.protocol)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.helpers import REPO_ROOT, read_summary, run_against_triton
 
 HEADER = """
@@ -271,3 +273,33 @@ def test_the_models_own_tasks_name_are_described_for_the_report_ensembles_with_t
     assert models["identity"]["part_of"] == ["identity_ensemble"]
     rows = {row[0]: row for row in model_rows(load(run.run_dir))[1]}
     assert rows and all("?" not in row[1:3] for row in rows.values()), rows
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ('self.client.infer("nosuch_model", ONES)', "error: model 'nosuch_model' is not ready on Triton"),
+        ('self.client.infer("identity", {"WRONG": np.ones((1, 16), np.float32)})', "error: "),
+        ('self.client.infer("identity", {"INPUT0": np.ones((1, 16), np.int64)})', "error: "),
+    ],
+    ids=["unknown model", "unknown input", "wrong datatype"],
+)
+def test_a_task_naming_what_triton_cannot_take_stops_the_test_with_one_error_line(triton, tmp_path, call, message):
+    """Before: a traceback per task call (the ServerError raised in the task, logged by Locust),
+    no request, the test running on to its end. The same mistake fails every call alike: it is
+    bad input, refused with one line and exit code 2, Triton's counters untouched."""
+    body = f"""
+class Wrong(TritonHttpUser):
+    @task
+    def ask(self):
+        {call}
+"""
+    run = run_against_triton(
+        triton, tmp_path / "run", [], [], models=("identity",), users=3, run_time="10s",
+        locustfile=write(tmp_path, body), expect_exit=2,
+    )  # fmt: skip
+    output = run.result.stdout + run.result.stderr
+    errors = [line for line in run.result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(message), output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    assert run.after == run.before
