@@ -36,12 +36,13 @@ from analysis.dataset import Dataset
 from analysis.resources import busy_steps
 from analysis.suggestions import RunCommands, concurrency_range
 from loadtests.run_format.attribution import PART_LABELS
+from loadtests.run_format.outcome import FAILURE_SHARE
 
 
 @dataclass(frozen=True)
 class Limits:
     min_requests: int = 100  # a level with fewer requests is not judged
-    failure_share: float = 0.01  # failures worth a diagnosis
+    failure_share: float = FAILURE_SHARE  # failures worth a diagnosis (and an unhealthy outcome line)
     generator_core_share: float = 0.85  # the load generator's CPU, as a share of one core
     late_share: float = 0.01  # open-loop requests sent more than 1 ms late
     host_busy: float = 0.90  # Triton's nv_cpu_utilization over a step

@@ -261,10 +261,7 @@ class RunDirectory:
         users_by_class: dict[str, int] | None = None,
     ) -> None:
         timestamp = datetime.fromtimestamp(start_s, UTC).isoformat()
-        # The first window begins before the run and the last one may end after it: rates are
-        # over the part of the window the run covered, or they would dip at both ends.
-        end_s = min(start_s + window_s, self.stopped_at or time.time())
-        covered_s = max(min(window_s, end_s - max(start_s, self.started_at)), 1e-3)
+        covered_s = self.covered_s(start_s, window_s)
         if self._hdr_base is None:
             self._hdr_base = min(self.started_at, start_s)
         for name in sorted(endpoints):
@@ -310,6 +307,13 @@ class RunDirectory:
                     if histogram.get_total_count():
                         self._write_hdr_interval(name, start_s, window_s, histogram, variant)
         self._timeseries_file.flush()
+
+    def covered_s(self, start_s: float, window_s: float) -> float:
+        """The part of the window at `start_s` the run covered, the denominator of its rates
+        (timeseries.csv's covered_s): the first window begins before the run and the last one
+        may end after it, so rates over the whole window would dip at both ends."""
+        end_s = min(start_s + window_s, self.stopped_at or time.time())
+        return max(min(window_s, end_s - max(start_s, self.started_at)), 1e-3)
 
     def _write_hdr_interval(
         self, name: str, start_s: float, window_s: float, histogram: HdrHistogram, variant: str = ""

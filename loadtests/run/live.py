@@ -14,13 +14,15 @@ from pathlib import Path
 
 from locust.runners import MasterRunner
 
-from loadtests.run import exporter, webui
+from loadtests.run import exporter, webui, webui_charts
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.lifecycle import RunLifecycle
+from loadtests.run.live_series import LiveSeries
 from loadtests.run.live_snapshot import LiveEndpoint, LiveSnapshot, model_totals
 from loadtests.run.preflight import Preflight
 from loadtests.run.process import SuiteProcess
 from loadtests.run.webui_report import ReportPages
+from loadtests.run_format.outcome import counts_sentence
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ class LiveViews:
         self.lifecycle = lifecycle
         self.finished: LiveSnapshot | None = None  # the last test's final numbers
         self.reports: ReportPages | None = None  # with a web UI: each finished test's report
+        self.series: LiveSeries | None = None  # with a web UI: the run over time, for its charts
 
     def register(self) -> None:
         self.process.environment.events.test_start.add_listener(self.on_test_start)
@@ -45,6 +48,10 @@ class LiveViews:
             webui.install(web_ui, self.snapshot, preflight)
             self.reports = ReportPages()
             self.reports.install(web_ui.app, web_ui.auth_required_if_enabled)
+            self.series = LiveSeries()
+            self.process.events.run_started.add_listener(self.on_run_started)
+            self.process.events.window_closed.add_listener(self.on_window_closed)
+            webui_charts.install(web_ui.app, self.series, self.health, web_ui.auth_required_if_enabled)
         settings = self.process.settings
         if not settings.prometheus_port:
             return
@@ -59,7 +66,18 @@ class LiveViews:
     def on_test_start(self, **_kwargs) -> None:
         self.finished = None
 
+    def on_run_started(self, run, **_kwargs) -> None:
+        if self.series is not None:
+            self.series.begin(run.path, run.started_at)
+
+    def on_window_closed(self, start_s: float, end_s: float, endpoints: dict, **_kwargs) -> None:
+        run = self.lifecycle.active or self.lifecycle.last  # the final windows close as the run finishes
+        if self.series is not None and run is not None:
+            self.series.add_window(start_s, end_s, endpoints, run)
+
     def on_run_finished(self, path: Path, **_kwargs) -> None:
+        if self.series is not None:
+            self.series.finish()
         if self.reports is not None:
             self.reports.write(Path(path))
         if self.lifecycle.last is not None:
@@ -78,6 +96,26 @@ class LiveViews:
             report = self.reports.cell(self.finished.run_dir) if self.reports is not None else ""
             return replace(self.finished, users=users, workers=workers, report=report)
         return LiveSnapshot(users=users, workers=workers)
+
+    def health(self) -> list[str]:
+        """The web UI's health line: the outcome of the requests so far while the test runs; after
+        it, the report's first screen once written (run/webui_report.py), until then its outcome."""
+        if self.finished is not None and self.reports is not None:
+            screen = self.reports.first_screens.get(Path(self.finished.run_dir))
+            if screen:
+                return screen
+        snapshot = self.snapshot()
+        if not snapshot.run_dir:
+            return []
+        by_class: dict[str, int] = {}
+        for endpoint in snapshot.endpoints:
+            for name, count in endpoint.failures.items():
+                by_class[name] = by_class.get(name, 0) + count
+        requests = sum(endpoint.requests for endpoint in snapshot.endpoints)
+        sentence = counts_sentence(requests, sum(by_class.values()), by_class, snapshot.elapsed_s)
+        if snapshot.final:
+            return [sentence, f"The report's diagnosis follows when it is written ({snapshot.report or 'writing'})."]
+        return [f"So far: {sentence}", "The diagnosis is judged on the whole run: in the report when the test stops."]
 
 
 def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> LiveSnapshot:

@@ -10,6 +10,8 @@ measuring side never depends on the reporting side.
     confidence.py    percentile confidence intervals (summary.json's latency_ci_us)
     components.py    the Components of Latency split (reports and sweep.csv)
     faults.py        summary.json's "faults" as sentences (console warnings and the report)
+    outcome.py       what happened to the requests in one sentence (the report's first line,
+                     the web UI's health line)
     slo/             --slo clauses: grammar, verdicts on summary.json entries, table and JUnit XML
     output_paths.py  can an output be written (asked before the work that produces it)
     ensembles.py     which recorded models are steps of which ensemble (from the configs in config.json)
