@@ -49,6 +49,14 @@ GROUPS: dict[str, dict[str, tuple[list[str], list[str], int, str]]] = {
             ["--model", "identity", "--traffic", "constant", "--rate", "20000", "--max-in-flight", "2"],
             4, "3s",
         ),
+        # Dynamic batching up to 4 at 1, then 8 users (2 x max batch x instances, the rule of thumb's
+        # peak): throughput grows about 4x between the two levels, so the plateau rule stays silent.
+        "scaling": (
+            ["TritonHttpUser"],
+            ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16", "--load-shape", "steps",
+             "--shape-args", "targets=1;8,step_s=4"],
+            1, "8s",
+        ),
         # Dynamic batching up to 4: one user sends batches of one, 12 users fill them.
         "batch_alone": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 1, "4s"),
         "batch_full": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 12, "4s"),

@@ -12,7 +12,9 @@ directory holds, never for how busy this host is while the test runs:
 - open loop at 20,000 requests/s with 2 in flight: the load generator cannot keep the schedule;
 - `sleep_20ms_dynbatch4` (dynamic batching up to 4) with one user: batches of one, and the reason
   is the client (fewer requests in flight than the batcher's size); with 12 users: full batches;
-- `sleep_40ms_batch4` with one user for 2 s: too few requests to judge.
+- `sleep_40ms_batch4` with one user for 2 s: too few requests to judge;
+- `sleep_20ms_dynbatch4` at 1 then 8 users (its rule of thumb's peak): throughput grows about 4x,
+  no plateau between the levels measured.
 """
 
 from __future__ import annotations
@@ -182,3 +184,33 @@ def test_batches_at_a_smaller_preferred_size_are_not_called_small(tmp_path):
     (batching,) = fired(load(run), "batching")
     assert "one of its preferred sizes 4, 16" in batching.evidence
     assert f"10 of {executions:,} executions reached a preferred size" in batching.evidence
+
+
+# Each rule, a recorded run that shows its condition and one that must leave it silent. (The host
+# rule has its own exact test above; the compute rule's condition cannot be made on demand here.)
+FIRES_AND_SILENT = {
+    "failures": ("overload", "queue"),
+    "generator": ("late", "queue"),
+    "queue": ("queue", "batch_alone"),
+    "batching": ("batch_alone", "batch_full"),
+    "payload": ("tensor", "jpeg"),
+    "plateau": ("queue", "scaling"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(FIRES_AND_SILENT))
+def test_each_rule_fires_on_its_condition_and_stays_silent_without_it(runs, rule):
+    fires, silent = FIRES_AND_SILENT[rule]
+    assert fired(runs[fires], rule), f"{rule} did not fire on {fires}: {diagnose(runs[fires])}"
+    assert not fired(runs[silent], rule), f"{rule} fired on {silent}: {fired(runs[silent], rule)}"
+
+
+def test_a_load_that_still_grows_up_to_the_peak_concurrency_is_no_plateau(runs):
+    """1 then 8 users on a 1-instance model batching up to 4: the second level reaches the rule of
+    thumb (2 x 4 x 1) and serves several times the first's throughput, so there is neither a flat
+    pair nor a load that stopped short: the plateau rule stays silent for the evidence it reads."""
+    frame = runs["scaling"].levels["sleep_20ms_dynbatch4 [http]"]
+    assert frame["level"].tolist() == [1, 8]
+    first, last = frame.iloc[0], frame.iloc[-1]
+    assert last["rps"] / first["rps"] - 1 >= 3 * LIMITS.plateau_growth  # grew far beyond "flat"
+    assert not fired(runs["scaling"], "plateau")
