@@ -51,6 +51,20 @@ GPU_METRICS = ("nv_gpu_utilization", "nv_gpu_memory_used_bytes", "nv_gpu_power_u
 CPU_METRICS = ("nv_cpu_utilization",)
 
 
+# A window covering less than this share of its length (timeseries.csv's covered_s) is partial:
+# the run's first and last, where the users were starting and stopping.
+PARTIAL_WINDOW = 0.5
+
+
+def whole_windows(rows: pd.DataFrame, window_s: float) -> pd.DataFrame:
+    """The windows that cover at least half a window (`covered_s`): a run's partial first and
+    last windows hold a few requests (a 0.4-s last window of 200 requests put the run's p99 at
+    39 ms beside 20 ms everywhere else) and say nothing about a percentile over time."""
+    if "covered_s" not in rows or rows["covered_s"].isna().all():
+        return rows
+    return rows[rows["covered_s"].fillna(window_s) >= PARTIAL_WINDOW * window_s]
+
+
 class SourceError(Exception):
     """Input a report cannot be built from (one line, for the command line)."""
 

@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from analysis.dataset import Dataset
+from analysis.dataset import PARTIAL_WINDOW, Dataset
 from analysis.levels import SEND_RECV_NETWORK
 from analysis.replicas import imbalance_findings
 from analysis.resources import resource_findings
@@ -44,6 +44,7 @@ def findings(data: Dataset) -> list[str]:
     out += resource_findings(data)  # a saturated host colours every number below
     out += _open_loop(data)
     out += _tails(data)
+    out += _edge_maxima(data)
     out += imbalance_findings(data.run)
     for name, frame in data.levels.items():
         prefix = f"{name}: " if len(data.levels) > 1 else ""
@@ -81,6 +82,30 @@ def _tails(data: Dataset) -> list[str]:
         p50, p99 = endpoint.latency_us.get("p50", 0.0), endpoint.latency_us.get("p99", 0.0)
         if p50 > 0:
             out.append(f"{endpoint.name}: p99 is {p99 / p50:.1f}x p50 ({_ms(p99)} against {_ms(p50)}).")
+    return out
+
+
+def _edge_maxima(data: Dataset) -> list[str]:
+    """A max latency that came in the run's partial first or last window: as the users started
+    (connections opened) or stopped (the requests in flight at the stop), not while they ran."""
+    out = []
+    rows = data.timeseries
+    if rows is None or "covered_s" not in rows:
+        return out
+    for endpoint in data.endpoints:
+        top = endpoint.latency_us.get("max", 0)
+        mine = rows[rows["endpoint"] == endpoint.name]
+        if not top or mine.empty:
+            continue
+        for row, which, when in ((mine.iloc[-1], "last", "ended as the users stopped"),
+                                 (mine.iloc[0], "first", "began as the users started")):  # fmt: skip
+            if row["covered_s"] < PARTIAL_WINDOW * data.window_s and row["max_us"] == top:
+                out.append(
+                    f"{endpoint.name}: the run's max latency, {_ms(top)}, came in its {which} window, a partial one "
+                    f"({row['covered_s']:g} s, {int(row['requests']):,} requests) that {when}; the over-time "
+                    "plots leave it out."
+                )
+                break
     return out
 
 

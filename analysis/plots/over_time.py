@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.dataset import whole_windows
 from analysis.plots.style import (
     DEVICE_COLOURS,
     LOAD_COLOUR,
@@ -73,15 +74,6 @@ def latency_over_time_figure(timeseries: pd.DataFrame, time_axis: TimeAxis, wind
     else:
         figure.suptitle(f"Latency percentiles: mean of the {window_s:g}-s windows' values per {bin_s:g} s{edges}")
     return figure
-
-
-def whole_windows(rows: pd.DataFrame, window_s: float) -> pd.DataFrame:
-    """The windows that cover at least half a window (`covered_s`): a run's partial first and
-    last windows hold a few requests (a 0.4-s last window of 200 requests put the run's p99 at
-    39 ms beside 20 ms everywhere else) and say nothing about a percentile over time."""
-    if "covered_s" not in rows or rows["covered_s"].isna().all():
-        return rows
-    return rows[rows["covered_s"].fillna(window_s) >= 0.5 * window_s]
 
 
 def throughput_over_time(

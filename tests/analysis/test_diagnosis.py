@@ -214,3 +214,29 @@ def test_a_load_that_still_grows_up_to_the_peak_concurrency_is_no_plateau(runs):
     first, last = frame.iloc[0], frame.iloc[-1]
     assert last["rps"] / first["rps"] - 1 >= 3 * LIMITS.plateau_growth  # grew far beyond "flat"
     assert not fired(runs["scaling"], "plateau")
+
+
+def test_a_max_from_a_partial_first_or_last_window_is_named_as_such(runs):
+    """The run's max latency often came as the users stopped or started (in 4 of the recorded
+    runs, a partial first or last window holds it): the findings say so, with that window's
+    length and requests, and say nothing where the max came in a full window."""
+    from analysis.findings import findings
+
+    for name, data in runs.items():
+        for endpoint in data.endpoints:
+            rows = data.timeseries[data.timeseries["endpoint"] == endpoint.name]
+            first, last = rows.iloc[0], rows.iloc[-1]
+            top = endpoint.latency_us.get("max", 0)
+            said = [line for line in findings(data) if "partial" in line and endpoint.name in line]
+            if top and last["covered_s"] < 0.5 * data.window_s and last["max_us"] == top:
+                assert said == [
+                    f"{endpoint.name}: the run's max latency, {top / 1000:,.3f} ms, came in its last window, a "
+                    f"partial one ({last['covered_s']:g} s, {int(last['requests']):,} requests) that ended as the "
+                    "users stopped; the over-time plots leave it out."
+                ], (name, said)
+            elif top and first["covered_s"] < 0.5 * data.window_s and first["max_us"] == top:
+                assert said and "first window" in said[0] and "as the users started" in said[0], (name, said)
+            else:
+                assert not said, (name, said)
+    named = [name for name, data in runs.items() if any("partial" in line for line in findings(data))]
+    assert set(named) == {"batch_full", "few", "late", "scaling"}, named
