@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
 import urllib.request
 
 from selenium.webdriver.common.by import By
 
 from loadtests.run.webui_charts import CHARTS, ROUTE
 from loadtests.run.webui_report import first_screen
-from tests.helpers import triton_options
+from loadtests.server import TritonPorts
+from tests.helpers import REPO_ROOT, model_stats, triton_options
 from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     browser,
     chromium,
     click_button,
+    header_value,
     launch,
     open_exact_tab,
     pytestmark,
@@ -147,3 +151,49 @@ def test_failures_are_drawn_by_class_and_the_health_line_says_the_run_is_failing
     summary = json.loads((ui.run_dir / "summary.json").read_text())
     (endpoint,) = summary["endpoints"]
     assert endpoint["requests"] == endpoint["failures"] > 0
+
+
+def test_a_master_with_two_workers_draws_their_merged_windows(triton, browser, tmp_path):  # noqa: F811
+    """The web UI on a master (as on Kubernetes): the points are the workers' windows merged, equal
+    to timeseries.csv; the final row, summary.json and Triton count the same requests."""
+    master_port = TritonPorts.free().http
+    common = ["TritonHttpUser", "--model", "identity"]
+    options = [*common, "--master", "--master-bind-port", str(master_port), "--expect-workers", "2"]
+    with launch(tmp_path, [*options, *triton_options(triton, 1)]) as ui:
+        worker = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--worker", "--master-port", str(master_port)]
+        workers = [
+            subprocess.Popen([*worker, *common], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            for _ in range(2)
+        ]
+        try:
+            before = model_stats(triton.http_address, "identity")
+            browser.get(ui.url)
+            wait_for(lambda: header_value(browser, "Workers") == 2, "the two workers never connected")
+            start(browser, users=4)
+            open_exact_tab(browser)
+            wait_for(
+                lambda: charts(browser).get("lines", {}).get(f"throughput:{ENDPOINT}", 0) >= 3,
+                f"the master's charts never drew 3 windows: {charts(browser)}",
+            )
+            assert "cpu:load generator" in charts(browser)["lines"]
+            click_button(browser, "STOP")
+            wait_for((ui.run_dir / "summary.json").exists, "the run never wrote summary.json")
+            wait_for(lambda: charts(browser).get("final") == "true", "the charts never took the final windows")
+            answer = series(ui.url)
+        finally:
+            for process in workers:
+                process.terminate()
+                process.wait(timeout=60)
+    summary = json.loads((ui.run_dir / "summary.json").read_text())
+    (endpoint,) = summary["endpoints"]
+    assert summary["load_generator"]["workers"] == 2
+    assert model_stats(triton.http_address, "identity")["requests"] - before["requests"] == endpoint["requests"]
+    rows = timeseries_rows(ui.run_dir)
+    points = [point for point in answer["points"] if ENDPOINT in point["endpoints"]]
+    assert [point["t"] for point in points] == sorted(rows)
+    for point in points:
+        assert point["endpoints"][ENDPOINT]["requests"] == int(rows[point["t"]]["requests"])
+    # A worker's report that came after its window was written is in the totals, not in a window.
+    in_windows = sum(int(row["requests"]) for row in rows.values())
+    assert in_windows <= endpoint["requests"]
+    assert in_windows == endpoint["requests"] or summary.get("late_worker_windows")
