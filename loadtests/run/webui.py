@@ -21,14 +21,16 @@ lists them (loadtests/options/groups.py), and a start-up error shown at the fiel
 Locust draws the form from `window.templateArgs.extra_options`, which Flask serialises with
 sorted keys (so the options come alphabetically), and labels each field with its generated
 title plus the whole help text ("Triton Grpc (Triton gRPC endpoint; several ...)", cut off
-by the field's width). Two additions to the page, no change to Locust's bundle:
+by the field's width). Additions to the page, no change to Locust's bundle:
 
 - before the bundle runs, a script re-orders `extra_options` by group and empties each help
   text (the field's label is then short);
 - once the fields are drawn, each gets its written label, its help as a one-line hint (the
   whole text on hover) and, on the first field of a group, the group's name; a start-up
   error that names an option (`error: --rate ...`, or a model) is also shown under that field, which
-  is scrolled into view. Attributes and CSS only: the nodes React draws are left to React.
+  is scrolled into view. Attributes and CSS only: the nodes React draws are left to React;
+- the "Custom parameters" accordion is opened once each time the form is drawn (a click on
+  React's own control): the Workload and Model fields, first in it, are in view.
 
     page = page.replace("</head>", HEAD + "</head>").replace("</body>", body_script() + "</body>")
 
@@ -336,7 +338,18 @@ _SCRIPT = r"""<script>
       }
     }, 1000);
   }
-  new MutationObserver(() => { decorate(); showError(); fitTable(); })
+  // The Custom parameters hold the Workload and Model fields a newcomer has to find: each time
+  // Locust draws the form, its accordion is opened once, by a click on React's own control
+  // (closed again by the user, it stays closed).
+  const opened = new WeakSet();
+  function openCustomParameters() {
+    for (const summary of document.querySelectorAll('.MuiAccordionSummary-root[aria-expanded="false"]')) {
+      if (opened.has(summary) || summary.textContent.trim() !== 'Custom parameters') { continue; }
+      opened.add(summary);
+      summary.click();
+    }
+  }
+  new MutationObserver(() => { decorate(); showError(); fitTable(); openCustomParameters(); })
     .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
 })();
 </script>"""

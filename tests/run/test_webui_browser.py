@@ -157,11 +157,15 @@ def click_button(driver: WebDriver, label: str) -> None:
 
 
 def open_custom_parameters(driver: WebDriver) -> None:
-    click_button(driver, "Custom parameters")
-    # The accordion opens with an animation: wait until its last field (the options listing's
-    # last, loadtests/options/groups.py) is shown too.
+    """The suite's options in view: the page opens Locust's "Custom parameters" accordion itself
+    when it draws the form (loadtests/run/webui.py), so nothing is clicked here (a click would
+    close it). It opens with an animation: wait until its last field (the options listing's
+    last, loadtests/options/groups.py) is shown too."""
     last = "junit"
-    wait_for(lambda: driver.find_element(By.NAME, last).is_displayed(), "the suite's options never showed")
+    wait_for(
+        lambda: [field for field in driver.find_elements(By.NAME, last) if field.is_displayed()],
+        "the suite's options never showed (the page did not open the Custom parameters)",
+    )
 
 
 def fill(driver: WebDriver, name: str, value: str) -> None:
