@@ -13,6 +13,7 @@ process's role (`wiring.py` has the table):
     lifecycle.py     a run's directory, server watch, windows and end (finish.py)
     live.py          the live views (live_snapshot.py): the web UI tab (webui.py) and the
                      Prometheus exporter (exporter.py)
+    webui_models.py  the web form's Model suggestions: Triton's ready models, each one's --shape
     slo_gate.py      --slo and --junit at the end of a run
 """
 
