@@ -96,9 +96,10 @@ class TritonGrpcControl:
         answer = _document(self._call("ModelConfig", request, service_pb2.ModelConfigResponse))
         return answer.get("config", answer)
 
-    def repository_index(self) -> list[dict[str, Any]]:
-        """Every model in the repositories: [{"name", "version", "state", "reason"}] (as over HTTP)."""
-        request = service_pb2.RepositoryIndexRequest()
+    def repository_index(self, ready: bool = False) -> list[dict[str, Any]]:
+        """Every model in the repositories: [{"name", "version", "state", "reason"}] (as over HTTP);
+        `ready=True` lists only the models ready for inference."""
+        request = service_pb2.RepositoryIndexRequest(ready=ready)
         answer = _document(self._call("RepositoryIndex", request, service_pb2.RepositoryIndexResponse))
         return list(answer.get("models", []))
 

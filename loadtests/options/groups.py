@@ -13,24 +13,9 @@ import argparse
 import textwrap
 
 # (group, what it is for, ((dest, written label), ...)); every option of loadtests/options/table.py once.
+# Workload first: which class and model is a newcomer's first choice (the web form's first fields),
+# Triton's addresses next (their defaults fit `python -m loadtests serve`).
 GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
-    (
-        "Target",
-        "where the requests go and how they connect (Locust's -H http://HOST:PORT is read as --triton-http)",
-        (
-            ("triton_http", "Triton HTTP address"),
-            ("triton_grpc", "Triton gRPC address"),
-            ("triton_metrics", "Triton metrics address"),
-            ("balance", "Several replicas: balance"),
-            ("request_timeout", "Request timeout (s)"),
-            ("grpc_connections", "gRPC connections"),
-            ("header", "Extra header"),
-            ("ssl_ca", "TLS: CA bundle"),
-            ("ssl_cert", "TLS: client certificate"),
-            ("ssl_key", "TLS: client key"),
-            ("ssl_insecure", "TLS: accept any certificate (testing only)"),
-        ),
-    ),
     (
         "Workload",
         "which model and what each request holds",
@@ -53,6 +38,23 @@ GROUPS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
             ("image_dir", "ResNet image folder"),
             ("image_format", "ResNet image format"),
             ("sequence_length", "Sequence users: requests per sequence"),
+        ),
+    ),
+    (
+        "Target",
+        "where the requests go and how they connect (Locust's -H http://HOST:PORT is read as --triton-http)",
+        (
+            ("triton_http", "Triton HTTP address"),
+            ("triton_grpc", "Triton gRPC address"),
+            ("triton_metrics", "Triton metrics address"),
+            ("balance", "Several replicas: balance"),
+            ("request_timeout", "Request timeout (s)"),
+            ("grpc_connections", "gRPC connections"),
+            ("header", "Extra header"),
+            ("ssl_ca", "TLS: CA bundle"),
+            ("ssl_cert", "TLS: client certificate"),
+            ("ssl_key", "TLS: client key"),
+            ("ssl_insecure", "TLS: accept any certificate (testing only)"),
         ),
     ),
     (

@@ -14,6 +14,7 @@ process's role (`wiring.py` has the table):
     live.py          the live views (live_snapshot.py): the web UI tab (webui.py), its charts
                      and health line (live_series.py, webui_charts.py), the report it links
                      (webui_report.py) and the Prometheus exporter (exporter.py)
+    webui_models.py  the web form's Model suggestions: Triton's ready models, each one's --shape
     slo_gate.py      --slo and --junit at the end of a run
 """
 

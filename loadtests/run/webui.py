@@ -21,14 +21,20 @@ lists them (loadtests/options/groups.py), and a start-up error shown at the fiel
 Locust draws the form from `window.templateArgs.extra_options`, which Flask serialises with
 sorted keys (so the options come alphabetically), and labels each field with its generated
 title plus the whole help text ("Triton Grpc (Triton gRPC endpoint; several ...)", cut off
-by the field's width). Two additions to the page, no change to Locust's bundle:
+by the field's width). Additions to the page, no change to Locust's bundle:
 
 - before the bundle runs, a script re-orders `extra_options` by group and empties each help
   text (the field's label is then short);
 - once the fields are drawn, each gets its written label, its help as a one-line hint (the
   whole text on hover) and, on the first field of a group, the group's name; a start-up
   error that names an option (`error: --rate ...`, or a model) is also shown under that field, which
-  is scrolled into view. Attributes and CSS only: the nodes React draws are left to React.
+  is scrolled into view. Attributes and CSS only: the nodes React draws are left to React;
+- the "Custom parameters" accordion is opened once each time the form is drawn (a click on
+  React's own control): the Workload and Model fields, first in it, are in view;
+- the Model field gets the models Triton has ready as a `<datalist>` (an element of the page's
+  own, bound by a `list` attribute), asked from `/triton-models` (run/webui_models.py) at each
+  page load; a model with variable dims fills an empty Shape field with the --shape the route
+  gives for it, with a hint saying so (a shape the user typed is never replaced).
 
     page = page.replace("</head>", HEAD + "</head>").replace("</body>", body_script() + "</body>")
 
@@ -73,6 +79,8 @@ from loadtests.errors import SpecError, StartupError
 from loadtests.options.groups import GROUPS
 from loadtests.run.live_snapshot import LiveSnapshot
 from loadtests.run.preflight import Preflight
+from loadtests.run.webui_models import ROUTE as MODELS_ROUTE
+from loadtests.run.webui_models import ModelSuggestions
 from loadtests.run.webui_report import ROUTE, WRITING
 from loadtests.workloads.kinds import DEFAULT_USER_CLASS
 
@@ -113,7 +121,7 @@ HIDE_HOST_FIELD = '<style>.MuiFormControl-root:has(input[name="host"]) { display
 
 
 def install(web_ui, snapshot: Callable[[], LiveSnapshot], preflight: Preflight) -> None:
-    """Add the tab, the start-up check and the hidden Host field to Locust's web UI.
+    """Add the tab, the start-up check, the Model suggestions and the hidden Host field to Locust's web UI.
 
     At START, `preflight.check_web_start(form, classes)` runs the headless pre-flight on the
     form's option values and on the user classes the test will run (raises StartupError).
@@ -121,6 +129,7 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], preflight: Preflight) 
     environment = web_ui.environment
     redaction = HeaderRedaction(environment.parsed_options)
     redaction.install(web_ui.app)
+    ModelSuggestions(lambda: preflight.process.settings).install(web_ui.app, web_ui.auth_required_if_enabled)
     choice = WorkloadChoice(environment, web_ui.userclass_picker_is_active)
     if choice.by_field:  # the header's Host and the page: what START with the defaults runs
         preflight.choose_user_classes(lambda settings: choice.classes(ImmutableMultiDict(), settings))
@@ -245,6 +254,7 @@ _SCRIPT = r"""<script>
     const text = ((given[f.key] || {}).help_text || "").replace(/ \[env [A-Z_]+\]$/, "");
     help[f.key] = text.replace(/%%/g, "%");
   }
+  const note = {};  // a one-line hint in place of a field's help (the Shape the page filled, the ready models)
   const camel = (key) => key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
   function container(name) {
     const input = document.querySelector('[name="' + name + '"]');
@@ -258,7 +268,7 @@ _SCRIPT = r"""<script>
       for (const el of box.querySelectorAll('label, legend, .MuiFormControlLabel-label')) {
         el.setAttribute('data-suite-label', f.label);
       }
-      if (!box.hasAttribute('data-suite-error')) { box.setAttribute('data-suite-help', help[f.key]); }
+      if (!box.hasAttribute('data-suite-error')) { box.setAttribute('data-suite-help', note[f.key] || help[f.key]); }
       box.setAttribute('title', help[f.key]);
       if (f.group !== seen) { box.setAttribute('data-suite-group', f.group); seen = f.group; }
     }
@@ -336,7 +346,73 @@ _SCRIPT = r"""<script>
       }
     }, 1000);
   }
-  new MutationObserver(() => { decorate(); showError(); fitTable(); })
+  // The Custom parameters hold the Workload and Model fields a newcomer has to find: each time
+  // Locust draws the form, its accordion is opened once, by a click on React's own control
+  // (closed again by the user, it stays closed).
+  const opened = new WeakSet();
+  function openCustomParameters() {
+    for (const summary of document.querySelectorAll('.MuiAccordionSummary-root[aria-expanded="false"]')) {
+      if (opened.has(summary) || summary.textContent.trim() !== 'Custom parameters') { continue; }
+      opened.add(summary);
+      summary.click();
+    }
+  }
+  // The Model field suggests the models Triton has ready (asked once per page load, so a reload
+  // shows a Triton started since, or a model loaded since), in a <datalist> outside React's nodes.
+  // A model with variable dims fills the Shape field with the --shape the suite's own refusal
+  // suggests (the route says it, loadtests/run/webui_models.py), unless the user typed a shape.
+  const MODELS = __MODELS_ROUTE__;
+  const models = document.createElement('datalist');
+  models.id = 'suite-models';
+  document.body.appendChild(models);
+  const shapes = {};
+  let filled = null;  // what the page last put into the Shape field
+  const typedIn = new WeakSet();  // Shape fields the user typed in: never filled again
+  fetch(MODELS).then(answer => answer.json()).catch(() => ({models: []})).then(answer => {
+    for (const model of answer.models || []) {
+      const option = document.createElement('option');
+      option.value = model.name;
+      models.appendChild(option);
+      shapes[model.name] = model.shape;
+    }
+    const count = models.children.length;
+    note.model = count ? `${help.model}; Triton has ${count} ready: click the field to pick one` : '';
+    models.setAttribute('data-suite-answered', '');
+    fillShape();
+  });
+  function bindModels() {
+    const field = document.querySelector('input[name="model"]');
+    if (field && field.getAttribute('list') !== models.id) { field.setAttribute('list', models.id); }
+  }
+  function fillShape() {
+    const field = document.querySelector('input[name="model"]');
+    const shape = document.querySelector('input[name="shape"]');
+    if (!field || !shape || typedIn.has(shape) || (shape.value !== '' && shape.value !== filled)) { return; }
+    const model = field.value.trim();
+    const wanted = shapes[model] || '';
+    const hint = wanted ? `filled from ${model}'s metadata (its variable dims); type over it for other sizes` : '';
+    if (shape.value === wanted && note.shape === hint) { return; }
+    note.shape = hint;
+    if (shape.value !== wanted) {
+      filled = wanted;
+      // The value through the input's own setter and an input event: MUI then sees the field filled.
+      Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(shape, wanted);
+      shape.dispatchEvent(new Event('input', {bubbles: true}));
+    }
+    decorate();
+  }
+  document.addEventListener('input', (event) => {
+    const name = event.target && event.target.name;
+    if (name === 'model') { fillShape(); }
+    if (name === 'shape' && event.isTrusted) {
+      typedIn.add(event.target);
+      note.shape = '';
+      decorate();
+    }
+  }, true);
+  new MutationObserver(() => {
+    decorate(); showError(); fitTable(); openCustomParameters(); bindModels(); fillShape();
+  })
     .observe(document.documentElement, {childList: true, subtree: true, characterData: true});
 })();
 </script>"""
@@ -348,6 +424,7 @@ def body_script() -> str:
         {"key": dest, "label": label, "group": group} for group, _about, options in GROUPS for dest, label in options
     ]
     names = {"__EXACT_HEADER__": EXACT_HEADER, "__REPORT_ROUTE__": ROUTE, "__REPORT_WRITING__": WRITING}
+    names["__MODELS_ROUTE__"] = MODELS_ROUTE
     names["__FIELDS__"] = fields
     script = _SCRIPT
     for name, value in names.items():

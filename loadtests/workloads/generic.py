@@ -21,6 +21,7 @@ RANDOM_INT_HIGH = 100  # random integers are drawn from [0, 100): valid ids/indi
 RANDOM_BYTES_LENGTH = 8  # characters per random BYTES element
 RANDOM_POOL_SAMPLES = 16  # distinct random samples, so that requests do not all repeat one
 RANDOM_POOL_MAX_BYTES = 64 * 2**20  # ... unless the samples are large
+VARIABLE_DIM_SUGGESTED = 16  # the size suggested for a variable (-1) dim: short enough for any model
 
 # Per output name, one flat array of expected values per sample of a request, in batch order.
 ExpectedOutputs = dict[str, tuple[np.ndarray, ...]]
@@ -52,6 +53,25 @@ def parse_shape_overrides(values: str | Iterable[str] | None) -> Shapes:
                 )
             shapes[name] = shape
     return shapes
+
+
+def suggested_shape(tensor: TensorSpec) -> str:
+    """The --shape item the suite suggests for an input: its dims, each variable one as 16.
+
+    The one rule behind the refusal of a variable input without --shape and the web form's
+    Shape field filled for a chosen model (loadtests/run/webui_models.py).
+
+    Example: suggested_shape(TensorSpec("input_ids", "INT32", (-1,))) == "input_ids:16"
+    """
+    return f"{tensor.name}:{','.join(str(d if d > 0 else VARIABLE_DIM_SUGGESTED) for d in tensor.shape)}"
+
+
+def suggested_shapes(model: ModelSpec) -> str:
+    """--shape for every input of `model` with a variable dim, space-separated ("" when none has one).
+
+    Example: suggested_shapes(bert_spec) == "input_ids:16 segment_ids:16 input_mask:16"
+    """
+    return " ".join(suggested_shape(tensor) for tensor in model.inputs if any(d < 0 for d in tensor.shape))
 
 
 def random_sample(
@@ -174,10 +194,9 @@ class GenericWorkload:
         """The shape random data takes: the model's, with --shape filling -1 dims."""
         shape = self.shape_overrides.get(tensor.name, tuple(tensor.shape))
         if any(d < 0 for d in shape):
-            example = ",".join(str(d if d > 0 else 16) for d in tensor.shape)
             raise ModelMismatchError(
                 f"model {self.model.name!r} input {tensor.name!r} has variable shape "
-                f"{list(tensor.shape)}: pass --shape {tensor.name}:{example} (batch dim excluded)"
+                f"{list(tensor.shape)}: pass --shape {suggested_shape(tensor)} (batch dim excluded)"
             )
         return shape
 

@@ -118,6 +118,8 @@ def test_grpc_documents_are_https_for_every_model(triton):
         assert over_grpc.model_metadata(model) == over_http.model_metadata(model), model
     assert over_grpc.statistics(models) == over_http.statistics(models)
     assert over_grpc.server_metadata() == over_http.server_metadata()
+    ready = [entry["name"] for entry in over_http.repository_index(ready=True)]
+    assert [entry["name"] for entry in over_grpc.repository_index(ready=True)] == ready and ready
 
 
 def test_a_missing_model_is_one_clear_line(triton):

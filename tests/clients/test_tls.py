@@ -233,9 +233,10 @@ def page_options(page: str) -> dict[str, dict]:
     return json.loads(args)["extra_options"]
 
 
-# Every address the web UI's page reads (Locust 2.47's bundle), its report and CSV downloads.
+# Every address the web UI's page reads (Locust 2.47's bundle, and the suite's Model suggestions,
+# run/webui_models.py), its report and CSV downloads.
 WEB_UI_READS = ("/", "/stats/requests", "/tasks", "/exceptions", "/logs", "/worker-count", "/stats/report",
-                "/stats/requests/csv", "/stats/failures/csv", "/exceptions/csv")  # fmt: skip
+                "/stats/requests/csv", "/stats/failures/csv", "/exceptions/csv", "/triton-models")  # fmt: skip
 
 
 def test_web_ui_never_shows_a_literal_header_and_its_runs_still_send_it(triton, pki, https_proxy, tmp_path):

@@ -76,7 +76,7 @@ def test_options_command_lists_every_option_by_task():
     result = run_cli(["-m", "loadtests", "options"], timeout=60)
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    headings = ["Target", "Workload", "Traffic", "Measurement and outputs", "Gates", "Distributed"]
+    headings = ["Workload", "Target", "Traffic", "Measurement and outputs", "Gates", "Distributed"]
     positions = [re.search(rf"^{h}: ", text, re.M) for h in headings]
     assert all(positions), [h for h, p in zip(headings, positions, strict=True) if not p]
     assert [p.start() for p in positions] == sorted(p.start() for p in positions)

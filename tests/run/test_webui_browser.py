@@ -157,11 +157,15 @@ def click_button(driver: WebDriver, label: str) -> None:
 
 
 def open_custom_parameters(driver: WebDriver) -> None:
-    click_button(driver, "Custom parameters")
-    # The accordion opens with an animation: wait until its last field (the options listing's
-    # last, loadtests/options/groups.py) is shown too.
+    """The suite's options in view: the page opens Locust's "Custom parameters" accordion itself
+    when it draws the form (loadtests/run/webui.py), so nothing is clicked here (a click would
+    close it). It opens with an animation: wait until its last field (the options listing's
+    last, loadtests/options/groups.py) is shown too."""
     last = "junit"
-    wait_for(lambda: driver.find_element(By.NAME, last).is_displayed(), "the suite's options never showed")
+    wait_for(
+        lambda: [field for field in driver.find_elements(By.NAME, last) if field.is_displayed()],
+        "the suite's options never showed (the page did not open the Custom parameters)",
+    )
 
 
 def fill(driver: WebDriver, name: str, value: str) -> None:
@@ -363,12 +367,15 @@ def stop_and_read(driver: WebDriver, ui: WebUI) -> tuple[dict, list[dict[str, st
     return json.loads(summary_path.read_text()), rows
 
 
-def check_every_request_carried_the_header(triton, proxy: TlsProxy, before: dict, summary: dict, row: dict) -> None:
-    """One endpoint, no failure; its count is the tab's and Triton's; the proxy saw the header on each."""
+def check_every_request_carried_the_header(
+    triton, proxy: TlsProxy, before: dict, summary: dict, row: dict, refused_before: int = 0
+) -> None:
+    """One endpoint, no failure; its count is the tab's and Triton's; the proxy saw the header on
+    each request since START (`refused_before`: those it refused before START)."""
     (endpoint,) = summary["endpoints"]
     requests = model_stats(triton.http_address, "identity")["requests"] - before["requests"]
     assert endpoint["failures"] == 0 and int(row["Requests"]) == endpoint["requests"] == requests > 0
-    assert proxy.counts.without_header == 0 and proxy.counts.with_header > requests
+    assert proxy.counts.without_header == refused_before and proxy.counts.with_header > requests
 
 
 def test_a_literal_header_is_redacted_in_the_form_and_sent_by_the_run_it_starts(triton, browser, tmp_path):
@@ -418,6 +425,11 @@ def test_a_header_typed_in_the_form_keeps_its_commas_as_on_the_command_line(trit
         with launch(tmp_path, options) as ui:
             browser.get(ui.url)
             open_custom_parameters(browser)
+            # The page asks Triton for the Model field's suggestions (run/webui_models.py) with the
+            # command line's header, which lacks the key: the proxy refuses that one request.
+            wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "datalist[data-suite-answered]"), "no answer")
+            refused = proxy.counts.without_header
+            assert refused == 1
             fill(browser, "header", f"X-Api-Key: {value}, X-Other: 2")
             start(browser, users=2)
 
@@ -431,7 +443,7 @@ def test_a_header_typed_in_the_form_keeps_its_commas_as_on_the_command_line(trit
             summary, (row,) = stop_and_read(browser, ui)
     finally:
         proxy.close()
-    check_every_request_carried_the_header(triton, proxy, before, summary, row)
+    check_every_request_carried_the_header(triton, proxy, before, summary, row, refused_before=refused)
     headers = json.loads((ui.run_dir / "config.json").read_text())["options"]["header"]
     assert headers == ["X-Api-Key: <redacted>", "X-Other: <redacted>"]
 

@@ -1,5 +1,6 @@
 """The web UI as a newcomer meets it (issue 36): `locust -f locustfile.py` with no user class
-named, only Triton's addresses given, then START with only the user count changed; and the
+named, only Triton's addresses given, the Workload and Model fields in the first screen with no
+click, then START with only the user count changed; and the
 class picker (`--class-picker`), whose ticked classes are exactly what runs and what
 pre-flight prepares.
 
@@ -121,6 +122,18 @@ def test_no_class_named_start_with_only_the_user_count_sends_traffic(triton, bro
         run_dir, summary, rows = stop_and_read(browser, ui.run_dir)
     check_run_agrees(triton, before, summary, rows, f"{DEFAULT_BERT_MODEL} [http]")
     assert json.loads((run_dir / "config.json").read_text())["user_classes"] == ["BertQAHttpUser"]
+
+
+def test_the_workload_and_model_fields_show_without_a_click(triton, browser, tmp_path):  # noqa: F811 (fixtures)
+    """The newcomer's form: the Custom parameters open when the page loads, Workload and Model
+    first in them, in the first screen (1400 x 1000) without a scroll."""
+    with newcomer_ui(tmp_path, triton) as ui:
+        browser.get(ui.url)
+        for name in ("userClass", "model"):
+            field = wait_for(lambda n=name: browser.find_elements(By.NAME, n), f"no {name} field")[0]
+            wait_for(field.is_displayed, f"the {name} field never showed without a click")
+            in_view = "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight;"
+            assert browser.execute_script(in_view, field), f"the {name} field is below the first screen"
 
 
 def test_workload_chosen_in_the_form_runs_that_class_alone(triton, browser, tmp_path):  # noqa: F811 (fixtures)

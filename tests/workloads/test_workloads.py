@@ -29,6 +29,7 @@ from loadtests.workloads import (
     parse_shape_overrides,
 )
 from loadtests.workloads.bert_qa import DEFAULT_PAYLOAD, _doc_spans
+from loadtests.workloads.generic import suggested_shapes
 from loadtests.workloads.images import IMAGENET_MEAN, IMAGENET_STD
 
 REPO = Path(__file__).resolve().parents[2]
@@ -478,6 +479,22 @@ def test_parse_shape_overrides():
     for bad in ("a", "a:", "a:0", "a:1,,2", ":3", "a:x"):
         with pytest.raises(SpecError, match="--shape"):
             parse_shape_overrides(bad)
+
+
+def test_the_refusal_and_the_web_form_suggest_one_shape_that_the_workload_accepts():
+    """What the refusal of a variable input says to pass is `suggested_shapes`' item for it (the
+    web form's Shape field, loadtests/run/webui_models.py), and the whole value builds a batch."""
+    model = make_model([("tokens", "INT64", [-1]), ("fixed", "FP32", [2]), ("grid", "FP32", [3, -1])])
+    value = suggested_shapes(model)
+    assert value == "tokens:16 grid:3,16"
+    for item in value.split():
+        others = " ".join(other for other in value.split() if other != item)
+        with pytest.raises(ModelMismatchError) as info:
+            GenericWorkload(model, parse_shape_overrides(others))
+        assert f"pass --shape {item} (batch dim excluded)" in str(info.value)
+    batch = GenericWorkload(model, parse_shape_overrides(value)).make_batch(2, rng())
+    assert batch["tokens"].shape == (2, 16) and batch["grid"].shape == (2, 3, 16)
+    assert suggested_shapes(make_model([("fixed", "FP32", [2])])) == ""
 
 
 def test_generic_override_must_fit_model():
