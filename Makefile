@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 TINY_WEIGHTS := models/weights/tiny/build.json
 
-.PHONY: setup test-tools demo test check lint format bench bench-master serve clean
+.PHONY: setup test-tools demo test check lint format bench bench-master bench-gate serve clean
 
 setup: $(INSTALLED) $(TINY_WEIGHTS)
 	@# Every time (a venv shared by two checkouts points at the one that ran make last).
@@ -64,6 +64,11 @@ bench: setup
 # How many workers one master merges (docs/explanation/performance.md): a real master, simulated workers.
 bench-master: setup
 	$(PY) -m bench.master_scale
+
+# What the regression gate (compare --gate) catches by run length: real runs of a sleeping model,
+# the same configuration twice and 30 % slower (bench/gate.py, about 10 minutes; writes bench/gate_results.md).
+bench-gate: setup
+	$(PY) -m bench.gate
 
 clean:
 	rm -rf $(VENV) .venv-pa models/weights .pytest_cache .ruff_cache
