@@ -7,9 +7,11 @@
 #   docker run --rm -p 8089:8089 -p 5557:5557 triton-loadtest:0.1.0 --master --config /etc/locust/locust.conf
 #   docker run --rm triton-loadtest:0.1.0 --worker --master-host locust-master
 #
-# Everything after the image name is passed to `locust -f /app/locustfile.py`. The run
-# directory is written under /app/runs (a volume). Triton itself runs from NVIDIA's image
-# (k8s/ uses nvcr.io/nvidia/tritonserver); this image never starts it. See docs/guides/gke.md.
+# Everything after the image name is passed to `locust -f /app/locustfile.py` (a later -f, as
+# k8s/components/own-locustfile gives, replaces it: PYTHONPATH=/app lets any locustfile import
+# the suite). The run directory is written under /app/runs (a volume). Triton itself runs
+# from NVIDIA's image (k8s/ uses nvcr.io/nvidia/tritonserver); this image never starts it.
+# See docs/guides/gke.md.
 
 # ---- build: a venv with the pinned requirements --------------------------------------
 FROM python:3.11-slim-bookworm AS build
@@ -52,6 +54,7 @@ ARG GID=10001
 # HOME and MPLCONFIGDIR point at /tmp: the root filesystem is read-only in k8s/ (an emptyDir
 # is mounted on /tmp there). Bytecode is compiled at build time, never written at run time.
 ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONPATH=/app \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp \

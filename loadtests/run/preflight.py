@@ -105,6 +105,12 @@ class Preflight:
                 )
         elif settings.open_loop and settings.rate <= 0:
             raise SpecError(f"--traffic {settings.traffic} needs --rate (requests/s) or a load shape with kind=rate")
+        own = [cls.__name__ for cls in self.process.endpoints.own_tasks()]
+        if settings.open_loop and settings.drop_when_saturated and own:
+            raise SpecError(
+                f"--drop-when-saturated drops the built-in workload's requests; the own tasks of {', '.join(own)} "
+                "start on the schedule and go out late when every user is busy: leave it out, or add users"
+            )
 
     def on_test_start(self, **_kwargs) -> None:
         process = self.process

@@ -16,6 +16,13 @@ reported through Locust's request event with its `RequestOutcome`) under `name` 
 suite's endpoint name, "<model> [<protocol>]"). The model's description is asked of Triton
 once per process; the body is serialised on every call: `prepare()` once and `infer(prepared)`
 in a hot loop.
+
+In open loop (--traffic constant|poisson|gamma --rate R) the schedule starts the task executions
+(`TaskArrivals`, as k6's arrival-rate executors start iterations): the user's `wait_time` is the
+wait for the next due time of the process's schedule, and the execution's first request is timed
+from that time (its latency corrected for coordinated omission, counted late when it went out
+more than 1 ms after it). The users are the executions in flight: a due time that finds every
+user busy goes out late, with the first free user.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from tritonclient.utils import deserialize_bytes_tensor, triton_to_np_dtype
 from loadtests.clients import PreparedRequest, RequestFailure, TritonClient
 from loadtests.config.model_spec import ModelSpec
 from loadtests.errors import ModelMismatchError, StartupError
+from loadtests.traffic.open_loop import OpenLoop
 from loadtests.workloads.endpoints import check_inputs_fit
 
 Inputs = Mapping[str, np.ndarray] | Sequence[Any]
@@ -63,6 +71,31 @@ class Answer:
         return self.outputs.get(name)
 
 
+class TaskArrivals:
+    """Open loop over a user's own tasks: each task execution starts at a due time of the process's
+    schedule; `wait` is the user's wait_time, `take` the intended time of the execution's first request."""
+
+    def __init__(self, sender: OpenLoop, stopping: Callable[[], bool]) -> None:
+        self.sender = sender
+        self.stopping = stopping
+        self._intended_ns: int | None = None
+
+    def wait(self) -> float:
+        """Until the next due time this user takes (0 s left to wait: the next task starts now)."""
+        self._intended_ns = None
+        while not self.stopping():
+            due = self.sender.next_due(self.stopping)
+            if due is not None:
+                self._intended_ns = due
+                break
+        return 0.0
+
+    def take(self) -> int | None:
+        """The due time of the execution under way, for its first request only (then None)."""
+        due, self._intended_ns = self._intended_ns, None
+        return due
+
+
 class TaskClient:
     """One user's client for its own tasks (see the module docstring)."""
 
@@ -71,11 +104,13 @@ class TaskClient:
         connection: TritonClient,
         models: Callable[[TritonClient, str], ModelSpec],
         refuse: Callable[[StartupError], None],
+        arrivals: TaskArrivals | None = None,
     ) -> None:
         self.connection = connection
         self.protocol = connection.protocol
         self._models = models
         self._refuse = refuse  # a request that cannot be built: one error line, exit code 2, the test stops
+        self._arrivals = arrivals  # open loop: the schedule's due times (None: closed loop)
 
     def prepare(self, model: str, inputs: Inputs, name: str | None = None) -> PreparedRequest:
         """The request's body built once, to send with `infer(prepared)` as often as wanted;
@@ -106,7 +141,8 @@ class TaskClient:
         # would be cut and counted "interrupted"); a running user's stop waits for its request.
         gevent.sleep(0)
         kept: list[Any] = []
-        failure = self.connection.infer(request, on_response=kept.append)
+        intended_ns = self._arrivals.take() if self._arrivals is not None else None
+        failure = self.connection.infer(request, intended_ns=intended_ns, on_response=kept.append)
         return Answer(self.connection, kept[0] if kept else None, failure)
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ Closed loop (--traffic closed, the default): each user opens one connection in
 on_start and closes it in on_stop, and sends back-to-back requests (perf_analyzer's
 concurrency mode) until Locust stops it (the request in flight always finishes).
 
-Open loop (--traffic constant|poisson|gamma --rate R): the process's users take turns to
+Open loop (--traffic constant|poisson|gamma --rate R), the built-in workload: the process's users take turns to
 wait for the next intended send time of its schedule and send each request on a
 greenlet of their own (kept and reused, traffic/senders.py), so requests go out on time however slow the responses are
 (loadtests/traffic/open_loop.py). Users then only dispatch: the rate, not the user
@@ -53,7 +53,7 @@ from loadtests.workloads.endpoints import Endpoint
 from loadtests.workloads.kinds import BERT_QA, GENERIC, RESNET, SEQUENCE, WorkloadKind
 from loadtests.workloads.mix import MixedEndpoint
 from loadtests.workloads.sequences import IdLayout, RunSize, SequenceIds, SequenceSender, UserSlots
-from loadtests.workloads.task_client import TaskClient
+from loadtests.workloads.task_client import TaskArrivals, TaskClient
 
 # The attribute of Locust's Environment through which the run wiring (loadtests/run/process.py)
 # hands the users what they need from their process: the users name what they need
@@ -155,7 +155,11 @@ class TritonUser(User):
                 self.protocol, process.settings, self.environment.events.request, process.connections
             )
             connection.warm()  # connect now, not inside the first timed request
-            self.client = TaskClient(connection, process.model, process.fail_startup)
+            arrivals = TaskArrivals(process.sender, self._stopping) if process.sender is not None else None
+            self.client = TaskClient(connection, process.model, process.fail_startup, arrivals)
+            if arrivals is not None:
+                self.wait_time = arrivals.wait  # open loop: the schedule starts each task execution
+                arrivals.wait()  # ... the first one too
             return
         try:
             self.endpoint = process.endpoint(self.kind, self.protocol)

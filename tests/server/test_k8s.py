@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ TARGETS = tuple(f"overlays/{o}" for o in OVERLAYS) + tuple(f"headless/{o}" for o
 OPTIONAL_COMPONENTS = ("prometheus-operator", "triton-autoscaling", "ui-gateway-iap", "tracing")
 ALL_COMPONENTS = "all-components"  # overlays/gke-t4 plus every optional component
 HEADLESS_TRACING = "headless/cpu+tracing"  # the headless Jobs with components/tracing after them
-COMPOSED = (ALL_COMPONENTS, HEADLESS_TRACING)
+OWN_LOCUSTFILE = "headless/cpu+own-locustfile"  # the headless Jobs running components/own-locustfile's file
+COMPOSED = (ALL_COMPONENTS, HEADLESS_TRACING, OWN_LOCUSTFILE)
+TRACED = (ALL_COMPONENTS, HEADLESS_TRACING)  # the composed targets with components/tracing
 TRACING = "tracing"
 WORKLOAD_KINDS = ("Deployment", "Job")
 # components/ui-gateway-iap: Gateway API and GKE's policy CRDs (no schema in kubernetes-validate).
@@ -91,6 +94,7 @@ def renders(tmp_path_factory) -> dict[str, str]:
     out = {target: _kustomize(K8S / target) for target in TARGETS}
     out[ALL_COMPONENTS] = _compose(tmp_path_factory.mktemp("all"), "overlays/gke-t4", OPTIONAL_COMPONENTS)
     out[HEADLESS_TRACING] = _compose(tmp_path_factory.mktemp("headless-tracing"), "headless/cpu", (TRACING,))
+    out[OWN_LOCUSTFILE] = _compose(tmp_path_factory.mktemp("own-locustfile"), "headless/cpu", ("own-locustfile",))
     return out
 
 
@@ -136,7 +140,9 @@ def _configmap_data(docs: list[dict], name: str) -> dict[str, str]:
 def _locust_conf(docs: list[dict]) -> dict[str, str]:
     """The values of the locust.conf the master mounts."""
     volumes = _find(docs, "Deployment", "locust-master")["spec"]["template"]["spec"]["volumes"]
-    (name,) = [v["configMap"]["name"] for v in volumes if "configMap" in v]
+    (name,) = [
+        v["configMap"]["name"] for v in volumes if v.get("configMap", {}).get("name", "").startswith("locust-config")
+    ]
     return _conf_values(_configmap_data(docs, name)["locust.conf"])
 
 
@@ -569,7 +575,7 @@ class Pod:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", [*TARGETS, HEADLESS_TRACING])
+@pytest.mark.parametrize("target", [*TARGETS, HEADLESS_TRACING, OWN_LOCUSTFILE])
 def test_container_args_and_locust_conf_parse_with_the_suites_parser(objects, target, tmp_path):
     docs = objects[target]
     cases, names = [], []
@@ -637,12 +643,19 @@ def _scrape_while_running(process: subprocess.Popen, url: str, timeout_s: float 
     return pages
 
 
-@needs_kubectl
-@pytest.mark.parametrize("overlay", ["cpu", "gke-t4"])
-def test_headless_job_commands_run_locally_and_merge_the_workers_requests(objects, triton, tmp_path, overlay):
+@dataclass
+class HeadlessRun:
+    master: Pod
+    output: str  # the master's
+    master_code: int
+    worker_codes: list[int]
+    scraped: list[str]  # the master's /metrics pages while it ran
+    workers: int
+
+
+def _run_headless_jobs(docs: list[dict], triton, tmp_path: Path) -> HeadlessRun:
     """Exactly the rendered Job commands, with only these changes: hosts and ports -> loopback,
     the image's paths -> this checkout and temporary directories, a 4 s run with 4 users."""
-    docs = objects[f"headless/{overlay}"]
     master_job = _find(docs, "Job", "locust-master-headless")
     worker_job = _find(docs, "Job", "locust-worker-headless")
     free = TritonPorts.free()
@@ -677,8 +690,6 @@ def test_headless_job_commands_run_locally_and_merge_the_workers_requests(object
     workers = [
         Pod(worker_job, docs, tmp_path / f"worker-{i}", rewrite, conf) for i in range(worker_job["spec"]["parallelism"])
     ]
-    model = _conf_values((master.mounts["/etc/locust"] / "locust.conf").read_text())["model"]
-    before = model_stats(triton.http_address, model)
     # Loopback only: the pod listens on all interfaces, a test machine must not.
     master_command = [*master.command(), "--master-bind-host", "127.0.0.1"]
     processes = [
@@ -711,15 +722,27 @@ def test_headless_job_commands_run_locally_and_merge_the_workers_requests(object
     finally:
         for process in processes:
             _stop(process)
+    return HeadlessRun(master, output, processes[0].returncode, worker_codes, scraped, len(workers))
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["cpu", "gke-t4"])
+def test_headless_job_commands_run_locally_and_merge_the_workers_requests(objects, triton, tmp_path, overlay):
+    """The headless Jobs' commands as local processes (`_run_headless_jobs`)."""
+    docs = objects[f"headless/{overlay}"]
+    model = _locust_conf(docs)["model"]
+    before = model_stats(triton.http_address, model)
+    run = _run_headless_jobs(docs, triton, tmp_path)
     after = model_stats(triton.http_address, model)
+    master, output = run.master, run.output
 
     # The Job's exit code is the master's; the workers' Job completes when each exits 0,
     # which a worker does only after the master's quit message (so every worker was connected).
-    assert processes[0].returncode == 0, output[-4000:]
-    assert worker_codes == [0] * len(workers)
+    assert run.master_code == 0, output[-4000:]
+    assert run.worker_codes == [0] * run.workers
     # Prometheus could scrape the master during the test, with every worker connected.
-    during = [page for page in scraped if "triton_loadtest_requests_total{" in page]
-    assert any(f"\ntriton_loadtest_workers {len(workers)}\n" in page for page in during), scraped[-1:]
+    during = [page for page in run.scraped if "triton_loadtest_requests_total{" in page]
+    assert any(f"\ntriton_loadtest_workers {run.workers}\n" in page for page in during), run.scraped[-1:]
     (run_dir,) = (master.mounts["/app/runs"]).iterdir()  # the run volume, default name
     assert (run_dir / "config.json").exists()
     config = json.loads((run_dir / "config.json").read_text())
@@ -738,6 +761,33 @@ def test_headless_job_commands_run_locally_and_merge_the_workers_requests(object
         assert {p.relative_to(copied): p.read_bytes() for p in copied.rglob("*") if p.is_file()} == {
             p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()
         }
+
+
+@needs_kubectl
+def test_an_own_locustfile_runs_on_the_headless_master_and_workers(objects, triton, tmp_path):
+    """components/own-locustfile: the master and both workers load the component's locustfile (its
+    ConfigMap, mounted where the pods mount it) and run its class alone; every request its tasks
+    name is in the master's run directory, as Triton counted them."""
+    docs = objects[OWN_LOCUSTFILE]
+    data = _configmap_data(docs, next(d["metadata"]["name"] for d in docs if d["metadata"]["name"].startswith(
+        "locust-locustfile")))  # fmt: skip
+    assert data["locustfile.py"] == (K8S / "components" / "own-locustfile" / "locustfile.py").read_text()
+    before = model_stats(triton.http_address, "identity")
+    run = _run_headless_jobs(docs, triton, tmp_path)
+    after = model_stats(triton.http_address, "identity")
+    assert run.master_code == 0, run.output[-4000:]
+    assert run.worker_codes == [0] * run.workers
+    (run_dir,) = (run.master.mounts["/app/runs"]).iterdir()
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["user_classes"] == ["Journey"], config["user_classes"]
+    summary = read_summary(run_dir)
+    endpoints = {e["name"]: e for e in summary["endpoints"]}
+    assert sorted(endpoints) == ["identity x1", "identity x8"], run.output[-3000:]
+    assert all(e["protocol"] == "grpc" and e["failures"] == 0 for e in endpoints.values())
+    assert endpoints["identity x8"]["inferences"] == 8 * endpoints["identity x8"]["requests"]
+    assert sum(e["requests"] for e in endpoints.values()) == after["requests"] - before["requests"]
+    assert sum(e["inferences"] for e in endpoints.values()) == after["inferences"] - before["inferences"]
+    assert summary["load_generator"]["workers"] == run.workers
 
 
 # --- the image -----------------------------------------------------------------------------
@@ -1275,7 +1325,7 @@ def _receiver_url(docs: list[dict]) -> tuple[str, int]:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", COMPOSED)
+@pytest.mark.parametrize("target", TRACED)
 def test_tracing_component_points_every_triton_at_the_masters_receiver(objects, target):
     """Triton exports to a Service that selects the running master on the port its --trace-receiver
     listens on, and the NetworkPolicies let Triton's pods out and into the master on it."""
@@ -1313,7 +1363,7 @@ def test_tracing_component_points_every_triton_at_the_masters_receiver(objects, 
 
 
 @needs_kubectl
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", [*TARGETS, OWN_LOCUSTFILE])
 def test_default_deployments_do_not_trace(objects, target):
     docs = objects[target]
     for workload in _workloads(docs):

@@ -303,3 +303,50 @@ class Wrong(TritonHttpUser):
     assert len(errors) == 1 and errors[0].startswith(message), output[-3000:]
     assert "Traceback" not in output, output[-3000:]
     assert run.after == run.before
+
+
+# A task and a think time that, in closed loop, let each user send one request in the whole test.
+PATIENT = """
+class Patient(TritonHttpUser):
+    wait_time = constant(60)
+
+    @task
+    def ask(self):
+        self.client.infer("identity", ONES)
+"""
+
+
+def test_own_tasks_in_open_loop_start_on_the_schedule_and_are_timed_from_it(triton, tmp_path):
+    """Before: --traffic and --rate did not reach a class's own tasks (closed loop with its
+    wait_time, silently). The schedule now starts each task execution: 2 users who wait 60 s
+    between tasks send 2 requests in 3 s in closed loop, and at 40/s in open loop an order of
+    magnitude more, each first request timed from its due time (the uncorrected latency is kept
+    beside it, as for the built-in open loop), every one counted as Triton counts it."""
+    mine = write(tmp_path, PATIENT)
+    closed = run_against_triton(
+        triton, tmp_path / "closed", [], [], models=("identity",), run_time="3s", locustfile=mine
+    )
+    (endpoint,) = closed.summary["endpoints"]
+    assert endpoint["requests"] == 2 == closed.served("identity")  # one task per user, then the wait
+    opened = run_against_triton(
+        triton, tmp_path / "open", [], ["--traffic", "constant", "--rate", "40"], models=("identity",),
+        run_time="3s", locustfile=mine,
+    )  # fmt: skip
+    (endpoint,) = opened.summary["endpoints"]
+    assert endpoint["failures"] == 0 and endpoint["requests"] == opened.served("identity")
+    assert endpoint["requests"] >= 20, endpoint  # 40/s for 3 s: about 120, never the 2 of closed loop
+    assert endpoint["latency_uncorrected_us"], endpoint  # timed from the due time, the send kept beside
+    assert "late" in endpoint
+
+
+def test_drop_when_saturated_is_refused_for_own_tasks(triton, tmp_path):
+    """Own tasks' executions never drop (a busy user starts a due one late): the option that drops
+    the built-in workload's requests is refused before any load, in one line, exit code 2."""
+    options = ["--traffic", "poisson", "--rate", "40", "--drop-when-saturated"]
+    run = run_against_triton(
+        triton, tmp_path / "run", [], options, models=("identity",), run_time="3s",
+        locustfile=write(tmp_path, PATIENT), expect_exit=2,
+    )  # fmt: skip
+    errors = [line for line in run.result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: --drop-when-saturated drops"), run.result.stderr[-2000:]
+    assert "Patient" in errors[0] and run.after == run.before
