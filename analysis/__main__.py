@@ -4,6 +4,7 @@
     python -m analysis report results.csv --out /tmp/pa
     python -m analysis compare runs/a runs/b --labels bert_qa,bert_qa_dynbatch
     python -m analysis check runs/a --slo "p99<50ms" --junit slo.xml
+    python -m analysis first-screen runs/a     # the report's first lines: outcome, headline, diagnosis
     python -m analysis compare runs/main runs/pr --gate "p99<+10%,throughput>-5%" --junit gate.xml
     python -m analysis report gs://bucket/runs/20261122T014233Z-demo   # what --upload wrote
 
@@ -56,12 +57,18 @@ def _parser() -> argparse.ArgumentParser:
         "--slo", default=None, help="clauses, e.g. 'p99<50ms@95%%,fail_ratio<1%%' (default: the run's own)"
     )
     check.add_argument("--junit", default=None, metavar="FILE", help="also write the results as JUnit XML")
+    screen = commands.add_parser(
+        "first-screen", help="print what a run's report says first: outcome, headline, first diagnosis"
+    )
+    screen.add_argument("run_dir", metavar="RUN_DIR")
+    screen.add_argument("--json", action="store_true", help="as a JSON list (the web UI's health line reads it)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    sources = [args.run_dir] if args.command == "check" else [args.source] if args.command == "report" else args.sources
+    single = args.command in ("check", "first-screen")
+    sources = [args.run_dir] if single else [args.source] if args.command == "report" else args.sources
     try:
         with local_sources(sources) as local:
             return _run(args, sources, local)
@@ -73,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, sources: list[str], local: list[str]) -> int:
     if args.command == "check":
         return check_run(local[0], args.slo, args.junit)  # without pandas and matplotlib: fast in CI
+    if args.command == "first-screen":
+        return _first_screen(local[0], args.json)  # without matplotlib: the web UI asks it during a run
     from analysis.compare import NotComparableError, compare_and_gate, default_out_dir
     from analysis.dataset import SourceError
     from analysis.gate import EXIT_REGRESSED, write_junit
@@ -111,6 +120,25 @@ def _run(args: argparse.Namespace, sources: list[str], local: list[str]) -> int:
         print(f"error: {args.command}: {error.filename}: {error.strerror or error}", file=sys.stderr)
         return EXIT_OUTPUT_FAILED
     print(path)
+    return 0
+
+
+def _first_screen(path: str, as_json: bool) -> int:
+    import json
+
+    from analysis.dataset import SourceError, load
+    from analysis.outcome import first_screen
+    from analysis.run import RunDirectoryError
+
+    try:
+        data = load(path)
+        if data.kind != "run":
+            raise SourceError(f"{path}: first-screen reads a run directory")
+        lines = first_screen(data)
+    except (SourceError, RunDirectoryError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(json.dumps(lines) if as_json else "\n".join(lines))
     return 0
 
 

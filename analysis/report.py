@@ -18,7 +18,7 @@ from analysis.document import Document
 from analysis.finding_groups import grouped_findings
 from analysis.findings import findings
 from analysis.mix import mix_table
-from analysis.outcome import outcome
+from analysis.outcome import NO_LIMIT, outcome
 from analysis.sequences import sequence_section, sequence_table
 from analysis.streams import stream_section, stream_table
 from analysis.suggestions import RunCommands
@@ -90,9 +90,7 @@ def _diagnosis_section(doc: Document, data: Dataset) -> None:
     doc.heading("Diagnosis and next steps")
     doc.bullets(headlines(data))
     if not found:
-        doc.paragraph(
-            "No rule found a limit in this run: none of the conditions in docs/reference/reports.md#diagnosis held."
-        )
+        doc.paragraph(NO_LIMIT)
     doc.numbered(
         [
             (

@@ -331,3 +331,18 @@ def on_a_steady_load_generator(run: Callable[[Path], None], run_dir: Path) -> Pa
         run_dir = run_dir.with_name(run_dir.name + "-again")
         run(run_dir)
     return run_dir
+
+
+def report_first_screen(markdown: str) -> list[str]:
+    """What report.md says first, read from it: the bold outcome, the first bullet under the
+    diagnosis heading, and the first numbered diagnosis with its "Next:" (or the no-limit line)."""
+    lines = markdown.splitlines()
+    screen = [next(line[2:-2] for line in lines if line.startswith("**") and line.endswith("**"))]
+    section = lines[lines.index("## Diagnosis and next steps") + 1 :]
+    section = section[: next((i for i, line in enumerate(section) if line.startswith("## ")), len(section))]
+    screen += [line[2:] for line in section if line.startswith("- ")][:1]
+    for i, line in enumerate(section):
+        if line.startswith("1. **") and line.endswith("**"):
+            step = next(s.strip() for s in section[i + 1 :] if s.strip().startswith("Next: "))
+            return [*screen, f"{line[5:-2]}. {step}"]
+    return [*screen, *[line for line in section if line.startswith("No rule found a limit")][:1]]

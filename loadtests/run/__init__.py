@@ -12,7 +12,7 @@ process's role (`wiring.py` has the table):
     open_loop.py     the open-loop target rate shared out; the local sender
     lifecycle.py     a run's directory, server watch, windows and end (finish.py)
     live.py          the live views (live_snapshot.py): the web UI tab (webui.py), its charts
-                     and health line (live_series.py, webui_charts.py), the report it links
+                     and health line (live_series.py, webui_charts.py, live_diagnosis.py), the report it links
                      (webui_report.py) and the Prometheus exporter (exporter.py)
     webui_models.py  the web form's Model suggestions: Triton's ready models, each one's --shape
     slo_gate.py      --slo and --junit at the end of a run

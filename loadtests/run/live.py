@@ -16,7 +16,9 @@ from locust.runners import MasterRunner
 
 from loadtests.run import exporter, webui, webui_charts
 from loadtests.run.active_run import ActiveRun
+from loadtests.run.finish import traffic_json
 from loadtests.run.lifecycle import RunLifecycle
+from loadtests.run.live_diagnosis import EVERY_S, LiveDiagnosis
 from loadtests.run.live_series import LiveSeries
 from loadtests.run.live_snapshot import LiveEndpoint, LiveSnapshot, model_totals
 from loadtests.run.preflight import Preflight
@@ -36,6 +38,7 @@ class LiveViews:
         self.finished: LiveSnapshot | None = None  # the last test's final numbers
         self.reports: ReportPages | None = None  # with a web UI: each finished test's report
         self.series: LiveSeries | None = None  # with a web UI: the run over time, for its charts
+        self.diagnosis: LiveDiagnosis | None = None  # with a web UI: the run so far, judged
 
     def register(self) -> None:
         self.process.environment.events.test_start.add_listener(self.on_test_start)
@@ -49,6 +52,7 @@ class LiveViews:
             self.reports = ReportPages()
             self.reports.install(web_ui.app, web_ui.auth_required_if_enabled)
             self.series = LiveSeries()
+            self.diagnosis = LiveDiagnosis(self.provisional_summary)
             self.process.events.run_started.add_listener(self.on_run_started)
             self.process.events.window_closed.add_listener(self.on_window_closed)
             webui_charts.install(web_ui.app, self.series, self.health, web_ui.auth_required_if_enabled)
@@ -98,8 +102,9 @@ class LiveViews:
         return LiveSnapshot(users=users, workers=workers)
 
     def health(self) -> list[str]:
-        """The web UI's health line: the outcome of the requests so far while the test runs; after
-        it, the report's first screen once written (run/webui_report.py), until then its outcome."""
+        """The web UI's health line: after the test, the report's first screen once written, until
+        then its outcome; while it runs, the outcome of the requests so far and, once judged (every
+        EVERY_S while a page asks), the first screen's headline and diagnosis of the run so far."""
         if self.finished is not None and self.reports is not None:
             screen = self.reports.first_screens.get(Path(self.finished.run_dir))
             if screen:
@@ -114,8 +119,27 @@ class LiveViews:
         requests = sum(endpoint.requests for endpoint in snapshot.endpoints)
         sentence = counts_sentence(requests, sum(by_class.values()), by_class, snapshot.elapsed_s)
         if snapshot.final:
-            return [sentence, f"The report's diagnosis follows when it is written ({snapshot.report or 'writing'})."]
-        return [f"So far: {sentence}", "The diagnosis is judged on the whole run: in the report when the test stops."]
+            return [sentence, "The report's diagnosis follows once the report is written."]
+        judged = []
+        if self.diagnosis is not None:
+            self.diagnosis.ask()
+            judged = self.diagnosis.lines_for(snapshot.run_dir)[1:]  # its outcome: the sentence above
+        return [f"So far: {sentence}", *(judged or [f"The run so far is diagnosed every {EVERY_S:g} s."])]
+
+    def provisional_summary(self) -> tuple[Path, dict] | None:
+        """The running test's directory and the summary its end would write, of the run so far."""
+        run = self.lifecycle.active
+        if run is None:
+            return None
+        summary = run.directory.summary(
+            run.aggregator.totals,
+            run.cpu_s,
+            server={model: delta.to_json() for model, delta in run.server.stats.total_delta().items()},
+            traffic=traffic_json(self.process.settings, self.process.environment.shape_class),
+            throttle=run.throttle,
+            workers=len(run.workers_reported),
+        )
+        return run.directory.path, summary
 
 
 def of_run(run: ActiveRun, users: int, workers: int, final: bool = False) -> LiveSnapshot:

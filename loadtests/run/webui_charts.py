@@ -7,10 +7,10 @@ a test stopped, before the suite has its final numbers):
                                       # {"health": [...]}: the health line's sentences
 
 The health line says, while the test runs, what the report's first line will say (the outcome of
-the requests so far: loadtests/run_format/outcome.py's sentence) and, once the test has ended and
-its report is written, the report's first screen: its outcome, its headline and its first
-diagnosis (run/webui_report.py's `first_screen`). The diagnosis needs the whole run (its rules
-read the run directory's summary), so it is not judged while the test runs.
+the requests so far: loadtests/run_format/outcome.py's sentence) and under it the report's headline
+and first diagnosis of the run so far (run/live_diagnosis.py, every EVERY_S while the page asks);
+once the test has ended and its report is written, the report's first screen: its outcome, its
+headline and its first diagnosis.
 
 The charts are SVG drawn by the page's script from those points (no library): the inferences per
 second and the exact p50/p99 of each endpoint per window, Triton's queue and compute per request

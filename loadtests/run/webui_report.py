@@ -9,8 +9,9 @@ out of the load generator's process). The exact tab's Report column then links t
     GET /triton-report/latest              # {"report": the last test's Report cell}: the page asks
                                            # while it is being written (Locust's polls stop at STOP)
 
-Once written, the report's first screen (its outcome line, its headline and its first diagnosis,
-`first_screen`) is also the web UI's health line for that test (run/webui_charts.py).
+Once written, the report's first screen (its outcome line, its headline and its first diagnosis:
+`python -m analysis first-screen DIR`, run/live_diagnosis.py) is the web UI's health line for
+that test (run/webui_charts.py).
 
 Only the run directories of tests this process ran are served, each below its own directory.
 Locust's own report (its "Download Report") is untouched.
@@ -19,7 +20,6 @@ Locust's own report (its "Download Report") is untouched.
 from __future__ import annotations
 
 import logging
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +27,12 @@ from pathlib import Path
 import gevent
 from flask import Flask, Response, abort, jsonify, send_from_directory
 
+from loadtests.run.live_diagnosis import first_screen
+
 logger = logging.getLogger(__name__)
 
 ROUTE = "/triton-report"
 REPORT_FILE = "report.html"
-REPORT_MD = "report.md"
 WRITING = "writing report..."
 FAILED = "report failed (see the log)"
 
@@ -43,7 +44,7 @@ class ReportPages:
         self.runs: dict[int, Path] = {}
         self.latest: Path | None = None
         self.states: dict[Path, str] = {}  # the Report cell: WRITING, the link, or FAILED
-        self.first_screens: dict[Path, list[str]] = {}  # each written report's first_screen
+        self.first_screens: dict[Path, list[str]] = {}  # each written report's first screen
 
     def install(self, app: Flask, auth=lambda view: view) -> None:
         """Add the route to Locust's web app (`auth`: Locust's login check, when --web-login is on)."""
@@ -77,34 +78,9 @@ class ReportPages:
         command = [sys.executable, "-m", "analysis", "report", str(path)]
         done = subprocess.run(command, capture_output=True, text=True, check=False)  # gevent's: cooperative
         if done.returncode == 0 and (path / REPORT_FILE).exists():
-            self.first_screens[path] = first_screen((path / REPORT_MD).read_text(encoding="utf-8"))
+            self.first_screens[path] = first_screen(path) or []
             self.states[path] = f"{ROUTE}/{number}/{REPORT_FILE}"
             logger.info("report: %s", path / REPORT_FILE)
         else:
             self.states[path] = FAILED
             logger.error("report of %s failed: %s", path, (done.stderr or done.stdout).strip()[-500:])
-
-
-DIAGNOSIS_HEADING = "## Diagnosis and next steps"
-FIRST_RULE = re.compile(r"^1\. \*\*(.+)\*\*$")
-
-
-def first_screen(report_md: str) -> list[str]:
-    """What the report says first, as lines: its outcome (the bold line under the title), the
-    first of its headlines and its first diagnosis with its next step, or that no rule found a
-    limit (analysis/report.py's order)."""
-    lines = report_md.splitlines()
-    outcome = next((line[2:-2] for line in lines if line.startswith("**") and line.endswith("**")), "")
-    screen = [outcome] if outcome else []
-    if DIAGNOSIS_HEADING not in lines:
-        return screen
-    section = lines[lines.index(DIAGNOSIS_HEADING) + 1 :]
-    section = section[: next((i for i, line in enumerate(section) if line.startswith("## ")), len(section))]
-    screen += [line[2:] for line in section if line.startswith("- ")][:1]
-    for i, line in enumerate(section):
-        rule = FIRST_RULE.match(line)
-        if rule:
-            step = next((s.strip() for s in section[i + 1 :] if s.strip().startswith("Next: ")), "")
-            return [*screen, f"{rule.group(1)}. {step}".strip()]
-    screen += [line for line in section if line.startswith("No rule found a limit")][:1]
-    return screen

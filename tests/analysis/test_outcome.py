@@ -18,10 +18,11 @@ import pytest
 
 from analysis.dataset import load
 from analysis.diagnosis import Diagnosis, diagnose, headlines
-from analysis.outcome import outcome
-from analysis.report import build
+from analysis.outcome import first_screen, outcome
+from analysis.report import build, write_report
 from analysis.suggestions import RunCommands, concurrency_range, header_variable
 from loadtests.commands.sweep import parse_range
+from tests.helpers import report_first_screen, run_cli
 from tests.recorded_runs import GROUPS, recorded
 
 
@@ -198,3 +199,17 @@ def test_every_failure_class_leads_to_its_own_cause(runs, tmp_path):
         (run / "summary.json").write_text(json.dumps(summary))
         (failures_rule,) = [item for item in diagnose(load(run)) if getattr(item, "rule", "") == "failures"]
         assert cause in failures_rule.why, (name, failures_rule.why)
+
+
+@pytest.mark.parametrize("name", ["queue", "scaling", "timeout", "overload"])
+def test_the_first_screen_is_what_the_report_says_first(tmp_path, name):
+    """`python -m analysis first-screen` (the web UI's health line) says what report.md says first:
+    a run with a diagnosis, one where no rule found a limit, one whose requests all failed, one
+    mostly failed."""
+    run = recorded("diagnosis", name, tmp_path)
+    write_report(run)
+    lines = first_screen(load(run))
+    assert lines == report_first_screen((run / "report.md").read_text())
+    printed = run_cli(["-m", "analysis", "first-screen", str(run), "--json"])
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout) == lines

@@ -17,9 +17,8 @@ import urllib.request
 from selenium.webdriver.common.by import By
 
 from loadtests.run.webui_charts import CHARTS, ROUTE
-from loadtests.run.webui_report import first_screen
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, model_stats, model_stats_once_counted, triton_options
+from tests.helpers import REPO_ROOT, model_stats, model_stats_once_counted, report_first_screen, triton_options
 from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     browser,
     chromium,
@@ -91,6 +90,12 @@ def test_the_tab_draws_the_run_over_time_and_a_health_line_then_the_reports_firs
     assert "server_times:identity queue" in view["lines"]
     assert not [name for name in view["lines"] if name.startswith("failures:")]  # none failed: nothing drawn
     assert view["health"].startswith("So far: Healthy: ") and "none failed" in view["health"]
+    # The run so far, judged by the report's rules: its headline and first diagnosis under the outcome.
+    judged = wait_for(
+        lambda: [line for line in charts(browser)["health"].splitlines()[1:] if line.startswith("identity: ")],
+        f"the health line never gave the run so far's headline: {charts(browser)['health']}",
+    )
+    assert "over the whole run" in judged[0]
     assert overflow_px(browser) <= 0, overflow_px(browser)
     screenshot(browser, "webui-live-charts.png", height=1000, width=1400)
 
@@ -103,7 +108,7 @@ def test_the_tab_draws_the_run_over_time_and_a_health_line_then_the_reports_firs
     click_button(browser, "STOP")
     report = web_ui.run_dir / "report.md"
     wait_for(report.exists, "the test's report was never written")
-    screen = first_screen(report.read_text())
+    screen = report_first_screen(report.read_text())
     assert screen[0].startswith("Healthy: ") and len(screen) >= 2
     wait_for(
         lambda: charts(browser)["health"] == "\n".join(screen) and charts(browser)["final"] == "true",
@@ -146,6 +151,14 @@ def test_failures_are_drawn_by_class_and_the_health_line_says_the_run_is_failing
         view = wait_for(failing, f"the failures chart never drew the timeouts: {charts(browser)}")
         assert view["health"].startswith("So far: Failed: every one of "), view["health"]
         assert "timeout" in view["health"]
+        # While the test runs, the failures rule names the cause and the next step (judged on the run so far).
+        wait_for(
+            lambda: (
+                "Requests failed: sleep_10ms_single" in charts(browser)["health"]
+                and "--request-timeout" in charts(browser)["health"]
+            ),
+            f"the health line never gave the failures' diagnosis: {charts(browser)['health']}",
+        )
         assert not [name for name in view["lines"] if name.startswith("latency:")]  # no success, no latency
         click_button(browser, "STOP")
         wait_for((ui.run_dir / "summary.json").exists, "the run never wrote summary.json")
