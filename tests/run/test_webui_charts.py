@@ -13,12 +13,23 @@ import json
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 
+import pytest
 from selenium.webdriver.common.by import By
 
 from loadtests.run.webui_charts import CHARTS, ROUTE
-from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, model_stats, model_stats_once_counted, report_first_screen, triton_options
+from loadtests.server import LocalTriton, TritonPorts
+from tests.helpers import (
+    REPO_ROOT,
+    THROWAWAY_STOP_S,
+    model_stats,
+    model_stats_once_counted,
+    report_first_screen,
+    repository_of,
+    start_triton,
+    triton_options,
+)
 from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     browser,
     chromium,
@@ -136,10 +147,25 @@ def test_the_tab_draws_the_run_over_time_and_a_health_line_then_the_reports_firs
     assert sum(point["endpoints"][ENDPOINT]["requests"] for point in points) == endpoint["requests"]
 
 
-def test_failures_are_drawn_by_class_and_the_health_line_says_the_run_is_failing(triton, browser, tmp_path):  # noqa: F811
+@pytest.fixture
+def own_triton(tmp_path) -> Iterator[LocalTriton]:
+    """A Triton of the test's own with `sleep_10ms_single` alone. A storm of client timeouts
+    (requests abandoned while the model still works on them, hundreds a second) corrupted the
+    bundled tritonserver's heap: `malloc(): unaligned tcache chunk detected`, Signal 6, minutes
+    later, under other tests; it is kept off the session's Triton."""
+    repository = repository_of(tmp_path / "models", "sleep_10ms_single")
+    server = LocalTriton([repository], log_file=tmp_path / "triton.log", stop_timeout_s=THROWAWAY_STOP_S)
+    start_triton(server)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_failures_are_drawn_by_class_and_the_health_line_says_the_run_is_failing(own_triton, browser, tmp_path):  # noqa: F811
     # Every request of a 10-ms model under a 2-ms timeout fails as a timeout: no latency to draw.
     options = ["TritonHttpUser", "--model", "sleep_10ms_single", "--shape", "INPUT0:16", "--request-timeout", "0.002"]
-    with launch(tmp_path, [*options, *triton_options(triton, 1)]) as ui:
+    with launch(tmp_path, [*options, *triton_options(own_triton, 1)]) as ui:
         browser.get(ui.url)
         start(browser, users=1)
         open_exact_tab(browser)
@@ -205,8 +231,12 @@ def test_a_master_with_two_workers_draws_their_merged_windows(triton, browser, t
     summary = json.loads((ui.run_dir / "summary.json").read_text())
     (endpoint,) = summary["endpoints"]
     assert summary["load_generator"]["workers"] == 2
+    # A request still in flight when a worker's stop grace ran out is cut and counted "interrupted"
+    # (seen: 4 of 13,256 on a host stalled for 6 s); Triton may or may not have counted it.
+    cut = endpoint["failures_by_class"].get("interrupted", 0)
+    assert endpoint["failures"] == cut, endpoint["failures_by_class"]
     counted = model_stats_once_counted(triton.http_address, "identity", before["requests"] + endpoint["requests"])
-    assert counted["requests"] - before["requests"] == endpoint["requests"]
+    assert endpoint["requests"] - cut <= counted["requests"] - before["requests"] <= endpoint["requests"]
     rows = timeseries_rows(ui.run_dir)
     points = [point for point in answer["points"] if ENDPOINT in point["endpoints"]]
     assert [point["t"] for point in points] == sorted(rows)
