@@ -26,7 +26,7 @@ import pytest
 
 from loadtests.server import DEMO_REPOSITORY, TEST_REPOSITORY, LocalTriton
 from models.build import ensure_built
-from tests.helpers import THROWAWAY_STOP_S, start_triton
+from tests.helpers import THROWAWAY_STOP_S, serving, start_triton
 
 
 @pytest.fixture(scope="session")
@@ -48,11 +48,7 @@ def triton(tiny_weights, tmp_path_factory):
         extra_args=LOAD_THREADS,
         stop_timeout_s=THROWAWAY_STOP_S,
     )
-    start_triton(server)
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serving(server)
 
 
 @pytest.fixture(autouse=True)

@@ -42,6 +42,11 @@ def explicit_mode_triton(directory: Path, repositories: list[Path], models: list
         extra_args=model_control_args("explicit", models),
         stop_timeout_s=THROWAWAY_STOP_S,
     )
+    yield from serving(server)
+
+
+def serving(server):
+    """Start `server` (start_triton), yield it, stop it: the body of a fixture that owns a Triton."""
     start_triton(server)
     try:
         yield server

@@ -27,7 +27,7 @@ from tests.helpers import (
     model_stats_once_counted,
     report_first_screen,
     repository_of,
-    start_triton,
+    serving,
     triton_options,
 )
 from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
@@ -154,12 +154,7 @@ def own_triton(tmp_path) -> Iterator[LocalTriton]:
     bundled tritonserver's heap: `malloc(): unaligned tcache chunk detected`, Signal 6, minutes
     later, under other tests; it is kept off the session's Triton."""
     repository = repository_of(tmp_path / "models", "sleep_10ms_single")
-    server = LocalTriton([repository], log_file=tmp_path / "triton.log", stop_timeout_s=THROWAWAY_STOP_S)
-    start_triton(server)
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serving(LocalTriton([repository], log_file=tmp_path / "triton.log", stop_timeout_s=THROWAWAY_STOP_S))
 
 
 def test_failures_are_drawn_by_class_and_the_health_line_says_the_run_is_failing(own_triton, browser, tmp_path):  # noqa: F811
