@@ -53,7 +53,6 @@ HEARTBEAT_INTERVAL_S = 1.0  # locust.runners.HEARTBEAT_INTERVAL
 CONNECT_RETRY_S = 5.0  # locust.runners.CONNECT_TIMEOUT
 REPORT_KEY = "triton_loadtest"  # the suite's key in a worker report
 WINDOWS_MESSAGE = "triton_loadtest_windows"  # the alternative transport's message type
-FINAL_REPORT_MESSAGE = "triton_loadtest_final_report"  # a worker's last windows (run/shipping.py)
 SENT_KEY = "bench_sent_s"  # when the simulated worker sent the report (the master probe reads it)
 # Templates for the fraction of a 1-s window a report covers (its first and last windows are partial).
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -228,17 +227,13 @@ class Simulation:
         self.reports += 1
 
     def final_report(self, worker: SimWorker, now: float) -> None:
-        """The suite's final report message: the windows since the last report, with the user count."""
-        running = worker.state in ("running", "stopped") and not worker.final_sent
-        windows = self.windows(worker.last_report, now) if running else []
-        worker.last_report = now
+        """The suite's last report at a worker's stop: Locust's "stats" report, its final flag set
+        (run/shipping.py); the windows since the last report once, with the user count."""
+        if worker.state == "running":
+            worker.state = "stopped"
+        if worker.state == "stopped":
+            self.report(worker, now, final=True)
         worker.final_sent = True
-        users = sum(worker.user_classes_count.values())
-        suite = {"windows": windows, "cpu_s": 0.0, "throttle": None, "final": True, "user_count": users}
-        payload = Message(FINAL_REPORT_MESSAGE, suite, worker.client_id).serialize()
-        worker.socket.send(payload, zmq.NOBLOCK)
-        self.report_bytes += len(payload)
-        worker.state = "stopped"
 
     def heartbeat(self, worker: SimWorker, now: float) -> None:
         cpu = 20.0  # what a healthy worker pod reports (percent)
@@ -273,7 +268,7 @@ class Simulation:
                 worker.ready_again_at = now + float(self.args.stop_timeout)
             case "triton_loadtest_stop":
                 # The suite's stop (loadtests/run/shipping.py): users stop, the final report goes
-                # at once in its own message, as a real worker's test_stop sends it.
+                # at once, as a real worker's test_stop sends it.
                 self.final_report(worker, now)
             case "quit":
                 if worker.state == "running":

@@ -12,7 +12,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from locust.runners import MasterRunner
+import gevent.event
+from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner
 
 from loadtests.run import exporter, webui, webui_charts
 from loadtests.run.active_run import ActiveRun
@@ -23,10 +24,14 @@ from loadtests.run.live_series import LiveSeries
 from loadtests.run.live_snapshot import LiveEndpoint, LiveSnapshot, model_totals
 from loadtests.run.preflight import Preflight
 from loadtests.run.process import SuiteProcess
+from loadtests.run.stopping import STOP_GRACE_S
 from loadtests.run.webui_report import ReportPages
 from loadtests.run_format.outcome import counts_sentence
 
 logger = logging.getLogger(__name__)
+# How long the web UI's poll waits for a stopped test's final numbers beyond the stop grace: a
+# master waits up to 60 s more for its workers to stop (Locust), then reads Triton's statistics.
+SETTLE_MARGIN_S = 90.0
 
 
 class LiveViews:
@@ -39,6 +44,8 @@ class LiveViews:
         self.reports: ReportPages | None = None  # with a web UI: each finished test's report
         self.series: LiveSeries | None = None  # with a web UI: the run over time, for its charts
         self.diagnosis: LiveDiagnosis | None = None  # with a web UI: the run so far, judged
+        self.settled = gevent.event.Event()  # no run, or the last one finished (its final numbers are in)
+        self.settled.set()
 
     def register(self) -> None:
         self.process.environment.events.test_start.add_listener(self.on_test_start)
@@ -48,7 +55,7 @@ class LiveViews:
         """At init: the web UI tab (with a web UI) and the exporter (--prometheus-port); exits 2
         when the exporter's port cannot be bound."""
         if web_ui is not None:
-            webui.install(web_ui, self.snapshot, preflight)
+            webui.install(web_ui, self.snapshot, preflight, self.settle)
             self.reports = ReportPages()
             self.reports.install(web_ui.app, web_ui.auth_required_if_enabled)
             self.series = LiveSeries()
@@ -71,6 +78,7 @@ class LiveViews:
         self.finished = None
 
     def on_run_started(self, run, **_kwargs) -> None:
+        self.settled.clear()
         if self.series is not None:
             self.series.begin(run.path, run.started_at)
 
@@ -87,6 +95,19 @@ class LiveViews:
         if self.lifecycle.last is not None:
             final = of_run(self.lifecycle.last, 0, 0, final=True)
             self.finished = replace(final, open_loop=self.process.settings.open_loop)
+        self.settled.set()
+
+    def settle(self) -> None:
+        """Before the web UI's page is told the test is no longer running (it stops polling at
+        that answer, and keeps what it shows): wait until the stopped test's final numbers are in.
+        Locust says stopping/stopped before the suite has closed the run's windows and read
+        Triton's final statistics; an answer in that gap left the tab on live numbers, or blank."""
+        runner = self.process.environment.runner
+        if runner is None or runner.state in (STATE_SPAWNING, STATE_RUNNING) or self.settled.is_set():
+            return
+        grace_s = self.process.environment.stop_timeout or STOP_GRACE_S
+        if not self.settled.wait(timeout=grace_s + SETTLE_MARGIN_S):
+            logger.warning("the stopped test's final numbers were not in after %.0f s", grace_s + SETTLE_MARGIN_S)
 
     def snapshot(self) -> LiveSnapshot:
         """The current merged numbers (what the web UI tab and the Prometheus endpoint show)."""

@@ -1,17 +1,23 @@
 """Worker -> master: each worker's windows ride on Locust's own worker reports, and its last
-ones on a final report sent the moment its users stop.
+ones on a report of the same kind sent the moment its users stop.
 
 worker: report_to_master  ->  data["triton_loadtest"] = {windows, cpu_s, throttle, stalls, final, traces}
-worker: test_stop         ->  FINAL_REPORT_MESSAGE, the same, at once
-master: worker_report / FINAL_REPORT_MESSAGE  ->  the recording run merges them
+worker: test_stop         ->  Locust's "stats" report, at once (Locust's numbers and the suite's windows)
+master: worker_report     ->  the recording run merges them; Locust merges its own
 
-Why the final report has its own message: at a headless `-t` end or Ctrl-C, Locust's master
+Why the last report is sent at test_stop: at a headless `-t` end or Ctrl-C, Locust's master
 fires its test_stop before telling the workers anything, then sends "quit" and stops listening
 0.5 s later; a worker's last windows waited for its next periodic report (every 3 s) and a
 worker slower than 0.5 s lost them (seen under load: Triton 846 requests, the run 644). So the
 master first sends STOP_MESSAGE to every running worker and waits for their final reports
 while it still listens (RunLifecycle.stop_workers); a worker that misses the deadline is named
 in summary.json's faults.
+
+Why it is Locust's own report, not a message of the suite's: Locust's numbers (its console,
+CSV and web UI table) of the requests since the worker's last periodic report, the requests
+cut at the stop among them, then reach the master with the suite's, in the same message; a
+report of the suite's alone left Locust's table short of them (13,254 requests against the
+suite's 13,256) or waiting for the next periodic report, after the web UI's page had stopped.
 """
 
 from __future__ import annotations
@@ -32,8 +38,8 @@ logger = logging.getLogger(__name__)
 REPORT_KEY = "triton_loadtest"
 # Master -> worker: stop your users now and send your final report.
 STOP_MESSAGE = "triton_loadtest_stop"
-# Worker -> master: the windows recorded up to the moment its users stopped.
-FINAL_REPORT_MESSAGE = "triton_loadtest_final_report"
+# Worker -> master: Locust's report type, which the last one shares (its "final" is true).
+REPORT_MESSAGE = "stats"
 
 
 class WorkerShipping:
@@ -81,12 +87,13 @@ class WorkerShipping:
         self.send_final_report()
 
     def send_final_report(self) -> None:
-        """Everything recorded, to the master at once (not with Locust's next report, 3 s on)."""
+        """Everything recorded, Locust's numbers and the suite's, to the master at once (not with
+        Locust's next report, 3 s on): a report as Locust's own sends it, made by the same event."""
         runner = self.process.environment.runner
-        report = self.report(final=True)
-        report["user_count"] = runner.user_count
+        data: dict = {}
+        self.process.environment.events.report_to_master.fire(client_id=runner.client_id, data=data)
         try:
-            runner.send_message(FINAL_REPORT_MESSAGE, report)
+            runner.send_message(REPORT_MESSAGE, data)
         except RPCError as error:  # the master is gone: it names this worker, or writes nothing
             logger.warning("final report not sent to the master: %s", error)
 
@@ -110,15 +117,11 @@ class MasterReceiving:
     def register(self) -> None:
         environment = self.process.environment
         environment.events.worker_report.add_listener(self.on_worker_report)
-        environment.runner.register_message(FINAL_REPORT_MESSAGE, self.on_final_report)
 
     def on_worker_report(self, client_id, data, **_kwargs) -> None:
         report = data.get(REPORT_KEY)
         if report is not None:
             self.merge(client_id, report, data.get("user_count"))
-
-    def on_final_report(self, msg, **_kwargs) -> None:
-        self.merge(msg.node_id, msg.data, msg.data.get("user_count"))
 
     def merge(self, client_id: str, report: dict, users: int | None) -> None:
         """One worker's report into the run's totals and fault log."""

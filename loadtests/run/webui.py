@@ -5,6 +5,9 @@
   /stats/requests response the UI polls. The rows come from the same merged numbers that
   the run directory is written from, so what an interactive user sees is what the report
   will show; after STOP they keep the finished test's numbers until the next one starts.
+  Locust's page stops polling at its first answer that is not spawning/running, and Locust
+  says stopped before the suite has finished the run: a /stats/requests in that gap waits
+  until the final numbers are in (run/live.py's settle), so the page never keeps live ones.
 - Start (POST /swarm) first runs the headless pre-flight on the form's options: a bad
   option or an unknown model answers `success: false` with the `error:` line, which
   Locust's form shows in red under its fields, and no test starts.
@@ -120,7 +123,32 @@ EXACT_HEADER = dict(COLUMNS)["avg_batch"]  # a header only the exact table has (
 HIDE_HOST_FIELD = '<style>.MuiFormControl-root:has(input[name="host"]) { display: none; }</style>'
 
 
-def install(web_ui, snapshot: Callable[[], LiveSnapshot], preflight: Preflight) -> None:
+def install_exact_tab(web_ui, snapshot: Callable[[], LiveSnapshot], settle: Callable[[], None]) -> None:
+    """The "Triton (exact)" tab: its columns, and its rows (`snapshot()`) in each /stats/requests.
+
+    Each /stats/requests first calls `settle()`, which returns once a stopped test's final numbers
+    are in (Locust's page stops polling at its first answer that is not spawning/running)."""
+    web_ui.template_args["extended_tabs"] = [{"title": "Triton (exact)", "key": TAB_KEY}]
+    web_ui.template_args["extended_tables"] = [
+        {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in COLUMNS]}
+    ]
+
+    @web_ui.app.before_request
+    def _settle_stopped_test():
+        if request.path == "/stats/requests":
+            settle()
+
+    @web_ui.app.after_request
+    def _add_exact_stats(response):
+        if request.path != "/stats/requests" or not response.is_json:
+            return response
+        payload = response.get_json()
+        payload["extended_stats"] = [{"key": TAB_KEY, "data": snapshot().table_rows()}]
+        response.set_data(json.dumps(payload))
+        return response
+
+
+def install(web_ui, snapshot: Callable[[], LiveSnapshot], preflight: Preflight, settle: Callable[[], None]) -> None:
     """Add the tab, the start-up check, the Model suggestions and the hidden Host field to Locust's web UI.
 
     At START, `preflight.check_web_start(form, classes)` runs the headless pre-flight on the
@@ -134,19 +162,7 @@ def install(web_ui, snapshot: Callable[[], LiveSnapshot], preflight: Preflight) 
     if choice.by_field:  # the header's Host and the page: what START with the defaults runs
         preflight.choose_user_classes(lambda settings: choice.classes(ImmutableMultiDict(), settings))
     hidden = HIDE_HOST_FIELD + ("" if choice.by_field else HIDE_WORKLOAD_FIELD)
-    web_ui.template_args["extended_tabs"] = [{"title": "Triton (exact)", "key": TAB_KEY}]
-    web_ui.template_args["extended_tables"] = [
-        {"key": TAB_KEY, "structure": [{"key": key, "title": title} for key, title in COLUMNS]}
-    ]
-
-    @web_ui.app.after_request
-    def _add_exact_stats(response):
-        if request.path != "/stats/requests" or not response.is_json:
-            return response
-        payload = response.get_json()
-        payload["extended_stats"] = [{"key": TAB_KEY, "data": snapshot().table_rows()}]
-        response.set_data(json.dumps(payload))
-        return response
+    install_exact_tab(web_ui, snapshot, settle)
 
     @web_ui.app.after_request
     def _hide_host_field(response: Response) -> Response:
