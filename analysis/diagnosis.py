@@ -403,8 +403,44 @@ def _unreachable_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[
     )
 
 
+# The users that send generated data to --model (loadtests/workloads/generic.py): random integers
+# are drawn from [0, 100), which a model whose integers index a table (token, segment or class
+# ids) may fail on, as a server error (the model failed) or an invalid request (it refused them).
+GENERIC_CLASSES = ("TritonHttpUser", "TritonGrpcUser")
+CONTENT_CLASSES = ("server error", "invalid request")
+INTEGER_TYPES = ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64")
+
+
+def _random_integers_failed(data: Dataset, endpoint, commands: RunCommands, classes: list[str]) -> bool:
+    """The endpoint's failures are mostly the model failing or refusing content, and that content was
+    random integers a generic user generated for an integer input of the model."""
+    options = commands.options
+    given = [str(value) for value in options.get("input_data") or ()]  # files, or perf_analyzer's zero/random
+    mode = next((value for value in given if value in ("zero", "random")), options.get("data_mode") or "random")
+    generated = all(value in ("zero", "random") for value in given) and mode == "random"
+    models = ((data.run.config.get("triton") or {}).get("models") or {}) if data.run is not None else {}
+    inputs = ((models.get(endpoint.model) or {}).get("metadata") or {}).get("inputs") or []
+    content = sum(n for name, n in endpoint.failures_by_class.items() if name.startswith(CONTENT_CLASSES))
+    return (
+        generated
+        and any(name in GENERIC_CLASSES for name in classes)
+        and options.get("model") == endpoint.model
+        and any(tensor.get("datatype") in INTEGER_TYPES for tensor in inputs)
+        and content * 2 > endpoint.failures
+    )
+
+
 def _rejected_cause(data: Dataset, endpoint, commands: RunCommands) -> tuple[str, str, str]:
     classes = [name for name in commands.user_classes if ("Grpc" in name) == (endpoint.protocol == "grpc")]
+    if _random_integers_failed(data, endpoint, commands, classes):
+        return (
+            "The model refused or failed the requests it was sent, and what it was sent is random data the "
+            "generic users generate (--data-mode random: integers from 0 to 99). A model whose integer inputs "
+            "index a table (token, segment or class ids) fails on values outside it, so these failures say "
+            "what the data did, not how the model serves.",
+            "send zeros (--data-mode zero), or real samples with --input-data FILE (perf_analyzer's JSON format)",
+            commands.locust(["--data-mode", "zero"], users=1, run_time="10s", classes=classes),
+        )
     return (
         "Triton or the model refused or failed the requests themselves (their shape, type, content or "
         "credentials), or answered what the checks did not expect.",

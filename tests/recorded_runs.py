@@ -62,6 +62,14 @@ GROUPS: dict[str, dict[str, tuple[list[str], list[str], int, str]]] = {
         "batch_full": (["TritonHttpUser"], ["--model", "sleep_20ms_dynbatch4", "--shape", "INPUT0:16"], 12, "4s"),
         # One user, 40 ms a request, 2 s: at most 50 successes, too few to judge.
         "few": (["TritonHttpUser"], ["--model", "sleep_40ms_batch4", "--shape", "INPUT0:16"], 1, "2s"),
+        # A generic user's random integers (0-99) as BERT's token and segment ids: the model fails every
+        # request (its segment embedding has 2 rows); the failures come from the generated data.
+        "random_ids": (
+            ["TritonHttpUser"],
+            ["--model", "bert_qa_dynbatch", "--shape", "input_ids:16", "--shape", "segment_ids:16",
+             "--shape", "input_mask:16"],
+            1, "2s",
+        ),
         # BERT-QA with a 6-ms deadline against a model that takes longer: nearly every request times out.
         "timeout": (["BertQAHttpUser"], ["--model", "bert_qa_dynbatch", "--request-timeout", "0.006"], 2, "4s"),
     },

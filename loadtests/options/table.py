@@ -100,6 +100,16 @@ def check_user_class_names(parser: argparse.ArgumentParser) -> None:
             action.type = known_user_class
 
 
+class JoinRepeated(argparse.Action):
+    """A repeatable option whose values join with spaces into one string, the form its web UI
+    field holds: `--shape a:16 --shape b:16` is `--shape "a:16 b:16"`, as perf_analyzer repeats it
+    (a plain option would keep the last and refuse the model for the inputs before it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        previous = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{previous} {values}" if previous else values)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the suite's options on Locust's parser (init_command_line_parser)."""
 
@@ -205,9 +215,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     option(
         "--shape",
+        action=JoinRepeated,
         default="",
         metavar="NAME:D1,D2",
-        help="shape of a variable-size input for generic users (space-separated for several)",
+        help="shape of a variable-size input for generic users (repeatable, or space-separated for several)",
     )
     option(
         "--input-data",

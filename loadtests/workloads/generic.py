@@ -194,9 +194,14 @@ class GenericWorkload:
         """The shape random data takes: the model's, with --shape filling -1 dims."""
         shape = self.shape_overrides.get(tensor.name, tuple(tensor.shape))
         if any(d < 0 for d in shape):
+            missing = [t for t in self.model.inputs if t.name not in self.shape_overrides and min(t.shape) < 0]
+            shapes = " ".join(suggested_shape(t) for t in missing)
             raise ModelMismatchError(
-                f"model {self.model.name!r} input {tensor.name!r} has variable shape "
-                f"{list(tensor.shape)}: pass --shape {suggested_shape(tensor)} (batch dim excluded)"
+                f"model {self.model.name!r} input{'s' if len(missing) > 1 else ''} "
+                + ", ".join(f"{t.name!r} {list(t.shape)}" for t in missing)
+                + f" {'have' if len(missing) > 1 else 'has'} a variable shape: pass --shape "
+                + (f'"{shapes}"' if len(missing) > 1 else shapes)
+                + " (batch dim excluded)"
             )
         return shape
 

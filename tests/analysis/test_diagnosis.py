@@ -14,7 +14,8 @@ directory holds, never for how busy this host is while the test runs:
   is the client (fewer requests in flight than the batcher's size); with 12 users: full batches;
 - `sleep_40ms_batch4` with one user for 2 s: too few requests to judge;
 - `sleep_20ms_dynbatch4` at 1 then 8 users (its rule of thumb's peak): throughput grows about 4x,
-  no plateau between the levels measured.
+  no plateau between the levels measured;
+- `bert_qa_dynbatch` fed a generic user's random integers as its ids: every request fails.
 """
 
 from __future__ import annotations
@@ -84,6 +85,23 @@ def test_overload_failures_point_at_a_capacity_search(runs):
     assert "overloaded (queue full): HTTP 503" in failures.evidence
     assert failures.command.startswith("python -m loadtests capacity --model queue_limited")
     assert not fired(runs["queue"], "failures")
+
+
+def test_failures_of_generated_random_data_point_at_zeros_or_real_samples(runs, tmp_path):
+    """A generic user's random integers as BERT's ids: every request failed as a server error, and
+    the cause named is the generated data; the same failures where the data was not generated (a
+    run of BERT's own users, which send real token ids) keep the payload check."""
+    (failures,) = fired(runs["random_ids"], "failures")
+    assert "server error: HTTP 500" in failures.evidence
+    assert "--data-mode random" in failures.why and "--input-data FILE" in failures.next_step
+    assert "--data-mode zero" in failures.command and "--shape 'input_ids:16 segment_ids:16" in failures.command
+    copy = recorded("diagnosis", "random_ids", tmp_path)
+    config = json.loads((copy / "config.json").read_text())
+    config["user_classes"] = ["BertQAHttpUser"]
+    (copy / "config.json").write_text(json.dumps(config))
+    (failures,) = fired(load(copy), "failures")
+    assert "--data-mode" not in failures.why + failures.command
+    assert failures.next_step.startswith("check the payload against the model's metadata")
 
 
 def test_a_rule_that_cannot_judge_says_why(runs):

@@ -87,6 +87,13 @@ def test_variable_dim_without_shape(triton):
     assert_startup_error(result, "INPUT0", "--shape")
 
 
+def test_a_repeated_shape_keeps_every_value_as_perf_analyzer_does(triton):
+    """`--shape a:16 --shape b:16` is `--shape "a:16 b:16"`: only the input not given is refused."""
+    shapes = ["--shape", "input_ids:16", "--shape", "segment_ids:16"]
+    result = run_locust(["TritonHttpUser"], ["--triton-http", triton.http_address, "--model", "bert_qa", *shapes])
+    assert_startup_error(result, "input 'input_mask' [-1] has a variable shape: pass --shape input_mask:16")
+
+
 def test_generic_user_without_model(triton):
     result = run_locust(["TritonHttpUser"], ["--triton-http", triton.http_address])
     assert_startup_error(result, "--model")

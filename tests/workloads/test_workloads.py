@@ -492,6 +492,11 @@ def test_the_refusal_and_the_web_form_suggest_one_shape_that_the_workload_accept
         with pytest.raises(ModelMismatchError) as info:
             GenericWorkload(model, parse_shape_overrides(others))
         assert f"pass --shape {item} (batch dim excluded)" in str(info.value)
+    # None given: every variable input named at once, in one value to paste (not one per refusal).
+    with pytest.raises(ModelMismatchError) as info:
+        GenericWorkload(model, {})
+    assert "inputs 'tokens' [-1], 'grid' [3, -1] have a variable shape" in str(info.value)
+    assert f'pass --shape "{value}" (batch dim excluded)' in str(info.value)
     batch = GenericWorkload(model, parse_shape_overrides(value)).make_batch(2, rng())
     assert batch["tokens"].shape == (2, 16) and batch["grid"].shape == (2, 3, 16)
     assert suggested_shapes(make_model([("fixed", "FP32", [2])])) == ""
