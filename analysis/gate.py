@@ -16,7 +16,15 @@ seed: the same runs always get the same verdict), each draw merged and its perce
 taken; the 2.5th and 97.5th of those are the interval. It holds how much the run moved from
 window to window, the nearer proxy for run-to-run noise than the sampling noise of its requests
 alone (without HDR logs, summary.json's order-statistics interval is used). Throughput's is the
-interval of the mean per-window rate (timeseries.csv's full windows). The
+interval of the mean per-window rate (timeseries.csv's full windows: mean +- t x sd / sqrt(n)).
+
+Windows are not independent: a stalled host or a busy neighbour slows several seconds in a row,
+and an interval that draws windows one by one is then too narrow (the same build once failed its
+p99 clause against itself at 80 s). So each side's windows are also drawn in blocks of
+consecutive windows (circular block bootstrap), the block as long as the lags over which the
+per-window figure (mean latency, or rate) stays correlated beyond what independent windows show
+(|autocorrelation| >= 2 / sqrt(n)); 1 when it does not, and the interval is then the one above.
+The interval used is the wider of the two at each end: dependence only ever widens it. The
 verdict is "regressed" only when the intervals are apart by more than the change allows,
 "improved" when the candidate is better beyond noise, else "within noise". A clause that names
 no endpoint applies to every endpoint the runs share (matched as compare matches them).
@@ -116,7 +124,9 @@ def measure(series: Series, metric: str) -> tuple[float | None, noise.Interval]:
         return None, None
     if metric in RATES:
         count = "inferences" if metric == "throughput" else "requests"
-        return getattr(endpoint, RATES[metric]), noise.window_interval(series.timeseries, series.window_s, count=count)
+        independent = noise.window_interval(series.timeseries, series.window_s, count=count)
+        rates = noise.full_window_rates(series.timeseries, series.window_s, count=count).to_numpy()
+        return getattr(endpoint, RATES[metric]), _widest(independent, _rate_blocks(rates))
     if metric in RATIOS:
         value = endpoint.failures / endpoint.requests if endpoint.requests else None
         return value, _wilson(endpoint.failures, endpoint.requests)
@@ -176,14 +186,70 @@ def windows_of(series: Series) -> Windows | None:
 
 
 def _bootstrap(series: Series, metric: str) -> noise.Interval:
-    """The 95 % interval of a latency figure over BOOTSTRAP resamples of the run's windows."""
+    """The 95 % interval of a latency figure over BOOTSTRAP resamples of the run's windows: drawn
+    one by one, and in blocks as long as the windows' mean latency stays correlated; the wider."""
     windows = windows_of(series)
     if windows is None:
         return None
     n = len(windows.counts)
-    draws = np.random.default_rng(SEED).multinomial(n, np.full(n, 1 / n), size=BOOTSTRAP)
-    low, high = np.percentile(windows.statistic(draws @ windows.counts, metric), [2.5, 97.5])
+    independent = _percentiles(windows.statistic(_draws(n, 1) @ windows.counts, metric))
+    block = dependence_block(windows.statistic(windows.counts, "mean"))
+    if block == 1:
+        return independent
+    return _widest(independent, _percentiles(windows.statistic(_draws(n, block) @ windows.counts, metric)))
+
+
+def _rate_blocks(rates: np.ndarray) -> noise.Interval:
+    """The mean rate's 95 % interval from block resamples of the windows' rates (None when the
+    windows are independent, or too few)."""
+    block = dependence_block(rates) if len(rates) >= 2 else 1
+    if block == 1:
+        return None
+    draws = _draws(len(rates), block)
+    return _percentiles(draws @ rates / len(rates))
+
+
+def dependence_block(values: np.ndarray) -> int:
+    """How many consecutive windows move together: 1 + the lags (from 1 on) over which the
+    per-window figure's autocorrelation stays at or beyond 2 / sqrt(n), the band independent
+    windows keep it within 95 % of the time; at most a quarter of the windows. The figure's ranks
+    are correlated, not its values: one stalled window (a mean of a second among 20-ms ones)
+    would otherwise decide alone."""
+    n = len(values)
+    ranks = np.argsort(np.argsort(np.asarray(values, dtype=float), kind="stable"), kind="stable")
+    centred = ranks - (n - 1) / 2
+    variance = float(centred @ centred)
+    if n < 8 or variance <= 0:
+        return 1
+    band, lag = 2 / math.sqrt(n), 0
+    while lag + 1 <= n // 4 and abs(float(centred[: -(lag + 1)] @ centred[lag + 1 :]) / variance) >= band:
+        lag += 1
+    return lag + 1
+
+
+def _draws(n: int, block: int) -> np.ndarray:
+    """BOOTSTRAP resamples of n windows as each window's multiplicity (BOOTSTRAP x n): one by one
+    (block 1), or as ceil(n / block) runs of `block` consecutive windows from random starts,
+    wrapping at the end, cut to n windows."""
+    rng = np.random.default_rng(SEED)
+    if block <= 1:
+        return rng.multinomial(n, np.full(n, 1 / n), size=BOOTSTRAP)
+    starts = rng.integers(0, n, size=(BOOTSTRAP, math.ceil(n / block)))
+    chosen = ((starts[:, :, None] + np.arange(block)) % n).reshape(BOOTSTRAP, -1)[:, :n]
+    draws = np.zeros((BOOTSTRAP, n), dtype=np.int64)
+    np.add.at(draws, (np.repeat(np.arange(BOOTSTRAP), n), chosen.ravel()), 1)
+    return draws
+
+
+def _percentiles(values: np.ndarray) -> tuple[float, float]:
+    low, high = np.percentile(values, [2.5, 97.5])
     return float(low), float(high)
+
+
+def _widest(first: noise.Interval, second: noise.Interval) -> noise.Interval:
+    if first is None or second is None:
+        return first or second
+    return min(first[0], second[0]), max(first[1], second[1])
 
 
 def judge(clause: GateClause, base: Series, candidate: Series) -> GateResult:

@@ -71,18 +71,29 @@ def window_interval(
 ) -> Interval:
     """95 % interval of the mean per-second `count` (inferences, or requests: req/s) over the full
     windows whose middle lies in [start, end)."""
-    if timeseries is None or not len(timeseries):
-        return None
-    windows = timeseries[(timeseries["time_s"] + window_s / 2 >= start) & (timeseries["time_s"] + window_s / 2 < end)]
-    if "covered_s" in windows:
-        windows = windows[windows["covered_s"] >= FULL_WINDOW * window_s]
-    rates = windows[count].astype(float) / window_s
+    rates = full_window_rates(timeseries, window_s, start, end, count)
     n = len(rates)
     if n < 2:
         return None
     mean, sd = float(rates.mean()), float(rates.std(ddof=1))
     half = (T_975[n - 2] if n - 1 <= len(T_975) else 1.96) * sd / math.sqrt(n)
     return mean - half, mean + half
+
+
+def full_window_rates(
+    timeseries: pd.DataFrame | None,
+    window_s: float,
+    start: float = -math.inf,
+    end: float = math.inf,
+    count: str = "inferences",
+) -> pd.Series:
+    """The per-second `count` of each full window whose middle lies in [start, end), in time order."""
+    if timeseries is None or not len(timeseries):
+        return pd.Series([], dtype=float)
+    windows = timeseries[(timeseries["time_s"] + window_s / 2 >= start) & (timeseries["time_s"] + window_s / 2 < end)]
+    if "covered_s" in windows:
+        windows = windows[windows["covered_s"] >= FULL_WINDOW * window_s]
+    return windows[count].astype(float) / window_s
 
 
 def interval_text(interval: Interval, scale: float = 1.0, unit: str = "") -> str:
