@@ -39,7 +39,8 @@ PACKAGES: tuple[str, ...] = (
     "loadtests.recording",  # HDR windows, their merge, the run-directory writer, the console
     "loadtests.triton_stats",  # Triton's own view: statistics, metrics, server info, polled
     "loadtests.tracing",  # --trace-sample: Triton's traces joined to the client's timing
-    "loadtests.traffic",  # load shapes, open loop, sweep and capacity shapes
+    "loadtests.traffic",  # load shapes, open loop
+    "loadtests.levels",  # stabilised levels: the sweep and the capacity search, their files
     "loadtests.workloads",  # what is sent: payloads, endpoints, validation, mix, sequences, users
     "loadtests.options",  # the option table, read into Settings; the options by task
     "loadtests.run",  # one SuiteProcess per Locust process: the wiring, web UI, SLO gate

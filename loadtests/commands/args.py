@@ -17,10 +17,10 @@ from pathlib import Path
 
 from loadtests.config import settings as suite_options
 from loadtests.errors import SpecError
+from loadtests.levels.stability import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
 from loadtests.run_format import slo
 from loadtests.server.launcher import TritonPorts, locust_command, triton_options
 from loadtests.traffic.constants import OPEN_LOOP_MODES
-from loadtests.traffic.stability import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
 from loadtests.workloads.mix import FILE_SUFFIXES as MIX_FILE_SUFFIXES
 from loadtests.workloads.mix import parse_mix
 
@@ -183,7 +183,7 @@ def add_perf_analyzer_spellings(parser: argparse.ArgumentParser) -> None:
 
 
 def unstable_levels(content: dict) -> list:
-    """The levels of a sweep's results (recording/sweep_files.py) that did not stabilise."""
+    """The levels of a sweep's results (levels/sweep_files.py) that did not stabilise."""
     return [level["level"] for level in content.get("levels", []) if not level.get("stable", True)]
 
 

@@ -47,13 +47,13 @@ from loadtests.commands.args import (
 from loadtests.commands.sweep import USER_CLASSES, choose_user_classes
 from loadtests.config.addresses import TritonTarget
 from loadtests.errors import ServerError, SpecError
+from loadtests.levels.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
+from loadtests.levels.capacity_levels import DEFAULT_START_RATE, parse_capacity_args
+from loadtests.levels.capacity_search import DEFAULT_GROWTH, DEFAULT_PRECISION, MIN_PROBE_USERS, probe_users
+from loadtests.levels.stability import STABILITY_WINDOWS
 from loadtests.options.reading import connection_security_in
 from loadtests.run_format import slo
 from loadtests.server.launcher import REPO_ROOT, locust_command, triton_options
-from loadtests.traffic.capacity_files import CAPACITY_JSON, skipped_json, write_capacity_files
-from loadtests.traffic.capacity_levels import DEFAULT_START_RATE, parse_capacity_args
-from loadtests.traffic.capacity_search import DEFAULT_GROWTH, DEFAULT_PRECISION, MIN_PROBE_USERS, probe_users
-from loadtests.traffic.stability import STABILITY_WINDOWS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

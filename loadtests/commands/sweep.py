@@ -43,9 +43,9 @@ from loadtests.commands.args import (
     unstable_levels,
 )
 from loadtests.errors import SpecError
-from loadtests.recording import sweep_files
+from loadtests.levels import sweep_files
+from loadtests.levels.stability import STABILITY_WINDOWS
 from loadtests.server.launcher import REPO_ROOT
-from loadtests.traffic.stability import STABILITY_WINDOWS
 from loadtests.workloads.kinds import kind_for_model, sweep_user_classes
 
 # --user-class NAME -> its protocol: the workload kinds' classes a sweep may run (kinds.py).

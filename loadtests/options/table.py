@@ -42,7 +42,7 @@ from loadtests.config.settings import (
     TRAFFIC_MODES,
 )
 from loadtests.errors import SpecError
-from loadtests.traffic.arguments import add_arguments as add_shape_arguments
+from loadtests.options.shapes import add_arguments as add_shape_arguments
 from loadtests.workloads.kinds import DEFAULT_USER_CLASS
 from loadtests.workloads.kinds import user_class_names as workload_classes
 
@@ -371,7 +371,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=False,
         help="open loop: at the --max-in-flight cap, drop a due request (counted) instead of sending it late",
     )
-    # --load-shape and --shape-args (loadtests/traffic/arguments.py)
+    # --load-shape and --shape-args (loadtests/options/shapes.py)
     add_shape_arguments(parser)
 
 

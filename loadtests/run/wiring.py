@@ -27,9 +27,9 @@ from loadtests.run.process import SuiteProcess, attach_process
 from loadtests.run.requests import RequestRecording
 from loadtests.run.role import Role
 from loadtests.run.sequence_run import SequenceRunSize
+from loadtests.run.shapes import install_shape
 from loadtests.run.shipping import MasterReceiving, WorkerShipping
 from loadtests.run.stopping import StopGrace, route_sigint_to_main_greenlet
-from loadtests.traffic import install_shape
 
 
 def wire(environment: Environment, web_ui=None) -> SuiteProcess:

@@ -122,7 +122,7 @@ class ServerStatsPoller:
     `stream_to`'s JSON-lines files when given (statistics.ServerStatsLog), handed to
     `on_snapshot`, and dropped. A run of any length holds the same few snapshots' worth. A
     sweep that needs the server's counters at chosen moments keeps its own snapshots
-    (traffic/boundary_snapshots.py).
+    (levels/boundary_snapshots.py).
 
     Example:
         poller = ServerStatsPoller(settings.triton_http, ["resnet50"], interval_s=5.0, stream_to=run_dir)

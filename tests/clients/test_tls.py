@@ -298,7 +298,7 @@ def test_capacity_reads_the_models_configuration_with_the_tls_files_and_header_i
     were left out: the read failed on the certificate and the probe fell back to its minimum."""
     from loadtests.clients.control import TritonControl
     from loadtests.commands.capacity import sized_probe_users
-    from loadtests.traffic.capacity_search import probe_users
+    from loadtests.levels.capacity_search import probe_users
 
     monkeypatch.setenv(*next(iter(ENV.items())))
     proxy = https_proxy if protocol == "http" else grpcs_proxy

@@ -10,7 +10,7 @@ import json
 
 from loadtests.clients.control_grpc import TritonGrpcControl
 from loadtests.config.addresses import TritonTarget
-from loadtests.traffic.capacity_search import MIN_PROBE_USERS
+from loadtests.levels.capacity_search import MIN_PROBE_USERS
 from tests.helpers import run_cli
 
 # A dynamic batcher of max batch 64 on one instance: its probe size (2 x 64 x 1) differs

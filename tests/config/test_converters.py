@@ -65,7 +65,7 @@ def test_every_grammar_uses_the_one_set():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2] / "loadtests"
-    grammars = ["traffic/shape_args.py", "traffic/sweep_args.py", "traffic/capacity_levels.py", "tuning/variants.py"]
+    grammars = ["traffic/shape_args.py", "levels/sweep_args.py", "levels/capacity_levels.py", "tuning/variants.py"]
     own = {
         f"{name}:{node.name}"
         for name in grammars

@@ -87,7 +87,7 @@ def test_the_probe_starts_a_search_that_finds_the_capacity_within_10_percent(tri
     assert passing == pytest.approx(truth_rps, rel=0.10), (passing, truth_rps, levels)
     assert all(level["stopped_because"] for level in levels)
     # From a bracket instead of doubling from a fixed start: few levels (fewer than a linear
-    # sweep from a fixed start: tests/traffic/test_capacity_search.py, on the pure search).
+    # sweep from a fixed start: tests/levels/test_capacity_search.py, on the pure search).
     assert len(levels) <= 8, [(level["rate"], level["passed"], level["stopped_because"]) for level in levels]
 
     # Every level is in both files, in the order tried; the verdicts agree with the SLO.

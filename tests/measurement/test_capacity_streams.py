@@ -16,10 +16,10 @@ import pytest
 
 from loadtests.clients.control import TritonControl
 from loadtests.clients.outcome import StreamTimings
+from loadtests.levels.capacity_levels import CapacityController
+from loadtests.levels.capacity_search import CapacitySearch
 from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.slo import parse_slo
-from loadtests.traffic.capacity_levels import CapacityController
-from loadtests.traffic.capacity_search import CapacitySearch
 from tests.helpers import model_stats, request_outcome, run_cli, triton_options
 
 MODEL = "stream_queued"

@@ -16,14 +16,15 @@ from locust.event import Events
 
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
+from loadtests.options import shapes as arguments
 from loadtests.options.reading import settings_from as settings_from_options
-from loadtests.traffic import arguments, install
+from loadtests.options.shapes import SHAPE_KEYS, parse_shape_args
+from loadtests.run import shapes as install
 from loadtests.traffic.constants import LOOKAHEAD_S, RATE, USERS
 from loadtests.traffic.profiles import Ramp, Sine, read_trace, spike, staircase
 from loadtests.traffic.shape import RampShape, SineShape, SpikeShape, StepsShape, TraceShape
 from loadtests.traffic.shape_args import build_profile
 from loadtests.traffic.steps import Step, steps_json
-from loadtests.traffic.table import SHAPE_KEYS, parse_shape_args
 from tests.helpers import on_a_steady_load_generator, run_against_triton
 from tests.slow_statistics import SlowStatisticsProxy
 
@@ -465,8 +466,8 @@ def test_install_selects_by_name_or_leaves_plain_runs_alone():
         "SpikeShape",
         "SineShape",
         "TraceShape",
-        "SweepShape",  # loadtests/traffic/sweep_shape.py (tests/traffic/test_sweep.py)
-        "CapacityShape",  # loadtests/traffic/capacity_shape.py (tests/traffic/test_capacity*.py)
+        "SweepShape",  # loadtests/levels/sweep_shape.py (tests/levels/test_sweep.py)
+        "CapacityShape",  # loadtests/levels/capacity_shape.py (tests/traffic/test_capacity*.py)
     }
 
     chosen = make_environment(

@@ -1,6 +1,7 @@
-"""The traffic package's shape: one explicit table of load shapes whose `--load-shape` choices
-do not depend on what was imported first or twice, no module-level mutable state, and small
-single-role modules (issue 13)."""
+"""The shape packages' structure (`traffic/`, and `levels/` for the sweep and capacity): one
+explicit table of load shapes (options/shapes.py) whose `--load-shape` choices do not depend on
+what was imported first or twice, no module-level mutable state, and small single-role modules
+(issue 13)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAFFIC = ROOT / "loadtests" / "traffic"
+LEVELS = ROOT / "loadtests" / "levels"
 EVERY_SHAPE = ("steps", "ramp", "spike", "sine", "trace", "sweep", "capacity")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
@@ -21,15 +23,16 @@ MUTABLE_CALLS |= {"WeakValueDictionary", "WeakSet", "bytearray"}
 
 
 def test_the_table_has_every_shape_and_nothing_registers_itself():
+    from loadtests.options.shapes import SHAPE_KEYS, SHAPE_NAMES, SHAPES
     from loadtests.traffic.shape import TrafficShape
-    from loadtests.traffic.table import SHAPE_KEYS, SHAPE_NAMES, SHAPES
 
     assert SHAPE_NAMES == EVERY_SHAPE
     for name, cls in SHAPES.items():
         assert cls.name == name and issubclass(cls, TrafficShape)
         assert SHAPE_KEYS[name] == cls.keys and cls.keys, name
     # Every concrete shape class in the package is in the table (none is left to register itself).
-    concrete = {cls for cls in _subclasses(TrafficShape) if cls.__module__.startswith("loadtests.traffic.")}
+    packages = ("loadtests.traffic.", "loadtests.levels.")
+    concrete = {cls for cls in _subclasses(TrafficShape) if cls.__module__.startswith(packages)}
     assert concrete == set(SHAPES.values())
 
 
@@ -40,8 +43,9 @@ def _subclasses(cls: type) -> set[type]:
     return found
 
 
-# Imports the given modules, then re-imports every loaded loadtests.traffic module (in the
-# given order) and loadtests.options.table, and prints the --load-shape choices on Locust's parser.
+# Imports the given modules, then re-imports every loaded loadtests.traffic and loadtests.levels
+# module (in the given order), the shapes' table and loadtests.options.table, and prints the
+# --load-shape choices on Locust's parser.
 CHOICES_SCRIPT = """
 import importlib, json, sys
 from locust.argument_parser import get_parser
@@ -54,9 +58,10 @@ def choices():
     loadtests.options.table.add_arguments(parser)
     return list(parser._option_string_actions["--load-shape"].choices)
 before = choices()
-loaded = sorted(name for name in sys.modules if name.startswith("loadtests.traffic."))
+loaded = sorted(name for name in sys.modules if name.startswith(("loadtests.traffic.", "loadtests.levels.")))
 for name in (loaded if order == "sorted" else loaded[::-1]):
     importlib.reload(sys.modules[name])
+importlib.reload(sys.modules["loadtests.options.shapes"])
 importlib.reload(sys.modules["loadtests.options.table"])
 print(json.dumps([before, choices()]))
 """
@@ -67,6 +72,7 @@ def test_load_shape_choices_do_not_depend_on_import_order_or_reimport():
     for first in (
         ["loadtests.options.table"],
         ["loadtests.traffic"],
+        ["loadtests.levels.capacity_shape"],
         ["loadtests.traffic.open_loop", "loadtests.run"],
     ):
         for order in ("sorted", "reversed"):
@@ -85,7 +91,7 @@ def test_load_shape_choices_do_not_depend_on_import_order_or_reimport():
 
 
 def _traffic_modules() -> list[Path]:
-    return sorted(TRAFFIC.glob("*.py"))
+    return sorted(TRAFFIC.glob("*.py")) + sorted(LEVELS.glob("*.py"))
 
 
 def test_no_global_statement_and_no_module_level_mutable_containers():
@@ -113,16 +119,18 @@ def _is_mutable_container(value: ast.expr) -> bool:
 
 
 def test_nothing_assigns_into_a_traffic_module():
-    """No `traffic_module.NAME = ...` anywhere in the suite (the old `set_rate_target` wiring)."""
+    """No `traffic_module.NAME = ...` (or a levels module's) anywhere in the suite (the old
+    `set_rate_target` wiring)."""
     problems = []
     for path in sorted((ROOT / "loadtests").rglob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         aliases = {
             alias.asname or alias.name
             for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("loadtests.traffic")
+            if isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith(("loadtests.traffic", "loadtests.levels"))
             for alias in node.names
-            if (TRAFFIC / f"{alias.name}.py").exists()
+            if (TRAFFIC / f"{alias.name}.py").exists() or (LEVELS / f"{alias.name}.py").exists()
         }
         for node in ast.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else []

@@ -11,12 +11,12 @@ import pytest
 from loadtests.__main__ import main
 from loadtests.commands.sweep import choose_user_classes, parse_range
 from loadtests.errors import SpecError
-from loadtests.recording import sweep_files
+from loadtests.levels import sweep_files
+from loadtests.levels.stability import is_stable, over_latency_limit
+from loadtests.levels.sweep_args import parse_sweep_args
+from loadtests.levels.sweep_levels import SweepController
+from loadtests.options.shapes import parse_shape_args
 from loadtests.recording.histograms import EndpointStats
-from loadtests.traffic.stability import is_stable, over_latency_limit
-from loadtests.traffic.sweep_args import parse_sweep_args
-from loadtests.traffic.sweep_levels import SweepController
-from loadtests.traffic.table import parse_shape_args
 from loadtests.triton_stats.statistics import ModelDelta
 from tests.helpers import request_outcome, run_cli, triton_options
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from loadtests.levels.capacity_files import write_capacity_files
+from loadtests.levels.capacity_search import CapacitySearch, clearly_failing, probe_users
 from loadtests.run_format.slo import parse_slo
-from loadtests.traffic.capacity_files import write_capacity_files
-from loadtests.traffic.capacity_search import CapacitySearch, clearly_failing, probe_users
 from tests.helpers import request_outcome
 
 
@@ -99,7 +99,7 @@ def measure_level(controller, now: float, latency_us: float, windows: int = 3):
 
 
 def test_controller_confirms_a_failure_before_the_search_believes_it():
-    from loadtests.traffic.capacity_levels import CapacityController
+    from loadtests.levels.capacity_levels import CapacityController
 
     controller = CapacityController(CapacitySearch(start_rate=20.0), parse_slo("p99<50ms"), settle=1)
     assert measure_level(controller, 100.0, 60_000).level == 20.0  # fails (a hiccup, say)
@@ -118,7 +118,7 @@ def test_controller_confirms_a_failure_before_the_search_believes_it():
 
 
 def test_an_overloaded_level_stopped_early_is_not_measured_again():
-    from loadtests.traffic.capacity_levels import CapacityController
+    from loadtests.levels.capacity_levels import CapacityController
 
     controller = CapacityController(CapacitySearch(start_rate=100.0), parse_slo("p99<50ms"), settle=1)
     # 40 responses a second at a rate of 100, p99 far past the limit: overloaded, no hiccup.
@@ -137,9 +137,9 @@ def test_an_overloaded_level_stopped_early_is_not_measured_again():
     ],
 )
 def test_a_level_is_judged_on_its_confidence_interval_too(clauses, passes):
+    from loadtests.levels.capacity_levels import judge
+    from loadtests.levels.sweep_levels import LevelResult
     from loadtests.recording.histograms import EndpointStats
-    from loadtests.traffic.capacity_levels import judge
-    from loadtests.traffic.sweep_levels import LevelResult
 
     stats = EndpointStats("m [http]", "m", "http")
     for i in range(2000):
@@ -172,7 +172,7 @@ def feed(controller, rate_windows: list[list[float]], now: float = 100.0):
 
 
 def test_a_level_whose_bound_is_past_the_limit_fails_before_it_is_stable():
-    from loadtests.traffic.capacity_levels import CapacityController
+    from loadtests.levels.capacity_levels import CapacityController
 
     controller = CapacityController(CapacitySearch(start_rate=400.0), parse_slo("p99<50ms"), settle=1, max_trials=10)
 
@@ -189,7 +189,7 @@ def test_a_level_whose_bound_is_past_the_limit_fails_before_it_is_stable():
 
 
 def test_a_level_under_the_limit_beyond_doubt_passes_without_waiting_for_stability():
-    from loadtests.traffic.capacity_levels import CapacityController
+    from loadtests.levels.capacity_levels import CapacityController
 
     controller = CapacityController(CapacitySearch(start_rate=400.0), parse_slo("p99<50ms"), settle=1, max_trials=10)
     # p95 alternates between 4 and 20 ms (never stable within 10 %), p99 far under 50 ms.
@@ -204,8 +204,8 @@ def test_a_level_under_the_limit_beyond_doubt_passes_without_waiting_for_stabili
 def test_a_warm_up_spike_does_not_decide_a_level():
     """Without the minimum count, the first window (3 of 40 requests at 300 ms: p99's lower
     bound far over 50 ms) would fail a level that meets the SLO in steady state."""
-    from loadtests.traffic.capacity_levels import CapacityController
-    from loadtests.traffic.capacity_search import MIN_CERTAIN_REQUESTS, certain_verdict
+    from loadtests.levels.capacity_levels import CapacityController
+    from loadtests.levels.capacity_search import MIN_CERTAIN_REQUESTS, certain_verdict
 
     first = [300_000.0] * 3 + [10_000.0] * 37
     (stats,) = mixed_window(first).values()
@@ -223,7 +223,7 @@ def test_a_warm_up_spike_does_not_decide_a_level():
 def test_a_limit_at_the_models_own_p99_runs_to_max_trials_and_converges():
     """Bounds that straddle the limit cannot decide: the level runs on to max_trials (it is
     stable long before), then is judged on its point estimate, and the search goes on."""
-    from loadtests.traffic.capacity_levels import CapacityController
+    from loadtests.levels.capacity_levels import CapacityController
 
     latencies = [1_000.0 * (1 + i % 100) for i in range(400)]  # 1..100 ms, p99 = 99 ms
     controller = CapacityController(CapacitySearch(start_rate=400.0), parse_slo("p99<99ms"), settle=1, max_trials=6)
@@ -251,7 +251,7 @@ def test_the_probe_hint_is_tried_after_a_passing_start_and_growth_goes_on_past_i
 
 
 def test_wilson_bounds_hold_a_ratio():
-    from loadtests.traffic.capacity_search import wilson_bounds
+    from loadtests.levels.capacity_search import wilson_bounds
 
     low, high = wilson_bounds(5, 1000)
     assert low < 0.005 < high and high < 0.012

@@ -8,14 +8,14 @@ from typing import Any
 
 from loadtests.config.converters import above, at_least, listed, one_of, whole
 from loadtests.errors import SpecError
-from loadtests.traffic.constants import RATE, USERS
-from loadtests.traffic.shape_args import ShapeArgError, split_shape_args
-from loadtests.traffic.stability import (
+from loadtests.levels.stability import (
     DEFAULT_MAX_TRIALS,
     DEFAULT_SETTLE_WINDOWS,
     DEFAULT_STABILITY_PERCENT,
     STABILITY_WINDOWS,
 )
+from loadtests.traffic.constants import RATE, USERS
+from loadtests.traffic.shape_args import ShapeArgError, split_shape_args
 
 SWEEP_KEYS = ("levels", "kind", "stability", "max_trials", "latency_limit_ms", "settle", "users")
 

@@ -17,9 +17,9 @@ from typing import Any
 from loadtests.config.settings import Settings
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
+from loadtests.options.shapes import SHAPES, parse_shape_args, shape_name
 from loadtests.traffic.constants import NO_SHAPE
 from loadtests.traffic.shape import TrafficShape
-from loadtests.traffic.table import SHAPES, parse_shape_args, shape_name
 
 logger = logging.getLogger(__name__)
 

@@ -40,20 +40,20 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from loadtests.recording import sweep_files
-from loadtests.traffic.capacity_files import capacity_json, write_capacity_files
-from loadtests.traffic.capacity_levels import (
+from loadtests.levels import sweep_files
+from loadtests.levels.capacity_files import capacity_json, write_capacity_files
+from loadtests.levels.capacity_levels import (
     CAPACITY_KEYS,
     CapacityController,
     parse_capacity_args,
     slo_from_shape_arg,
 )
-from loadtests.traffic.capacity_search import CapacitySearch
+from loadtests.levels.capacity_search import CapacitySearch
+from loadtests.levels.sweep_levels import LevelResult
+from loadtests.levels.sweep_shape import SPAWN_RATE, SweepProfile, SweepShape
 from loadtests.traffic.constants import RATE
 from loadtests.traffic.profiles import Profile
 from loadtests.traffic.shape import rate_shape_users
-from loadtests.traffic.sweep_levels import LevelResult
-from loadtests.traffic.sweep_shape import SPAWN_RATE, SweepProfile, SweepShape
 
 logger = logging.getLogger(__name__)
 

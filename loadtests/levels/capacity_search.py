@@ -12,7 +12,7 @@ passing rate and the lowest failing one above it, until the two are within `prec
 each other (relative to the passing one). A start that fails shrinks by `growth` instead,
 down to `min_rate`. Levels that contradict monotony (a pass above a failure) are kept in
 the record but the bracket always uses the lowest failure and the highest pass below it.
-loadtests/traffic/capacity_shape.py runs it as a load shape (`python -m loadtests capacity`).
+loadtests/levels/capacity_shape.py runs it as a load shape (`python -m loadtests capacity`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ floor to whole µs. The suite does not time the client's send and receive apart 
 wait, so "Client Send" and "Client Recv" are left empty (perf_analyzer fills them from its
 client library) and all of the client side is in "Network+Server Send/Recv".
 
-Importable without Locust (analysis code may read sweep.json through it).
+The file names are loadtests/run_format/files.py's; analysis/ reads sweep.json by those
+names and the keys above, never through this module.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import csv
 import json
 import math
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from loadtests.run_format.components import SERVER_PARTS, client_parts
@@ -47,11 +49,11 @@ CSV_COLUMNS = (
     "p95 latency",
     "p99 latency",
 )
-LEVEL_COLUMN = {CONCURRENCY: "Concurrency", REQUEST_RATE: "Request Rate"}
+LEVEL_COLUMN = MappingProxyType({CONCURRENCY: "Concurrency", REQUEST_RATE: "Request Rate"})
 
 
 def sweep_json(controller, relative_to: float, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """sweep.json's content from a SweepController (loadtests/traffic/sweep_levels.py)."""
+    """sweep.json's content from a SweepController (loadtests/levels/sweep_levels.py)."""
     results = controller.results
     return {
         "mode": CONCURRENCY if controller.kind == "users" else REQUEST_RATE,

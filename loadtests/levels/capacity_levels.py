@@ -1,6 +1,6 @@
 """The capacity search's levels: its `--shape-args`, the verdict on a level, and the controller.
 
-A `CapacityController` is a sweep's controller (loadtests/traffic/sweep_levels.py) whose next
+A `CapacityController` is a sweep's controller (loadtests/levels/sweep_levels.py) whose next
 rate comes from a `CapacitySearch` (capacity_search.py) instead of a list: a finished level
 is judged against every SLO clause on its corrected latency (the way `--slo` judges an
 open-loop run), and a level ends at once when one of its windows is clearly failing. A
@@ -16,9 +16,7 @@ from typing import Any
 
 from loadtests.config.converters import above, whole
 from loadtests.errors import SpecError
-from loadtests.run_format import slo
-from loadtests.run_format.confidence import percentile_bounds_us
-from loadtests.traffic.capacity_search import (
+from loadtests.levels.capacity_search import (
     CERTAIN_CONFIDENCE,
     DEFAULT_GROWTH,
     DEFAULT_PRECISION,
@@ -27,17 +25,19 @@ from loadtests.traffic.capacity_search import (
     certain_verdict,
     clearly_failing,
 )
-from loadtests.traffic.constants import RATE
-from loadtests.traffic.shape_args import ShapeArgError, split_shape_args
-from loadtests.traffic.stability import (
+from loadtests.levels.stability import (
     DEFAULT_MAX_TRIALS,
     DEFAULT_SETTLE_WINDOWS,
     DEFAULT_STABILITY_PERCENT,
     STABILITY_WINDOWS,
     is_stable,
 )
-from loadtests.traffic.sweep_args import percent
-from loadtests.traffic.sweep_levels import LevelResult, SweepController, Trial, merge_parts
+from loadtests.levels.sweep_args import percent
+from loadtests.levels.sweep_levels import LevelResult, SweepController, Trial, merge_parts
+from loadtests.run_format import slo
+from loadtests.run_format.confidence import percentile_bounds_us
+from loadtests.traffic.constants import RATE
+from loadtests.traffic.shape_args import ShapeArgError, split_shape_args
 
 CAPACITY_KEYS = ("slo", "start", "growth", "precision", "stability", "max_trials", "settle", "users", "probe")
 DEFAULT_START_RATE = 10.0

@@ -14,14 +14,14 @@ src/inference_profiler.cc in triton-inference-server/perf_analyzer):
   `window_closed` reports them. The window the change falls in is discarded, and `settle`
   more windows after it (default 1), so no trial mixes two levels or a ramp-up;
 - the level ends when its last 3 trials are stable, unstable after `max_trials` trials (the
-  sweep goes on), or at `latency_limit_ms` (the sweep stops): loadtests/traffic/sweep_levels.py;
+  sweep goes on), or at `latency_limit_ms` (the sweep stops): loadtests/levels/sweep_levels.py;
 - the level's numbers come from its last 3 trials merged, and Triton's statistics between
   snapshots taken at the first trial's start and the last one's end (boundary_snapshots.py).
 
 The shape follows the run on the suite's event spine: `run_started` (the directory, the
 window length, how to snapshot Triton), `window_closed`, `run_stopping` (the last, cut
 window is no trial) and `run_finished`. Results go to the run directory as each level ends
-(`sweep.json`, `sweep.csv`, through loadtests/recording/sweep_files.py), so an interrupted
+(`sweep.json`, `sweep.csv`, through loadtests/levels/sweep_files.py), so an interrupted
 sweep keeps its finished levels.
 """
 
@@ -35,15 +35,15 @@ from typing import Any
 
 from loadtests.config.settings import Settings
 from loadtests.events import RunStarted, SuiteEvents
-from loadtests.recording import sweep_files
+from loadtests.levels import sweep_files
+from loadtests.levels.boundary_snapshots import BoundarySnapshots
+from loadtests.levels.sweep_args import SWEEP_KEYS, parse_sweep_args
+from loadtests.levels.sweep_levels import LevelResult, SweepController
 from loadtests.recording.histograms import EndpointStats
-from loadtests.traffic.boundary_snapshots import BoundarySnapshots
 from loadtests.traffic.constants import RATE, USERS
 from loadtests.traffic.profiles import Profile
 from loadtests.traffic.shape import TrafficShape, rate_shape_users
 from loadtests.traffic.steps import Step
-from loadtests.traffic.sweep_args import SWEEP_KEYS, parse_sweep_args
-from loadtests.traffic.sweep_levels import LevelResult, SweepController
 
 logger = logging.getLogger(__name__)
 

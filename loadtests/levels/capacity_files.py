@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from loadtests.levels.capacity_levels import CapacityController
 from loadtests.run_format.files import CAPACITY_CSV, CAPACITY_JSON
-from loadtests.traffic.capacity_levels import CapacityController
 
 CSV_COLUMNS = (
     "order",

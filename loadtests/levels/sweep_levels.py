@@ -2,7 +2,7 @@
 
 No Locust and no clock here: `SweepController` is fed the run's closed windows and the time
 a level's load was set, so tests drive it with fake windows. The rule is perf_analyzer's
-(loadtests/traffic/stability.py): the window a level's change falls in is discarded, and
+(loadtests/levels/stability.py): the window a level's change falls in is discarded, and
 `settle` more; the level ends when its last 3 trials are stable, after `max_trials`, or at
 the latency limit; its numbers are its last 3 trials merged (`MergePerfStatusReports`).
 """
@@ -14,10 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadtests.recording.histograms import EndpointStats
-from loadtests.recording.merged import merge_stats
-from loadtests.traffic.constants import USERS
-from loadtests.traffic.stability import (
+from loadtests.levels.stability import (
     DEFAULT_MAX_TRIALS,
     DEFAULT_SETTLE_WINDOWS,
     DEFAULT_STABILITY_PERCENT,
@@ -25,6 +22,9 @@ from loadtests.traffic.stability import (
     is_stable,
     over_latency_limit,
 )
+from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.merged import merge_stats
+from loadtests.traffic.constants import USERS
 
 # Trials start at the first window boundary this long after the tick that changed the level
 # (spawn messages, and the first requests' connection set-up).
