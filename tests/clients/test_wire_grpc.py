@@ -343,7 +343,9 @@ def test_a_call_waiting_for_a_stream_fails_at_its_deadline():
             lambda: outcome(connection, call_for(server.port, b"b"), 0.5),
         )
         assert [r.kind for r in results] == ["timeout", "timeout"]
-        assert time.monotonic() - started < 1.5
+        # Unanswered, a call without its deadline waits until the connection closes: the bound
+        # only tells the two apart, with room for a busy host (nice 19 beside two Triton shards).
+        assert time.monotonic() - started < 4.0
         assert server.connections[0].refused == []
         connection.close()
 
@@ -364,13 +366,13 @@ def test_the_deadline_bounds_a_write_the_server_does_not_read():
         connection = connect(server)
         started = time.monotonic()
         greenlet = gevent.spawn(outcome, connection, call_for(server.port, b"\x01" * 16_000_000, 1.0), 1.0)
-        greenlet.join(timeout=5.0)
+        greenlet.join(timeout=10.0)
         elapsed = time.monotonic() - started
         greenlet.kill()
         connection.close()
     assert greenlet.successful() and isinstance(greenlet.value, CallFailure), f"no answer after {elapsed:.1f} s"
     assert greenlet.value.kind == "timeout"
-    assert elapsed < 1.5
+    assert elapsed < 4.0  # unbounded, the write waits for a server that never reads (room for a busy host)
 
 
 def test_a_user_killed_mid_write_does_not_wedge_the_shared_connection():
