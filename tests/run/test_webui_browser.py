@@ -174,10 +174,35 @@ def fill(driver: WebDriver, name: str, value: str) -> None:
     field.send_keys(value)
 
 
+def submit(driver: WebDriver) -> None:
+    """Click the form's START as a user would, once the form has settled: the suite opens the
+    "Custom parameters" accordion each time the form is drawn, which moves the button down (in
+    NEW's dialog, thousands of pixels); a click aimed before that landed on the field that took
+    its place (ElementClickIntercepted, seen right after NEW). Settled: scrolled into view, the
+    same place twice in a row, and the button itself under its centre."""
+    button = driver.find_element(By.XPATH, "//button[@type='submit']")
+    settled = """
+        arguments[0].scrollIntoView({block: 'center'});
+        const rect = arguments[0].getBoundingClientRect();
+        const under = document.elementFromPoint(rect.x + rect.width / 2, rect.y + rect.height / 2);
+        return [rect.x, rect.y, !!under && arguments[0].contains(under)];
+    """
+    last = []
+
+    def steady() -> bool:
+        nonlocal last
+        now = driver.execute_script(settled, button)
+        same, last = now == last, now
+        return same and now[2]
+
+    wait_for(steady, "the form's START button never settled under its own centre")
+    button.click()
+
+
 def start(driver: WebDriver, users: int) -> None:
     fill(driver, "userCount", str(users))
     fill(driver, "spawnRate", str(users))
-    driver.find_element(By.XPATH, "//button[@type='submit']").click()
+    submit(driver)
 
 
 def exact_rows(driver: WebDriver) -> list[dict[str, str]]:
@@ -289,7 +314,7 @@ def test_exact_tab_live_final_after_stop_and_a_new_directory_per_run(web_ui, bro
 
     first = {name: (web_ui.run_dir / name).read_bytes() for name in ("config.json", "summary.json", "timeseries.csv")}
     click_button(browser, "NEW")
-    browser.find_element(By.XPATH, "//button[@type='submit']").click()  # the same form, Run Dir pre-filled
+    submit(browser)  # the same form, Run Dir pre-filled
     second_dir = web_ui.run_dir.with_name(f"{web_ui.run_dir.name}-2")
     wait_for(
         lambda: [row for row in exact_rows(browser) if row["Run directory"] == str(second_dir)],

@@ -23,6 +23,7 @@ from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     fill,
     pytestmark,
     screenshot,
+    submit,
     wait_for,
     wait_running,
 )
@@ -97,7 +98,7 @@ def test_a_shape_the_user_typed_is_kept_and_a_bad_one_keeps_its_error_line(trito
         choose_workload(browser, "TritonHttpUser")
         fill(browser, "shape", typed)
         fill(browser, "model", VARIABLE)
-        browser.find_element(By.XPATH, "//button[@type='submit']").click()
+        submit(browser)
         (error,) = wait_for(lambda: form_errors(browser), "START showed no error")
         assert shape_value(browser) == typed
         box = wait_for(

@@ -39,6 +39,7 @@ from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
     page_text,
     pytestmark,
     screenshot,
+    submit,
     wait_for,
     wait_running,
 )
@@ -77,7 +78,7 @@ def form_errors(driver: WebDriver) -> list[str]:
 def start_with_users(driver: WebDriver, users: int) -> None:
     """Only the user count changed, then START; fails with the form's error if the test did not start."""
     fill(driver, "userCount", str(users))
-    driver.find_element(By.XPATH, "//button[@type='submit']").click()
+    submit(driver)
     tab = "//*[@role='tab' and contains(., 'Triton (exact)')]"
     wait_for(lambda: form_errors(driver) or driver.find_elements(By.XPATH, tab), "the test neither ran nor failed")
     assert not form_errors(driver), form_errors(driver)
