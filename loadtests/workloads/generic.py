@@ -194,7 +194,9 @@ class GenericWorkload:
         """The shape random data takes: the model's, with --shape filling -1 dims."""
         shape = self.shape_overrides.get(tensor.name, tuple(tensor.shape))
         if any(d < 0 for d in shape):
-            missing = [t for t in self.model.inputs if t.name not in self.shape_overrides and min(t.shape) < 0]
+            missing = [
+                t for t in self.model.inputs if t.name not in self.shape_overrides and any(d < 0 for d in t.shape)
+            ]
             shapes = " ".join(suggested_shape(t) for t in missing)
             raise ModelMismatchError(
                 f"model {self.model.name!r} input{'s' if len(missing) > 1 else ''} "

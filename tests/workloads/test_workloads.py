@@ -497,6 +497,10 @@ def test_the_refusal_and_the_web_form_suggest_one_shape_that_the_workload_accept
         GenericWorkload(model, {})
     assert "inputs 'tokens' [-1], 'grid' [3, -1] have a variable shape" in str(info.value)
     assert f'pass --shape "{value}" (batch dim excluded)' in str(info.value)
+    # A scalar input (no dims once the batch dim is left out) beside a variable one: the refusal
+    # names the variable one, not a ValueError from an empty shape.
+    with pytest.raises(ModelMismatchError, match="pass --shape tokens:16 "):
+        GenericWorkload(make_model([("flag", "BOOL", []), ("tokens", "INT64", [-1])]), {})
     batch = GenericWorkload(model, parse_shape_overrides(value)).make_batch(2, rng())
     assert batch["tokens"].shape == (2, 16) and batch["grid"].shape == (2, 3, 16)
     assert suggested_shapes(make_model([("fixed", "FP32", [2])])) == ""
