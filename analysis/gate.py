@@ -124,9 +124,8 @@ def measure(series: Series, metric: str) -> tuple[float | None, noise.Interval]:
         return None, None
     if metric in RATES:
         count = "inferences" if metric == "throughput" else "requests"
-        independent = noise.window_interval(series.timeseries, series.window_s, count=count)
-        rates = noise.full_window_rates(series.timeseries, series.window_s, count=count).to_numpy()
-        return getattr(endpoint, RATES[metric]), _widest(independent, _rate_blocks(rates))
+        rates = noise.full_window_rates(series.timeseries, series.window_s, count=count)
+        return getattr(endpoint, RATES[metric]), _widest(noise.mean_interval(rates), _rate_blocks(rates.to_numpy()))
     if metric in RATIOS:
         value = endpoint.failures / endpoint.requests if endpoint.requests else None
         return value, _wilson(endpoint.failures, endpoint.requests)

@@ -71,7 +71,11 @@ def window_interval(
 ) -> Interval:
     """95 % interval of the mean per-second `count` (inferences, or requests: req/s) over the full
     windows whose middle lies in [start, end)."""
-    rates = full_window_rates(timeseries, window_s, start, end, count)
+    return mean_interval(full_window_rates(timeseries, window_s, start, end, count))
+
+
+def mean_interval(rates: pd.Series) -> Interval:
+    """95 % interval of the mean of independent values: mean +- t * sd / sqrt(n) (None under 2)."""
     n = len(rates)
     if n < 2:
         return None

@@ -28,6 +28,7 @@ import pytest
 from analysis.dataset import load
 from analysis.diagnosis import LIMITS, CannotJudge, Diagnosis, diagnose
 from analysis.report import write_report
+from loadtests.workloads.generic import RANDOM_INT_HIGH
 from tests.recorded_runs import GROUPS, recorded
 from tests.test_docs import check_loadtests_command, check_locust_options, words
 
@@ -94,6 +95,7 @@ def test_failures_of_generated_random_data_point_at_zeros_or_real_samples(runs, 
     (failures,) = fired(runs["random_ids"], "failures")
     assert "server error: HTTP 500" in failures.evidence
     assert "--data-mode random" in failures.why and "--input-data FILE" in failures.next_step
+    assert f"integers from 0 to {RANDOM_INT_HIGH - 1}" in failures.why  # what generic.py draws
     assert "--data-mode zero" in failures.command and "--shape 'input_ids:16 segment_ids:16" in failures.command
     copy = recorded("diagnosis", "random_ids", tmp_path)
     config = json.loads((copy / "config.json").read_text())

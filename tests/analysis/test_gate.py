@@ -261,3 +261,41 @@ def test_windows_slowed_together_widen_the_interval_the_same_windows_apart_do_no
     # (recorded: p50 x7, p90 x1.1, mean x1.1; p99 is set by gate/base's own one-second stall).
     assert width["p50"] >= 2, width
     assert all(ratio >= 0.9 for ratio in width.values()), width
+
+
+def test_throughputs_slowed_together_widen_its_interval_the_same_windows_apart_do_not(runs, tmp_path):
+    """Throughput's side of the same: gate/base's windows with five consecutive ones at a third of
+    their rate, then the same rates in the order 5 j mod n. Together: blocks, a wider interval of
+    the mean rate than the t interval the windows give one by one; apart: that t interval."""
+    from analysis import noise
+    from analysis.dataset import load
+    from analysis.gate import dependence_block, measure
+    from analysis.series import series_of
+
+    def side(name: str, reorder: bool):
+        copy = Path(shutil.copytree(runs["base"], tmp_path / name))
+        with open(copy / "timeseries.csv", newline="") as file:
+            rows = list(csv.DictReader(file))
+        full = [i for i, row in enumerate(rows) if float(row.get("covered_s") or 1) >= 0.99]
+        for position, i in enumerate(full):
+            if 8 <= position < 13:
+                rows[i]["inferences"] = str(int(rows[i]["inferences"]) // 3)
+        if reorder:
+            assert len(full) % 5, len(full)  # 5 j mod n visits every window once
+            values = [rows[i]["inferences"] for i in full]
+            for j, i in enumerate(full):
+                rows[i]["inferences"] = values[5 * j % len(full)]
+        with open(copy / "timeseries.csv", "w", newline="") as file:
+            writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        (series,) = series_of(load(copy), name)
+        rates = noise.full_window_rates(series.timeseries, series.window_s)
+        return dependence_block(rates.to_numpy()), noise.mean_interval(rates), measure(series, "throughput")[1]
+
+    together_block, together_t, together = side("together", reorder=False)
+    apart_block, apart_t, apart = side("apart", reorder=True)
+    assert together_block >= 2 and apart_block == 1, (together_block, apart_block)
+    assert apart == apart_t  # independent windows: the t interval as before
+    assert together[0] <= together_t[0] and together[1] >= together_t[1]
+    assert together[1] - together[0] >= 1.1 * (together_t[1] - together_t[0]), (together, together_t)
