@@ -45,6 +45,15 @@ def explicit_mode_triton(directory: Path, repositories: list[Path], models: list
     yield from serving(server)
 
 
+def triton_of(directory: Path, *models: str):
+    """A Triton of a test's own serving a few of the test models (`repository_of`), started,
+    yielded and stopped (`serving`): for a test that freezes it, or would harm the session's."""
+    from loadtests.server import LocalTriton
+
+    repository = repository_of(directory / "models", *models)
+    yield from serving(LocalTriton([repository], log_file=directory / "triton.log", stop_timeout_s=THROWAWAY_STOP_S))
+
+
 def serving(server):
     """Start `server` (start_triton), yield it, stop it: the body of a fixture that owns a Triton."""
     start_triton(server)

@@ -22,12 +22,10 @@ from loadtests.run.webui_charts import CHARTS, ROUTE
 from loadtests.server import LocalTriton, TritonPorts
 from tests.helpers import (
     REPO_ROOT,
-    THROWAWAY_STOP_S,
     model_stats,
     model_stats_once_counted,
     report_first_screen,
-    repository_of,
-    serving,
+    triton_of,
     triton_options,
 )
 from tests.run.test_webui_browser import (  # noqa: F401  (fixtures)
@@ -153,8 +151,7 @@ def own_triton(tmp_path) -> Iterator[LocalTriton]:
     (requests abandoned while the model still works on them, hundreds a second) corrupted the
     bundled tritonserver's heap: `malloc(): unaligned tcache chunk detected`, Signal 6, minutes
     later, under other tests; it is kept off the session's Triton."""
-    repository = repository_of(tmp_path / "models", "sleep_10ms_single")
-    yield from serving(LocalTriton([repository], log_file=tmp_path / "triton.log", stop_timeout_s=THROWAWAY_STOP_S))
+    yield from triton_of(tmp_path, "sleep_10ms_single")
 
 
 def test_failures_are_drawn_by_class_and_the_health_line_says_the_run_is_failing(own_triton, browser, tmp_path):  # noqa: F811

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 import pytest
 
 from loadtests.server import LocalTriton, TritonPorts
-from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, repository_of, serving
+from tests.helpers import REPO_ROOT, triton_of
 from tests.run.test_drills import freeze, thaw
 from tests.run.test_webui_browser import WebUI, launch, wait_for
 
@@ -56,8 +56,7 @@ def exact_rows(answer: dict) -> list[dict]:
 @pytest.fixture
 def own_triton(tmp_path) -> Iterator[LocalTriton]:
     """A Triton of the test's own (one test freezes it): `identity` alone."""
-    repository = repository_of(tmp_path / "models", "identity")
-    yield from serving(LocalTriton([repository], log_file=tmp_path / "triton.log", stop_timeout_s=THROWAWAY_STOP_S))
+    yield from triton_of(tmp_path, "identity")
 
 
 @contextlib.contextmanager
