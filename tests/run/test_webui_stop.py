@@ -29,7 +29,7 @@ from collections.abc import Iterator
 import pytest
 
 from loadtests.server import LocalTriton, TritonPorts
-from tests.helpers import REPO_ROOT, triton_of
+from tests.helpers import REPO_ROOT, model_stats_once_counted, triton_of
 from tests.run.test_drills import freeze, thaw
 from tests.run.test_webui_browser import WebUI, launch, wait_for
 
@@ -127,3 +127,8 @@ def test_a_masters_page_is_told_stopped_with_every_workers_last_requests_in_locu
         answers, last, endpoint = start_then_stop(web_ui)
     assert endpoint["failures"] == 0, endpoint
     assert_final(web_ui, answers, last, endpoint)
+    # The Triton of this test alone: it counted every request Locust's table and the tab show.
+    assert (
+        model_stats_once_counted(own_triton.http_address, "identity", endpoint["requests"])["requests"]
+        == (endpoint["requests"])
+    )
