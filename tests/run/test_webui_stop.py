@@ -81,7 +81,8 @@ def start_then_stop(web_ui: WebUI, at_stop=lambda: None, after_stop=lambda: None
     assert post(web_ui.url + "swarm", {"user_count": 2, "spawn_rate": 2})["success"]
     # Locust keeps its part of the answer up to 2 s (a cache): its state, then the suite's rows.
     wait_for(lambda: stats(web_ui.url)["state"] == "running", "Locust never said running")
-    wait_for(lambda: exact_rows(stats(web_ui.url))[0]["requests"] > 0, "no request was counted")
+    # A master has no row until a worker's first report (every 3 s), though Locust says running.
+    wait_for(lambda: any(row["requests"] > 0 for row in exact_rows(stats(web_ui.url))), "no request was counted")
     at_stop()
     try:
         stopping = threading.Thread(target=post, args=(web_ui.url + "stop",), daemon=True)
