@@ -301,13 +301,13 @@ def test_the_event_table_in_architecture_md_names_who_fires_and_who_listens():
 def test_test_folders_mirror_the_packages():
     """tests/<name>/ holds the tests of the package PACKAGES names `name` (loadtests.<name> or
     analysis), and tests/measurement/ the tests that measure the host (run alone, tests/shards.py);
-    only the suite-wide checks (the code's shape, the docs, the split of `make test` into shards)
-    and the shared helpers sit at the top of tests/."""
+    only the suite-wide checks (the code's shape, the docs, the split of `make test` into shards,
+    the measurement tier's margins) and the shared helpers sit at the top of tests/."""
     names = {package.split(".")[-1] for package in PACKAGES} | {"measurement"}
     folders = {path.name for path in (REPO_ROOT / "tests").iterdir() if (path / "__init__.py").exists()}
     assert folders <= names, folders - names
     top = sorted(path.name for path in (REPO_ROOT / "tests").glob("test_*.py"))
-    assert top == ["test_code_shape.py", "test_docs.py", "test_shards.py"], top
+    assert top == ["test_code_shape.py", "test_docs.py", "test_margins.py", "test_shards.py"], top
 
 
 def test_package_docstrings_name_only_modules_that_exist():

@@ -44,7 +44,7 @@ def service_us(server: dict) -> float:
     return sum(server[part] for part in parts)
 
 
-def test_the_probe_starts_a_search_that_finds_the_capacity_within_10_percent(triton, tmp_path):
+def test_the_probe_starts_a_search_that_finds_the_capacity_within_10_percent(triton, tmp_path, bound):
     """Without --start-rate a short closed-loop probe measures the saturated throughput and the
     search starts at 0.8x it; levels end as soon as their verdict is certain; the search ends
     within --precision, near this server's capacity, with every level on file and in the report.
@@ -74,21 +74,22 @@ def test_the_probe_starts_a_search_that_finds_the_capacity_within_10_percent(tri
     served = [level["server"][MODEL] for level in levels if level["server"].get(MODEL, {}).get("executions")]
     executions = sum(server["executions"] for server in served)
     mean_service_us = sum(service_us(server) * server["executions"] for server in served) / executions
-    assert 10_000 <= mean_service_us < 15_000  # the model sleeps 10 ms per execution
+    bound("mean service (us)", mean_service_us, at_least=10_000, at_most=15_000)  # the model sleeps 10 ms
     truth_rps = 1e6 / mean_service_us
 
     # Saturated closed loop: the probe completes about the server's capacity.
-    assert probe == pytest.approx(truth_rps, rel=0.15), (probe, truth_rps)
+    bound("probe / truth", probe / truth_rps, near=1.0, rel=0.15)
     assert levels[0]["rate"] == pytest.approx(0.8 * probe, abs=0.01)
     passing, failing = content["bracket"]["last_passing_rps"], content["bracket"]["first_failing_rps"]
     assert content["capacity_rps"] == passing
     assert passing is not None and failing is not None
     assert failing <= passing * (1 + PRECISION_PERCENT / 100) + 1e-9
-    assert passing == pytest.approx(truth_rps, rel=0.10), (passing, truth_rps, levels)
+    bound("capacity / truth", passing / truth_rps, near=1.0, rel=0.10, context=levels)
     assert all(level["stopped_because"] for level in levels)
     # From a bracket instead of doubling from a fixed start: few levels (fewer than a linear
     # sweep from a fixed start: tests/levels/test_capacity_search.py, on the pure search).
-    assert len(levels) <= 8, [(level["rate"], level["passed"], level["stopped_because"]) for level in levels]
+    tried = [(level["rate"], level["passed"], level["stopped_because"]) for level in levels]
+    bound("levels tried", len(levels), at_most=8, context=tried)
 
     # Every level is in both files, in the order tried; the verdicts agree with the SLO.
     with open(run_dir / "capacity.csv", newline="") as file:
@@ -148,7 +149,7 @@ def test_bad_input_is_refused_before_any_load(triton, tmp_path):
     assert not (tmp_path / "never").exists()
 
 
-def test_the_capacity_of_a_mix_over_both_protocols_is_bounded_by_its_slowest_share(triton, tmp_path):
+def test_the_capacity_of_a_mix_over_both_protocols_is_bounded_by_its_slowest_share(triton, tmp_path, bound):
     """--mix: the search raises the mix's total rate; half of it goes to a model that serves
     one request per 10 ms, so the mix cannot hold more than 1 / (0.5 x its service time).
     --protocol both: the search's requests go over both protocols, every model of the mix over
@@ -166,7 +167,8 @@ def test_the_capacity_of_a_mix_over_both_protocols_is_bounded_by_its_slowest_sha
     passing = content["bracket"]["last_passing_rps"]
     # At the ceiling the slow model's queue grows without bound: no p99 limit holds there. A
     # passing level well below it is what a busy 2-core machine still reaches (100 is the start).
-    assert passing is not None and 100 <= passing <= 1.05 * ceiling, (passing, ceiling, content["levels"])
+    assert passing is not None, content["levels"]
+    bound("capacity (rps)", passing, at_least=100, at_most=1.05 * ceiling, context=content["levels"])
     for level in content["levels"]:
         assert set(level["server"]) >= {MODEL, "identity"}, level["server"]
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -204,7 +206,7 @@ def test_a_mix_takes_clauses_on_the_whole_mix_only(triton, tmp_path):
     assert not (tmp_path / "never").exists()
 
 
-def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path):
+def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path, bound):
     """`--workers 2 --protocol grpc`: the master holds the search and splits each level's rate
     between the workers; every level's client count is Triton's, and its bracket holds the truth."""
     run_dir = tmp_path / "capacity-workers"
@@ -241,7 +243,8 @@ def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path):
     # is below 1 / service time): no level well above it passed, none well below it failed.
     passing, failing = content["bracket"]["last_passing_rps"], content["bracket"]["first_failing_rps"]
     assert content["capacity_rps"] == passing and failing is not None, content["bracket"]
-    assert passing <= 1.2 * truth_rps and failing >= 0.8 * truth_rps, (passing, failing, truth_rps, levels)
+    bound("last passing / truth", passing / truth_rps, at_most=1.2, context=levels)
+    bound("first failing / truth", failing / truth_rps, at_least=0.8, context=levels)
 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["load_generator"]["workers"] == 2, summary["load_generator"]

@@ -43,7 +43,7 @@ def open_loop_run(triton, tmp_path, user_classes, model, users, run_time, *optio
     ("traffic", "users", "user_class"),
     [("constant", 4, "TritonHttpUser"), ("constant", 40, "TritonHttpUser"), ("poisson", 4, "TritonGrpcUser")],
 )
-def test_open_loop_delivers_the_rate_whatever_the_user_count(triton, tmp_path, traffic, users, user_class):
+def test_open_loop_delivers_the_rate_whatever_the_user_count(triton, tmp_path, traffic, users, user_class, bound):
     # 200 requests/s at 20+ ms each needs several requests in flight: 4 closed-loop users
     # could not send it, 4 open-loop users can (and 40 do not send more).
     run = open_loop_run(
@@ -57,7 +57,7 @@ def test_open_loop_delivers_the_rate_whatever_the_user_count(triton, tmp_path, t
     # a Poisson count over T seconds has a standard deviation of sqrt(rate x T) on top (4 of them).
     expected = 200.0 * endpoint["duration_s"]
     noise = 4 * math.sqrt(expected) if traffic == "poisson" else 0.0
-    assert abs(served - expected) <= 0.05 * expected + noise, (served, expected)
+    bound("served requests", served, near=expected, within=0.05 * expected + noise)
     assert summary["traffic"]["mode"] == traffic and summary["traffic"]["rate"] == 200.0
     assert endpoint["dropped"] == 0
     assert endpoint["failures"] == 0
@@ -67,7 +67,7 @@ def test_open_loop_delivers_the_rate_whatever_the_user_count(triton, tmp_path, t
     assert endpoint["latency_uncorrected_us"]["p50"] >= 20_000  # the model's 20 ms
 
 
-def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(triton, tmp_path):
+def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(triton, tmp_path, bound):
     run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "stall", 4, "10s", "--traffic", "constant", "--rate", "100",
         "--max-in-flight", "4",
@@ -77,12 +77,12 @@ def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(tri
     (endpoint,) = open_summary["endpoints"]
     corrected, uncorrected = endpoint["latency_us"], endpoint["latency_uncorrected_us"]
     # Requests due during a 1-s stall wait for it: the corrected p99 is most of a second...
-    assert corrected["p99"] > 500_000, endpoint
+    bound("corrected p99 (us)", corrected["p99"], at_least=500_000, context=endpoint)
     # ...while only the few requests in flight when it began (at most 4 per stall) saw it
     # from their actual send: the uncorrected p99 stays near the model's 2 ms.
-    assert uncorrected["p99"] < 100_000, endpoint
-    assert uncorrected["max"] > 900_000  # the stall happened, and was measured
-    assert endpoint["late"] > 50  # requests queued behind the in-flight cap went out late
+    bound("uncorrected p99 (us)", uncorrected["p99"], at_most=100_000, context=endpoint)
+    bound("uncorrected max (us)", uncorrected["max"], at_least=900_000)  # the stall happened, and was measured
+    bound("late requests", endpoint["late"], at_least=51)  # queued behind the in-flight cap, sent late
     with (run_dir / "timeseries.csv").open() as file:
         rows = list(csv.DictReader(file))
     assert sum(int(row["late"]) for row in rows) == endpoint["late"]
@@ -98,8 +98,8 @@ def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(tri
     assert "latency_uncorrected_us" not in closed and "late" not in closed
     # Closed loop: each user waited out the stall with one request, then went on; the stall
     # is in the max but gone from the percentiles.
-    assert closed["latency_us"]["max"] > 900_000, closed
-    assert closed["latency_us"]["p99"] < 100_000, closed
+    bound("closed-loop max (us)", closed["latency_us"]["max"], at_least=900_000, context=closed)
+    bound("closed-loop p99 (us)", closed["latency_us"]["p99"], at_most=100_000, context=closed)
 
 
 def test_late_and_dropped_beyond_what_the_machine_can_send(triton, tmp_path):
@@ -118,7 +118,7 @@ def test_late_and_dropped_beyond_what_the_machine_can_send(triton, tmp_path):
     assert "could not keep up" in result.stdout + result.stderr
 
 
-def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path):
+def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path, bound):
     # What the host alone causes, measured beside the run: a shared machine can preempt any
     # process for over 1 ms, which really does send a request late. The suite may not add to it
     # beyond noise; a scheduler that lagged (a busy loop, a coarse timer) would be late for most.
@@ -137,11 +137,11 @@ def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path):
     # and 21 % late (48 of 230) beside `make test`'s other shard while the probe was 1.7 % late.
     host_late_share = baseline["late"] / baseline["wakeups"]
     allowed = int(endpoint["requests"] * min(1.0, 3 * host_late_share + 0.3))
-    assert endpoint["late"] <= allowed, (endpoint, baseline)
+    bound("late requests", endpoint["late"], at_most=allowed, context=(endpoint, baseline))
     assert served == endpoint["requests"] > 150
 
 
-def test_rate_shape_drives_the_target_rate(triton, tmp_path):
+def test_rate_shape_drives_the_target_rate(triton, tmp_path, bound):
     run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "sleep_batch", 4, "12s", "--traffic", "constant",
         "--load-shape", "steps", "--shape-args", "kind=rate,targets=50;150,step_s=5",
@@ -159,12 +159,12 @@ def test_rate_shape_drives_the_target_rate(triton, tmp_path):
         inside = [float(r["throughput_rps"]) for r in rows if start_s + 0.5 <= float(r["time_s"]) <= end_s - 1.5]
         return sum(inside) / len(inside)
 
-    assert throughput(0, 5) == pytest.approx(50, rel=0.15)
-    assert throughput(5, 10) == pytest.approx(150, rel=0.15)
+    bound("step 1 rate (rps)", throughput(0, 5), near=50, rel=0.15)
+    bound("step 2 rate (rps)", throughput(5, 10), near=150, rel=0.15)
     assert served == summary["endpoints"][0]["requests"]
 
 
-def test_distributed_workers_share_the_rate(triton, tmp_path):
+def test_distributed_workers_share_the_rate(triton, tmp_path, bound):
     port = str(TritonPorts.free().http)  # not Locust's default 5557: other masters may be running
     run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "sleep_batch", 4, "10s", "--traffic", "constant", "--rate", "100",
@@ -179,7 +179,7 @@ def test_distributed_workers_share_the_rate(triton, tmp_path):
     # of it while a busy machine starts the second worker); never more than the schedule holds.
     with (run_dir / "timeseries.csv").open() as file:
         rates = [float(row["throughput_rps"]) for row in csv.DictReader(file)][1:-1]
-    assert np.median(rates) == pytest.approx(100.0, rel=0.05), rates
+    bound("median window rate (rps)", float(np.median(rates)), near=100.0, rel=0.05, context=rates)
     assert served <= 100 * endpoint["duration_s"] * 1.02
 
 
@@ -201,7 +201,7 @@ def grpc_gamma_run(triton, tmp_path_factory):
 
 
 @pytest.mark.usefixtures("grpc_gamma_run")
-def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
+def test_gamma_traffic_reaches_its_rate(triton, tmp_path, bound):
     rate, cv = 100.0, 3.0
     run = open_loop_run(
         triton, tmp_path, "TritonHttpUser", "identity", 4, "10s",
@@ -215,7 +215,7 @@ def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
     assert served == endpoint["requests"] and endpoint["failures"] == 0 and endpoint["dropped"] == 0
     # A gamma count over T seconds has a standard deviation of about sqrt(rate x T) x CV.
     expected = rate * endpoint["duration_s"]
-    assert abs(served - expected) <= 4 * math.sqrt(expected) * cv, (served, expected)
+    bound("served requests", served, near=expected, within=4 * math.sqrt(expected) * cv)
     with (run_dir / "timeseries.csv").open() as file:
         rows = [row for row in csv.DictReader(file) if row["endpoint"] == endpoint["name"]]
     steady = rows[1:-1]  # the first window holds the start-up, the last one the stop
@@ -224,7 +224,7 @@ def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
     # Bursty arrivals make counts noisy: a renewal process's count over T seconds has a variance
     # of about rate * T * CV^2, so the margin is 4 of those standard deviations (about 36 % here).
     margin = 4 * math.sqrt(rate * seconds * cv**2) / seconds
-    assert requests / seconds == pytest.approx(rate, abs=margin), (requests, seconds)
+    bound("steady rate (rps)", requests / seconds, near=rate, within=margin, context=(requests, seconds))
     # The schedule is seeded (seed 0 in a single process): what was sent is what it says is due
     # in the run's duration, give or take the requests due within a second of its end.
     schedule = ArrivalSchedule("gamma", seed=0, clock=FakeClock(0), burstiness=cv)
@@ -234,10 +234,10 @@ def test_gamma_traffic_reaches_its_rate(triton, tmp_path):
     assert np.sum(due_s < duration_s - 1.0) <= served <= np.sum(due_s < duration_s + 1.0)
     # Bursty: the steady windows' counts vary far more than Poisson's (index of dispersion about 1).
     counts = np.array([int(row["requests"]) for row in steady])
-    assert counts.var() / counts.mean() > 2.0, counts
+    bound("index of dispersion", float(counts.var() / counts.mean()), at_least=2.0, context=counts)
 
 
-def test_gamma_traffic_over_grpc_reaches_triton_bursty_and_exactly_counted(grpc_gamma_run):
+def test_gamma_traffic_over_grpc_reaches_triton_bursty_and_exactly_counted(grpc_gamma_run, bound):
     """Over HTTP, test_gamma_traffic_reaches_its_rate checks the same (and more) on its run."""
     cv, rate = GRPC_GAMMA
     run = grpc_gamma_run.result()
@@ -249,14 +249,14 @@ def test_gamma_traffic_over_grpc_reaches_triton_bursty_and_exactly_counted(grpc_
     assert summary["traffic"]["mode"] == "gamma" and summary["traffic"]["burstiness"] == cv
     # A gamma count over T seconds has a standard deviation of about sqrt(rate x T) x CV.
     expected = rate * endpoint["duration_s"]
-    assert abs(served - expected) <= 4 * math.sqrt(expected) * cv, (served, expected)
+    bound("served requests", served, near=expected, within=4 * math.sqrt(expected) * cv)
     # Burstier than Poisson: per-window counts vary well beyond their mean (Poisson: variance = mean).
     with (run_dir / "timeseries.csv").open() as file:
         counts = np.array([int(row["requests"]) for row in csv.DictReader(file)][1:-1], dtype=float)
-    assert counts.var() / counts.mean() > 1.5, counts
+    bound("index of dispersion", float(counts.var() / counts.mean()), at_least=1.5, context=counts)
 
 
-def test_open_loop_splits_the_rate_over_the_user_classes(triton, tmp_path):
+def test_open_loop_splits_the_rate_over_the_user_classes(triton, tmp_path, bound):
     # One HTTP and one gRPC user take turns at the schedule: each protocol sends about half the
     # requests, as in closed loop (where the user classes' weights set how many users each gets).
     run = open_loop_run(
@@ -266,4 +266,5 @@ def test_open_loop_splits_the_rate_over_the_user_classes(triton, tmp_path):
     by_protocol = {endpoint["protocol"]: endpoint["requests"] for endpoint in run.summary["endpoints"]}
     assert sum(by_protocol.values()) == served
     # A fair coin's split of n requests differs by 4 standard deviations (4 sqrt(n)) at most.
-    assert abs(by_protocol.get("http", 0) - by_protocol.get("grpc", 0)) <= 4 * math.sqrt(served), by_protocol
+    split = by_protocol.get("http", 0) - by_protocol.get("grpc", 0)
+    bound("http - grpc requests", split, near=0, within=4 * math.sqrt(served), context=by_protocol)

@@ -1,0 +1,59 @@
+"""The measurement tier's bound checks record their margins, and `python -m tests.margins` tables them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO_ROOT
+from tests.margins import main, read_margins
+from tests.measurement.conftest import headroom, limits
+
+CHECKS = """
+def test_inside(bound):
+    bound("p99 (us)", 80_000, at_most=100_000)
+    bound("rate (rps)", 205, near=200, rel=0.05)
+
+def test_outside(bound):
+    bound("rate (rps)", 212, near=200, within=10)
+"""
+
+
+def test_headroom_against_one_bound_and_between_two():
+    assert headroom(80, None, 100) == pytest.approx(0.2)
+    assert headroom(120, 100, None) == pytest.approx(0.2)
+    assert headroom(205, *limits(200, 0.05, None, None, None)) == pytest.approx(0.5)
+    assert headroom(200, 190, 210) == pytest.approx(1.0)
+    assert headroom(212, 190, 210) == pytest.approx(-0.2)
+    assert limits(200, 0.05, 20, None, None) == (180, 220)  # the larger allowance
+
+
+def test_a_run_records_every_check_and_the_table_puts_the_failed_one_first(tmp_path, capsys):
+    (tmp_path / "test_checks.py").write_text(CHECKS)
+    runs = tmp_path / "runs"
+    for index in (1, 2):
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "tests.measurement.conftest", "-p", "no:cacheprovider"]
+        command += [str(tmp_path / "test_checks.py"), f"--junitxml={runs / f'run-{index}.xml'}"]
+        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+        assert result.returncode == 1 and "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
+    margins = read_margins(sorted(runs.glob("*.xml")))
+    counts = {(test.split("::")[-1], check): len(records) for (test, check), records in margins.items()}
+    assert counts == {
+        ("test_inside", "p99 (us)"): 2,
+        ("test_inside", "rate (rps)"): 2,
+        ("test_outside", "rate (rps)"): 2,
+    }
+    assert main(["--table", str(runs)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| test_checks")]
+    assert [row.split(" | ")[1:5] for row in rows] == [  # least headroom first: the failed check
+        ["rate (rps)", "190 to 210", "212", "-20.0%"],
+        ["p99 (us)", "<= 1e+05", "8e+04", "20.0%"],
+        ["rate (rps)", "190 to 210", "205", "50.0%"],
+    ]
+
+
+def test_no_margins_is_an_error(tmp_path, capsys):
+    assert main(["--table", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: no margins recorded in ")
