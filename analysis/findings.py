@@ -45,6 +45,7 @@ def findings(data: Dataset) -> list[str]:
     out += _open_loop(data)
     out += _tails(data)
     out += _edge_maxima(data)
+    out += _during_stop(data)
     out += imbalance_findings(data.run)
     for name, frame in data.levels.items():
         prefix = f"{name}: " if len(data.levels) > 1 else ""
@@ -106,6 +107,29 @@ def _edge_maxima(data: Dataset) -> list[str]:
                     "plots leave it out."
                 )
                 break
+    return out
+
+
+def _during_stop(data: Dataset) -> list[str]:
+    """The requests that ended during the test's stop (in flight when it came, finished or cut
+    in the stop grace): named, with the slowest, and whether the run's max latency is theirs."""
+    out = []
+    for endpoint in data.endpoints:
+        tail = endpoint.ended_during_stop
+        if tail is None or not tail.requests:
+            continue
+        text = (
+            f"{endpoint.name}: {tail.requests:,} request{'s' if tail.requests != 1 else ''} ended during the "
+            "test's stop (in flight at STOP, the run time's end, a load shape's end or Ctrl-C, they ended in "
+            "the stop grace)"
+        )
+        if tail.failures:
+            text += f", {tail.failures:,} of them failed"
+        if tail.max_us is not None:
+            text += f"; the slowest took {_ms(tail.max_us)}"
+            if tail.max_us == endpoint.latency_us.get("max"):
+                text += ", which is the run's max latency (it came as the test stopped, not while it ran)"
+        out.append(text + ". They are counted in every figure.")
     return out
 
 

@@ -24,6 +24,26 @@ class RunDirectoryError(Exception):
 
 
 @dataclass(frozen=True)
+class DuringStop:
+    """An endpoint's requests that ended during the test's stop (summary.json's
+    `ended_during_stop`): in flight when it began, completed or cut while the users stopped.
+    They are in the endpoint's counts and latencies too. `max_us`: the slowest success, as the
+    endpoint's `latency_us["max"]` reads it (None: none of them succeeded)."""
+
+    requests: int
+    failures: int
+    max_us: float | None
+
+    @classmethod
+    def from_json(cls, entry: dict | None) -> DuringStop | None:
+        """None for a run directory of an older version (not recorded: not known, not zero)."""
+        if entry is None:
+            return None
+        top = entry.get("max_us")
+        return cls(int(entry["requests"]), int(entry["failures"]), float(top) if top is not None else None)
+
+
+@dataclass(frozen=True)
 class EndpointSummary:
     """One endpoint of summary.json. Latencies in microseconds."""
 
@@ -61,6 +81,8 @@ class EndpointSummary:
     sequences: dict[str, int] = field(default_factory=dict)
     # A streamed endpoint (a decoupled model, over gRPC or HTTP): summary.json's `stream` object ({} otherwise).
     stream: dict = field(default_factory=dict)
+    # The requests that ended during the stop (None in older run directories).
+    ended_during_stop: DuringStop | None = None
 
     @classmethod
     def from_json(cls, entry: dict) -> EndpointSummary:
@@ -88,6 +110,7 @@ class EndpointSummary:
             replicas=dict(entry.get("replicas") or {}),
             sequences={key: int(entry[f"sequences_{key}"]) for key in SEQUENCE_COUNTS if f"sequences_{key}" in entry},
             stream=dict(entry.get("stream") or {}),
+            ended_during_stop=DuringStop.from_json(entry.get("ended_during_stop")),
         )
 
 

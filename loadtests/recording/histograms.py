@@ -26,6 +26,7 @@ from hdrh.histogram import HdrHistogram
 from loadtests.clients.failures import sent
 from loadtests.clients.outcome import RequestOutcome
 from loadtests.recording.batched_hdr import record_values
+from loadtests.recording.during_stop import DuringStop
 from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.replica_counts import ReplicaCounts
 from loadtests.recording.stream_stats import StreamStats
@@ -77,6 +78,8 @@ class EndpointStats:
     replicas: ReplicaCounts = field(default_factory=ReplicaCounts)
     # A streamed endpoint's response timings (a decoupled model over gRPC); None: not streamed.
     stream: StreamStats | None = None
+    # The requests that ended after the test's stop began (during_stop.py), counted above too.
+    during_stop: DuringStop = field(default_factory=DuringStop)
 
     # Latencies held back by `hold` (a recorder's requests), added to the histograms by `fold`.
     held: list[float] = field(default_factory=list, init=False, repr=False, compare=False)
@@ -101,6 +104,10 @@ class EndpointStats:
                 self.held_uncorrected.append(outcome.uncorrected_us)
             if len(self.held) >= FOLD_EVERY:
                 self.fold()
+
+    def ended_during_stop(self, outcome: RequestOutcome) -> None:
+        """A request recorded (`hold` or `record`) after the test's stop began, labelled as such."""
+        self.during_stop.record(outcome.failure, clamp_us(outcome.latency_us))
 
     def fold(self) -> None:
         """Add the held latencies to the histograms."""
@@ -180,6 +187,7 @@ class EndpointStats:
         self.bytes_sent += other.bytes_sent
         self.bytes_received += other.bytes_received
         self.replicas.add(other.replicas)
+        self.during_stop.add(other.during_stop)
         if other.stream is not None:
             if self.stream is None:
                 self.stream = StreamStats()
@@ -220,6 +228,7 @@ class EndpointStats:
             "sequences": dict(self.sequences),
             "replicas": self.replicas.to_message(),
             "stream": self.stream.to_message() if self.stream is not None else None,
+            "during_stop": self.during_stop.to_message(),
         }
 
     @classmethod
@@ -242,6 +251,7 @@ class EndpointStats:
             sequences=Counter(message.get("sequences", {})),
             replicas=ReplicaCounts.from_message(message.get("replicas")),
             stream=StreamStats.from_message(message["stream"]) if message.get("stream") else None,
+            during_stop=DuringStop.from_message(message.get("during_stop")),
         )
 
     def latency_summary_us(self) -> dict[str, float]:
@@ -315,6 +325,7 @@ def add_message(message: dict, targets: list[EndpointStats], adder: EncodedAdder
         target.bytes_sent += int(message.get("bytes_sent", 0))
         target.bytes_received += int(message.get("bytes_received", 0))
         target.replicas.add_message(message.get("replicas"))
+        target.during_stop.add_message(message.get("during_stop"))
         if message.get("stream"):
             if target.stream is None:
                 target.stream = StreamStats()

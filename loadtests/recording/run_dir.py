@@ -163,6 +163,8 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         "bytes_sent_per_request": round(stats.bytes_sent / stats.requests, 1) if stats.requests else 0.0,
         "bytes_received_per_request": round(stats.bytes_received / stats.requests, 1) if stats.requests else 0.0,
         "requested_batch_sizes": {str(size): stats.batch_sizes[size] for size in sorted(stats.batch_sizes)},
+        # In flight when the test's stop began, ended while the users stopped: counted above too.
+        "ended_during_stop": stats.during_stop.to_json(stats.histogram),
     }
     if stats.sequences:
         # Sequence users: started = completed + failed + ended_early (+ any still running when

@@ -47,10 +47,26 @@ class WindowRecorder:
         self.window_s = window_s
         self.clock = clock
         self.pending: dict[int, dict[str, EndpointStats]] = {}
+        # When the test's stop began (this clock), until the next test starts; None while it runs.
+        self.stop_began_s: float | None = None
 
     def record(self, outcome: RequestOutcome) -> None:
-        """One request, into its endpoint's stats in the window that holds now."""
-        self._stats(outcome).hold(outcome)
+        """One request, into its endpoint's stats in the window that holds now (after the stop
+        began, also labelled as one that ended during the stop)."""
+        stats = self._stats(outcome)
+        stats.hold(outcome)
+        if self.stop_began_s is not None:
+            stats.ended_during_stop(outcome)
+
+    def stop_began(self) -> None:
+        """The test's stop began (Locust's test_stopping in this process): every request recorded
+        from now on ended during the stop (EndpointStats.during_stop), until `test_started`."""
+        if self.stop_began_s is None:
+            self.stop_began_s = self.clock()
+
+    def test_started(self) -> None:
+        """A test starts (again, from the web UI): its requests end before its stop."""
+        self.stop_began_s = None
 
     def record_dropped(self, name: str, model: str, protocol: str) -> None:
         """An open-loop request that was due but not sent (--drop-when-saturated)."""

@@ -10,13 +10,17 @@ from loadtests.run.process import SuiteProcess
 
 class RequestRecording:
     """Locust's `request` event -> this process's WindowRecorder (processes with users): the
-    client's RequestOutcome, the event's context, recorded whole."""
+    client's RequestOutcome, the event's context, recorded whole; from Locust's test_stopping
+    (the stop began here) to the next test_start, labelled as ended during the stop."""
 
     def __init__(self, process: SuiteProcess) -> None:
         self.process = process
 
     def register(self) -> None:
-        self.process.environment.events.request.add_listener(self.on_request)
+        events = self.process.environment.events
+        events.request.add_listener(self.on_request)
+        events.test_start.add_listener(lambda **_kwargs: self.process.recorder.test_started())
+        events.test_stopping.add_listener(lambda **_kwargs: self.process.recorder.stop_began())
 
     def on_request(
         self, request_type, name, response_time, response_length=0, exception=None, context=None, **_kwargs

@@ -40,6 +40,17 @@ class EntryTotals(TypedDict):
     dropped: NotRequired[int]
 
 
+class DuringStopEntry(TypedDict):
+    """An endpoint's `ended_during_stop`: its requests that were in flight when the test's stop
+    began (STOP, the run time's end, a load shape's end, Ctrl-C) and ended before the stop grace
+    did, completed or cut as `interrupted`. They are in the endpoint's counts and latencies too.
+    Absent from run directories of older versions (not known, not zero)."""
+
+    requests: int
+    failures: int
+    max_us: float | None  # the slowest success among them, as latency_us's max reads it; None: none succeeded
+
+
 class EndpointEntry(EntryTotals):
     """One element of summary.json's "endpoints": one endpoint's whole run."""
 
@@ -63,6 +74,7 @@ class EndpointEntry(EntryTotals):
     sequences_ended_early: NotRequired[int]
     # Several Triton replicas: {address: {"requests", "failures", "mean_latency_us"}}.
     replicas: NotRequired[dict[str, dict]]
+    ended_during_stop: NotRequired[DuringStopEntry]
 
 
 class MergedEntry(EntryTotals):

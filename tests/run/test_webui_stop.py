@@ -116,6 +116,8 @@ def test_triton_frozen_at_stop_the_page_is_told_stopped_with_the_final_numbers(o
     with launch(tmp_path, [*COMMON, *own_triton.options]) as web_ui:
         answers, last, endpoint = start_then_stop(web_ui, lambda: freeze(own_triton), lambda: thaw(own_triton))
     assert endpoint["failures_by_class"].get("interrupted", 0) > 0, endpoint  # cut at the stop grace
+    # Those ended during the stop (frozen from before it to after its grace): named as such.
+    assert endpoint["ended_during_stop"]["failures"] == endpoint["failures_by_class"]["interrupted"], endpoint
     assert_final(web_ui, answers, last, endpoint)
 
 
