@@ -54,7 +54,10 @@ def assert_one_per_user_ended_during_the_stop(endpoint: dict, served: int) -> No
     before the stop are the summary's requests less one per user."""
     assert endpoint["failures"] == 0, endpoint
     during = endpoint["ended_during_stop"]
-    assert (during["requests"], during["failures"]) == (USERS, 0), during
+    # Locust fires test_stopping one loop turn before it tells each user to stop: a response that
+    # lands in that turn (a chance of about the turn's length in SLEEP_MS) is labelled, and its user
+    # sends one more request, labelled too. So one per user, or two for a user caught that way.
+    assert USERS <= during["requests"] <= 2 * USERS and during["failures"] == 0, during
     assert endpoint["requests"] == served, (endpoint["requests"], served)
     assert during["max_us"] <= endpoint["latency_us"]["max"]
 
