@@ -120,8 +120,7 @@ def _during_stop(data: Dataset) -> list[str]:
             continue
         text = (
             f"{endpoint.name}: {tail.requests:,} request{'s' if tail.requests != 1 else ''} ended during the "
-            "test's stop (in flight at STOP, the run time's end, a load shape's end or Ctrl-C, they ended in "
-            "the stop grace)"
+            "test's stop (in flight when it stopped, they ended in the stop grace)"
         )
         if tail.failures:
             text += f", {tail.failures:,} of them failed"

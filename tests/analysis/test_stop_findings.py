@@ -48,9 +48,8 @@ def test_named_with_the_slowest_and_the_failures_among_them(run):
     endpoint = with_stop(run, requests=4, failures=1, max_us=12_345.0)
     assert endpoint["latency_us"]["max"] != 12_345.0
     assert said(run) == [
-        f"{endpoint['name']}: 4 requests ended during the test's stop (in flight at STOP, the run time's end, a load "
-        "shape's end or Ctrl-C, they ended in the stop grace), 1 of them failed; the slowest took 12.345 ms. They "
-        "are counted in every figure."
+        f"{endpoint['name']}: 4 requests ended during the test's stop (in flight when it stopped, they ended in the "
+        "stop grace), 1 of them failed; the slowest took 12.345 ms. They are counted in every figure."
     ]
 
 
@@ -67,6 +66,6 @@ def test_a_max_that_came_during_the_stop_is_said_to_be_the_runs_max_in_the_repor
 def test_only_cut_requests_have_no_slowest(run):
     endpoint = with_stop(run, requests=2, failures=2, max_us=None)
     assert said(run) == [
-        f"{endpoint['name']}: 2 requests ended during the test's stop (in flight at STOP, the run time's end, a load "
-        "shape's end or Ctrl-C, they ended in the stop grace), 2 of them failed. They are counted in every figure."
+        f"{endpoint['name']}: 2 requests ended during the test's stop (in flight when it stopped, they ended in the "
+        "stop grace), 2 of them failed. They are counted in every figure."
     ]
