@@ -215,6 +215,8 @@ FIRES_AND_SILENT = {
     "batching": ("batch_alone", "batch_full"),
     "payload": ("tensor", "jpeg"),
     "plateau": ("queue", "scaling"),
+    # The timeout run's Triton ran a BERT model on this host's two cores beside the load generator.
+    "host": ("timeout", "queue"),
 }
 
 
@@ -223,6 +225,30 @@ def test_each_rule_fires_on_its_condition_and_stays_silent_without_it(runs, rule
     fires, silent = FIRES_AND_SILENT[rule]
     assert fired(runs[fires], rule), f"{rule} did not fire on {fires}: {diagnose(runs[fires])}"
     assert not fired(runs[silent], rule), f"{rule} fired on {silent}: {fired(runs[silent], rule)}"
+
+
+@pytest.mark.parametrize(
+    ("compute_factor", "batch_factor", "fires"),
+    [(2.0, 1.0, True), (1.4, 1.0, False), (2.0, 1.5, False)],
+)
+def test_compute_fires_when_compute_per_request_grows_and_the_batch_does_not(
+    tmp_path, compute_factor, batch_factor, fires
+):
+    """No recorded run's compute grew with load (a sleeping model on a CPU does not), so the rule is
+    judged on the queue run's levels with the last level's compute (and batch) set to known
+    multiples: 2x the compute at the same batch fires; 1.4x (under the 50 % the rule asks), or 2x
+    with a 1.5x batch (bigger batches take longer), stays silent."""
+    data = load(recorded("diagnosis", "queue", tmp_path))
+    frame = data.levels["sleep_10ms_single [http]"]
+    first = frame["compute_infer_us"].iloc[0]
+    frame.loc[frame.index[-1], "compute_infer_us"] = first * compute_factor
+    frame.loc[frame.index[-1], "avg_batch"] = frame["avg_batch"].iloc[0] * batch_factor
+    said = fired(data, "compute")
+    assert bool(said) is fires, said
+    if fires:
+        (compute,) = said
+        assert compute.where == f"from {frame['label'].iloc[0]} to {frame['label'].iloc[-1]}", compute
+        assert f"({compute_factor - 1:+.0%})" in compute.evidence, compute
 
 
 def test_a_load_that_still_grows_up_to_the_peak_concurrency_is_no_plateau(runs):
