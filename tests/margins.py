@@ -3,11 +3,11 @@
 Each timing check in tests/measurement/ records how far inside its bound the value stayed
 (tests/measurement/conftest.py, `bound`). This runs the tier several times, optionally beside
 other test folders (what `make test`'s step 1 would run beside it on a busy machine), keeps each
-run's JUnit XML and prints, per check, its bound, the worst value and the smallest and median
-headroom over the runs, worst first:
+run's checks (a JSON line each, DIR/run-K.jsonl) and prints, per check, its bound, the worst
+value and the smallest and median headroom over the runs, worst first:
 
     python -m tests.margins --runs 10 --beside tests/workloads --out /tmp/margins
-    python -m tests.margins --table /tmp/margins          # the table again, from the XML kept
+    python -m tests.margins --table /tmp/margins          # the table again, from the lines kept
 
 A headroom is how far inside its bounds a value stayed: against one bound, the distance over the
 bound (0.20 for a p99 of 80 ms under 100 ms); between two, the distance to the nearer over half
@@ -18,29 +18,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
-import xml.etree.ElementTree as ElementTree
 from collections import defaultdict
 from pathlib import Path
 
-from tests.measurement.conftest import MARGIN_PROPERTY
+from tests.measurement.conftest import MARGINS_FILE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENT = "tests/measurement"
 
 
-def read_margins(xml_files: list[Path]) -> dict[tuple[str, str], list[dict]]:
-    """{(test, check): [the recorded value and bounds, one per run]} from JUnit XML files."""
+def read_margins(files: list[Path]) -> dict[tuple[str, str], list[dict]]:
+    """{(test, check): [the recorded value and bounds, one per run]} from the runs' JSON lines."""
     found: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for path in xml_files:
-        for case in ElementTree.parse(path).iter("testcase"):
-            test = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"
-            for prop in case.iter("property"):
-                name = prop.get("name", "")
-                if name.startswith(MARGIN_PROPERTY):
-                    found[(test, name[len(MARGIN_PROPERTY) :])].append(json.loads(prop.get("value", "{}")))
+    for path in files:
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            found[(record["test"].split("/")[-1], record["check"])].append(record)
     return found
 
 
@@ -71,9 +68,11 @@ def run(runs: int, beside: list[str], out: Path) -> None:
         if beside:
             command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *beside]
             background = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        xml = out / f"run-{index + 1}.xml"
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", MEASUREMENT, f"--junitxml={xml}"]
-        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+        lines = out / f"run-{index + 1}.jsonl"
+        lines.unlink(missing_ok=True)
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", MEASUREMENT]
+        env = {**os.environ, MARGINS_FILE: str(lines)}
+        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, env=env)
         if background is not None:
             background.terminate()
             background.wait(timeout=60)
@@ -85,17 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.margins", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="how many times to run the tier (default 10)")
     parser.add_argument("--beside", nargs="*", default=[], help="test paths to run beside each run, as load")
-    parser.add_argument("--out", type=Path, help="directory for each run's JUnit XML")
-    parser.add_argument("--table", type=Path, metavar="DIR", help="print the table from the XML in DIR; run nothing")
+    parser.add_argument("--out", type=Path, help="directory for each run's checks (run-K.jsonl)")
+    parser.add_argument("--table", type=Path, metavar="DIR", help="print the table from the runs in DIR; run nothing")
     args = parser.parse_args(argv)
     if args.table is None and args.out is None:
         parser.error("give --out DIR (to run) or --table DIR (to read)")
     if args.table is None:
         run(args.runs, args.beside, args.out)
     directory = args.table or args.out
-    margins = read_margins(sorted(directory.glob("*.xml")))
+    margins = read_margins(sorted(directory.glob("*.jsonl")))
     if not margins:
-        print(f"error: no margins recorded in {directory}/*.xml", file=sys.stderr)
+        print(f"error: no margins recorded in {directory}/*.jsonl", file=sys.stderr)
         return 2
     print(table(margins))
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import pytest
 
 from tests.helpers import REPO_ROOT
 from tests.margins import main, read_margins
-from tests.measurement.conftest import headroom, limits
+from tests.measurement.conftest import MARGINS_FILE, headroom, limits
 
 CHECKS = """
 def test_inside(bound):
@@ -33,12 +34,15 @@ def test_headroom_against_one_bound_and_between_two():
 def test_a_run_records_every_check_and_the_table_puts_the_failed_one_first(tmp_path, capsys):
     (tmp_path / "test_checks.py").write_text(CHECKS)
     runs = tmp_path / "runs"
+    runs.mkdir()
     for index in (1, 2):
+        # JUnit XML as make test writes it: the checks must not disturb it (xunit2 refuses test properties).
         command = [sys.executable, "-m", "pytest", "-q", "-p", "tests.measurement.conftest", "-p", "no:cacheprovider"]
-        command += [str(tmp_path / "test_checks.py"), f"--junitxml={runs / f'run-{index}.xml'}"]
-        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+        command += ["-W", "error", str(tmp_path / "test_checks.py"), f"--junitxml={tmp_path / 'junit.xml'}"]
+        env = {**os.environ, MARGINS_FILE: str(runs / f"run-{index}.jsonl")}
+        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, env=env)
         assert result.returncode == 1 and "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
-    margins = read_margins(sorted(runs.glob("*.xml")))
+    margins = read_margins(sorted(runs.glob("*.jsonl")))
     counts = {(test.split("::")[-1], check): len(records) for (test, check), records in margins.items()}
     assert counts == {
         ("test_inside", "p99 (us)"): 2,

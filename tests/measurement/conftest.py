@@ -1,10 +1,11 @@
 """The measurement tier's one way to check a measured value against a bound: `bound`.
 
-Every assertion here that depends on the host's speed goes through it, so each records how far
-inside its bound the value stayed (a JUnit property, `margin <check>`), and `python -m
-tests.margins` turns several runs' XML into the table of margins (issue 39: the margin each test
-keeps, measured over repeated runs beside another shard). Counts, orders and files are asserted
-plainly: no host changes them.
+Every assertion here that depends on the host's speed goes through it, so each can record how far
+inside its bound the value stayed: a JSON line per check in the file TRITON_LOADTEST_MARGINS
+names, when it names one. `python -m tests.margins` runs the tier with it set and turns several
+runs' lines into the table of margins (issue 39: the margin each test keeps, measured over
+repeated runs beside another shard). Counts, orders and files are asserted plainly: no host
+changes them.
 
     bound("probe vs truth", probe, near=truth_rps, rel=0.15)
     bound("uncorrected p99 (us)", p99, at_most=100_000)
@@ -14,11 +15,12 @@ plainly: no host changes them.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 
 import pytest
 
-MARGIN_PROPERTY = "margin "
+MARGINS_FILE = "TRITON_LOADTEST_MARGINS"
 
 
 def limits(near: float | None, rel: float | None, within: float | None, at_least, at_most) -> tuple:
@@ -42,7 +44,7 @@ def headroom(value: float, low: float | None, high: float | None) -> float:
 
 
 @pytest.fixture
-def bound(record_property) -> Callable[..., None]:
+def bound(request) -> Callable[..., None]:
     def check(
         name: str,
         value: float,
@@ -57,8 +59,10 @@ def bound(record_property) -> Callable[..., None]:
         low, high = limits(near, rel, within, at_least, at_most)
         assert low is not None or high is not None, f"{name}: no bound given"
         kept = headroom(value, low, high)
-        record = {"value": value, "low": low, "high": high, "headroom": kept}
-        record_property(MARGIN_PROPERTY + name, json.dumps(record))
+        if os.environ.get(MARGINS_FILE):
+            record = {"test": request.node.nodeid, "check": name, "value": value, "low": low, "high": high}
+            with open(os.environ[MARGINS_FILE], "a") as file:
+                file.write(json.dumps({**record, "headroom": kept}) + "\n")
         inside = (low is None or value >= low) and (high is None or value <= high)
         assert inside, (name, value, {"low": low, "high": high}, context)
 
