@@ -3,8 +3,9 @@
 A closed-loop user always has one request in flight, so when the run time ends each of the
 users has one; against a model that takes SLEEP_MS per request, each ends during the stop
 grace (long enough here that none is cut). summary.json must count those (one per user, or
-two for a user whose answer lands as the stop begins) as ended during the stop, keep them in its totals (Triton's count is the summary's), and a
-master with a worker must say the same as a single process.
+two for a user whose answer lands as the stop begins) as ended during the stop, keep them in
+its totals (Triton's count is the summary's), and a master with a worker must say the same as
+a single process.
 """
 
 from __future__ import annotations
