@@ -22,10 +22,9 @@ import gevent
 from loadtests.clients.base import INTERRUPTED, PreparedRequest, Validator
 from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, http_failure, stream_ended, stream_error
 from loadtests.clients.generate import event_error, event_outputs, sse_events
-from loadtests.clients.grpc_frames import TimedChunks
 from loadtests.clients.http import HttpClient, _error_text, _transport_failure
 from loadtests.clients.http_wire import ResponseError
-from loadtests.clients.outcome import StreamTimings
+from loadtests.clients.outcome import StreamTimings, TimedChunks
 from loadtests.config.model_spec import ModelSpec
 
 BODY_END = b""  # the piece HttpConnection.exchange's `timed` ends a complete chunked body with

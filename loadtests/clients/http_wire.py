@@ -26,7 +26,7 @@ import time
 import gevent.select
 import gevent.socket
 
-from loadtests.clients.grpc_frames import TimedChunks
+from loadtests.clients.outcome import TimedChunks
 
 READ_CHUNK = 64 * 1024
 # A kept-alive connection idle for longer than this is checked (a non-blocking peek) before
