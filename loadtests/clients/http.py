@@ -34,7 +34,8 @@ from loadtests.clients.failures import (
     http_failure,
 )
 from loadtests.clients.generate import generate_body
-from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
+from loadtests.clients.http_protocol import ConnectionClosed, ResponseError
+from loadtests.clients.http_wire import HttpConnection, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
 from loadtests.clients.trace_ids import PLACEHOLDER, TRACEPARENT, TRACEPARENT_HEADER, split_at_placeholder
 from loadtests.config.addresses import TritonTarget
