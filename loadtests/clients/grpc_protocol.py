@@ -43,7 +43,6 @@ from loadtests.clients.grpc_frames import (
     END_STREAM,
     GOAWAY,
     HEADERS,
-    MAX_STREAM_ID,
     MAX_WINDOW,
     NO_MESSAGE,
     PADDED,
@@ -236,10 +235,6 @@ class GrpcProtocol:
         settings = struct.pack(">HIHI", SETTINGS_ENABLE_PUSH, 0, SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW)
         window = frame(WINDOW_UPDATE, 0, 0, U32.pack(MAX_WINDOW - DEFAULT_WINDOW))
         return PREFACE + frame(SETTINGS, 0, 0, settings) + window
-
-    @property
-    def ids_exhausted(self) -> bool:
-        return self.next_stream_id >= MAX_STREAM_ID
 
     def open_stream(self, stream: StreamState, block: bytes, body: bytes) -> bytes:
         """Open `stream` on the next id (RFC 9113 5.1.1: above every id opened before, so take it

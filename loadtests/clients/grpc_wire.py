@@ -25,7 +25,7 @@ from gevent import getcurrent
 from gevent.hub import Waiter, get_hub
 from gevent.lock import Semaphore
 
-from loadtests.clients.grpc_frames import READ_CHUNK, CallFailure, PreparedCall
+from loadtests.clients.grpc_frames import MAX_STREAM_ID, READ_CHUNK, CallFailure, PreparedCall
 from loadtests.clients.grpc_protocol import ConnectionFailed, GoingAway, GrpcProtocol, PeerSettings, StreamState
 from loadtests.clients.grpc_tls import TlsSession
 
@@ -323,8 +323,9 @@ class Connection:
     def _opened(self, stream: StreamState, block: bytes, body: bytes) -> bytes:
         """The stream opened (no switch until the bytes are sent): its HEADERS, and its body as
         one DATA frame if the windows allow (grpc_protocol.GrpcProtocol.open_stream)."""
-        data = self._protocol.open_stream(stream, block, body)
-        if self._protocol.ids_exhausted:
+        protocol = self._protocol
+        data = protocol.open_stream(stream, block, body)
+        if protocol.next_stream_id >= MAX_STREAM_ID:
             self.usable = False  # stream ids run out: the pool opens a new connection
         return data
 

@@ -2,7 +2,8 @@
 
 Request bodies are generated once with tritonclient's public `generate_request_body`,
 framed once as a whole HTTP/1.1 request, and written on one keep-alive gevent socket per
-user and replica (`http_wire.py`: only what an inference response needs is parsed).
+user and replica (`http_wire.py`; only what an inference response needs is parsed, by
+`http_protocol.py`).
 tritonclient's own client is used to decode outputs for validation.
 
 Several replicas (`--triton-http a:8000,b:8000` or a name resolving to several): the user

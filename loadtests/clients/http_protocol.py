@@ -46,14 +46,13 @@ class ResponseParser:
     __slots__ = ("_body", "_chunk_size", "_got", "_length", "_pending", "_response", "_state", "_timed", "body_space")
 
     def __init__(self, timed: TimedChunks | None = None) -> None:
+        # One parser per response, on every request's path: what only one framing uses is set
+        # when the head says which (_head, _framed).
         self._timed = timed
         self._state = HEAD
-        self._pending = bytearray()  # received, not yet parsed
+        self._pending = b""  # received, not yet parsed (a bytearray once something is kept)
         self._response: tuple[int, int | None, bool] | None = None  # status, infer header, keep-alive
-        self._body = bytearray()
         self._length = 0  # Content-Length
-        self._got = 0  # and its bytes so far
-        self._chunk_size = 0
         # Content-Length: where the rest of the body goes (recv_into it, then `filled`); else None.
         self.body_space: memoryview | None = None
 
@@ -72,7 +71,13 @@ class ResponseParser:
             data = self._pending
         if state == HEAD:
             offset = self._head(data)
-            return None if offset < 0 else self._framed(data, offset)
+            if offset < 0:
+                return None
+            length = self._length
+            if self._state == LENGTH and len(data) - offset >= length:  # the common case: all here
+                status, infer_header, keep_alive = self._response
+                return (status, infer_header, bytes(data[offset : offset + length])), keep_alive
+            return self._framed(data, offset)
         if state == TO_CLOSE:
             return self._keep(data, 0)
         return self._chunks(data, 0)
@@ -130,7 +135,7 @@ class ResponseParser:
             elif name == "connection":
                 keep_alive = value.strip().lower() != "close"
         if chunked:
-            self._state = CHUNK_SIZE
+            self._state, self._body, self._chunk_size = CHUNK_SIZE, bytearray(), 0
         elif content_length is not None:
             self._state = LENGTH
             self._length = content_length
@@ -141,13 +146,10 @@ class ResponseParser:
         return offset
 
     def _framed(self, data, offset: int) -> Response | None:
-        """The head is parsed; the body begins at data[offset]."""
+        """The head is parsed; the body begins at data[offset] (a Content-Length body not all here)."""
         if self._state == LENGTH:
-            length, available = self._length, len(data) - offset
-            status, infer_header, keep_alive = self._response
-            if available >= length:  # the whole body is here (the common case): no buffer
-                return (status, infer_header, bytes(data[offset : offset + length])), keep_alive
-            self._body = bytearray(length)
+            available = len(data) - offset
+            self._body = bytearray(self._length)
             self._body[:available] = data[offset:]
             self._got = available
             self.body_space = memoryview(self._body)[available:]

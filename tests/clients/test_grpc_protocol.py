@@ -157,14 +157,6 @@ def test_the_connection_window_and_the_frame_size_bound_each_data_frame():
     assert protocol.next_data(1, body[sum(sizes) :])[1] == 70_000 - DEFAULT_WINDOW
 
 
-def test_stream_ids_run_out():
-    protocol = GrpcProtocol()
-    protocol.next_stream_id = MAX_STREAM_ID - 2
-    assert not protocol.ids_exhausted
-    protocol.open_stream(StreamState(), BLOCK, b"x")
-    assert protocol.ids_exhausted
-
-
 def test_a_cancelled_call_is_reset_once_and_its_late_frames_are_ignored():
     server = Server()
     protocol, (_stream,) = opened()
@@ -329,20 +321,23 @@ def test_a_non_200_status_with_grpc_status_is_that_status():
     assert failure_of(stream.result) == ("status", 14, "busy")
 
 
+def compressed_answer(encoding: str, payload: bytes):
+    """A call's result when its answer is `payload` flagged compressed, in `encoding`."""
+    server = Server()
+    protocol, (stream,) = opened()
+    protocol.receive(
+        server.headers(1, [*OK_HEADERS, ("grpc-encoding", encoding)])
+        + frame(DATA, 0, 1, MESSAGE_PREFIX.pack(1, len(payload)) + payload)
+        + server.trailers(1)
+    )
+    return stream.result
+
+
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
 def test_compressed_messages_are_decompressed(encoding):
     message = b"compressible " * 1000
     packer = zlib.compressobj(wbits=31 if encoding == "gzip" else 15)
-    packed = packer.compress(message) + packer.flush()
-    server = Server()
-    protocol, (stream,) = opened()
-    data = (
-        server.headers(1, [*OK_HEADERS, ("grpc-encoding", encoding)])
-        + frame(DATA, 0, 1, MESSAGE_PREFIX.pack(1, len(packed)) + packed)
-        + server.trailers(1)
-    )
-    protocol.receive(data)
-    assert stream.result == message
+    assert compressed_answer(encoding, packer.compress(message) + packer.flush()) == message
 
 
 @pytest.mark.parametrize(
@@ -353,15 +348,7 @@ def test_compressed_messages_are_decompressed(encoding):
     ],
 )
 def test_a_compressed_message_that_cannot_be_read_fails_clearly(encoding, payload, says):
-    server = Server()
-    protocol, (stream,) = opened()
-    data = (
-        server.headers(1, [*OK_HEADERS, ("grpc-encoding", encoding)])
-        + frame(DATA, 0, 1, MESSAGE_PREFIX.pack(1, len(payload)) + payload)
-        + server.trailers(1)
-    )
-    protocol.receive(data)
-    kind, _, detail = failure_of(stream.result)
+    kind, _, detail = failure_of(compressed_answer(encoding, payload))
     assert kind == "protocol" and detail.startswith(says)
 
 
