@@ -4,6 +4,9 @@ For each concurrency level, every design (bench/grpc_transports/designs.py) and 
 run back to back against the same Triton and the `identity` model, in an order that rotates
 per level (the machine is shared: only ratios within one run mean anything). Prints a
 Markdown table; `--triton-http/--triton-grpc` reuse a running Triton, else one is started.
+`--before DIR` also runs the suite's own wire designs from another checkout (rows
+`wire-user@before`, ...), in the same rotation: a change to the wire measured before and after
+in one run.
 """
 
 from __future__ import annotations
@@ -23,13 +26,18 @@ from loadtests.server import TEST_REPOSITORY, LocalTriton
 DESIGNS = ("grpcio", "grpcio-local", "wire-user", "wire-shared", "sender", "h2lib")
 
 
-def run_design(design: str, concurrency: int, address: str, duration_s: float) -> dict:
+BEFORE = "@before"
+
+
+def run_design(design: str, concurrency: int, address: str, duration_s: float, before: Path | None = None) -> dict:
+    """One design's run in a process of its own; `DESIGN@before`: from the checkout `before`."""
+    tree = before if design.endswith(BEFORE) else REPO_ROOT
     command = [
         sys.executable,
         "-m",
         "bench.grpc_transports.drive",
         "--design",
-        design,
+        design.removesuffix(BEFORE),
         "--concurrency",
         str(concurrency),
         "--duration",
@@ -37,13 +45,15 @@ def run_design(design: str, concurrency: int, address: str, duration_s: float) -
         "--address",
         address,
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=duration_s + 60, cwd=REPO_ROOT)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=duration_s + 60, cwd=tree)
     if result.returncode != 0:
         return {"design": design, "error": result.stderr.strip()[-300:]}
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return {**json.loads(result.stdout.strip().splitlines()[-1]), "design": design}
 
 
-def measure(triton, concurrencies: list[int], designs: list[str], duration_s: float) -> list[dict]:
+def measure(
+    triton, concurrencies: list[int], designs: list[str], duration_s: float, before: Path | None = None
+) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="grpc-transports-") as tmp:
         for level, concurrency in enumerate(concurrencies):
@@ -65,7 +75,7 @@ def measure(triton, concurrencies: list[int], designs: list[str], duration_s: fl
                         "cpu_per_request_us": m.cpu_per_request_us,
                     }
                 else:
-                    row = run_design(name, concurrency, triton.grpc_address, duration_s)
+                    row = run_design(name, concurrency, triton.grpc_address, duration_s, before)
                     row["concurrency"] = concurrency
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -100,6 +110,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=DESIGNS)
     parser.add_argument("--duration", type=float, default=6.0, help="seconds per design and level")
+    parser.add_argument(
+        "--before", type=Path, help="also run the wire designs from this checkout of the suite (DESIGN@before)"
+    )
     parser.add_argument("--triton-http")
     parser.add_argument("--triton-grpc")
     parser.add_argument(
@@ -107,12 +120,16 @@ def main() -> int:
     )
     args = parser.parse_args()
     suite_bench.PA_STABILITY_PERCENT = args.pa_stability
+    designs = list(args.designs)
+    if args.before is not None:
+        designs += [design + BEFORE for design in args.designs if design.startswith("wire")]
+    before = None if args.before is None else args.before.resolve()
     if args.triton_grpc:
         triton = SimpleNamespace(http_address=args.triton_http, grpc_address=args.triton_grpc)
-        rows = measure(triton, args.concurrency, args.designs, args.duration)
+        rows = measure(triton, args.concurrency, designs, args.duration, before)
     else:
         with LocalTriton([TEST_REPOSITORY]) as triton:
-            rows = measure(triton, args.concurrency, args.designs, args.duration)
+            rows = measure(triton, args.concurrency, designs, args.duration, before)
     print(table(rows))
     return 0
 

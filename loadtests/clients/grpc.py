@@ -1,8 +1,9 @@
 """Triton over gRPC: HTTP/2 frames written on gevent sockets, requests serialised once.
 
 The ModelInfer request is protobuf bytes encoded before the test, framed once (HTTP/2
-header block and gRPC length prefix, see `grpc_wire.py`), and the response stays bytes
-unless it is validated: no protobuf work and no thread hand-off on the timed path.
+header block and gRPC length prefix: `grpc_frames.py`), sent and read on the socket of
+`grpc_wire.py` (the response's frames parsed by `grpc_protocol.py`), and the response stays
+bytes unless it is validated: no protobuf work and no thread hand-off on the timed path.
 grpcio under gevent moves every call between an OS thread and the hub (`init_gevent`);
 that cost 3-5x perf_analyzer's CPU per request (docs/explanation/performance.md). The control
 plane (pre-flight, statistics) uses the same wire (control_grpc.py): no grpcio channel exists

@@ -1,10 +1,12 @@
 """gRPC over HTTP/2, the bytes: frame headers, the constant HPACK request header block, the
-length-prefixed message, grpc-status names, and the failure a call raises.
+length-prefixed message and a stream's messages split from its DATA, grpc-status names, and
+the failure a call raises (with the mapping of RST_STREAM codes and HTTP statuses onto it).
 
 Built once per endpoint before the test (`prepare_call`), so a request costs one write of
-bytes that never change; the connection that sends them is `grpc_wire.Connection`.
+bytes that never change. The connection's state, fed the server's bytes, is
+`grpc_protocol.GrpcProtocol`; the connection that sends and reads them is `grpc_wire.Connection`.
 
-What it handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
+What the wire handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
 - connection preface, SETTINGS (and its ACK; the first call waits for the server's),
   MAX_CONCURRENT_STREAMS (calls above it wait for a stream), PING answered, GOAWAY (streams
   above its last stream fail as "connection reset" "not processed (GOAWAY)", those below
@@ -24,13 +26,10 @@ What it handles of HTTP/2 (RFC 9113) and gRPC's mapping onto it:
 from __future__ import annotations
 
 import struct
-import time
-import zlib
 from dataclasses import dataclass
 from types import MappingProxyType
-from urllib.parse import unquote
 
-from hpack import Decoder
+from loadtests.clients.outcome import TimedChunks
 
 # -- HTTP/2 constants (RFC 9113) --------------------------------------------------------
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -218,37 +217,7 @@ def prepare_call(
     )
 
 
-class StreamState:
-    """What one call has received so far; `waiter` wakes the greenlet that waits for it."""
-
-    __slots__ = ("chunks", "headers", "received", "stream_id", "waiter")
-
-    def __init__(self, waiter: object) -> None:
-        self.waiter = waiter
-        self.stream_id: int | None = None  # set when its HEADERS go out
-        self.headers: list[tuple[str, str]] | None = None  # the response's first header block
-        self.chunks: list[bytes] = []
-        self.received = 0
-
-
-TIMED_OUT = object()  # what a call's timer hands its waiter
 NO_MESSAGE = "grpc-status 0 without a message"  # a unary call's failure; a stream's zero responses
-
-
-class TimedChunks(list):
-    """A streaming call's DATA payloads (`StreamState.chunks`), each with the perf_counter_ns
-    it arrived at: taken in the hub as the frame is read, before any greenlet runs. A unary
-    call keeps a plain list, so its frames cost nothing more."""
-
-    __slots__ = ("times",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.times: list[int] = []
-
-    def append(self, payload: bytes) -> None:
-        list.append(self, payload)
-        self.times.append(time.perf_counter_ns())
 
 
 def timed_messages(chunks: TimedChunks) -> list[tuple[bytes, int]]:
@@ -275,70 +244,3 @@ def timed_messages(chunks: TimedChunks) -> list[tuple[bytes, int]]:
         messages.append((data[offset + 5 : end], chunks.times[index]))
         offset = end
     return messages
-
-
-class HeaderDecoder:
-    """HPACK decoding of response header blocks, with a cache of the blocks that leave the
-    dynamic table unchanged (Triton's steady state is a few indexed fields)."""
-
-    def __init__(self) -> None:
-        self._decoder = Decoder()
-        self._decoder.max_allowed_table_size = 65_536
-        self._cache: dict[bytes, list[tuple[str, str]]] = {}
-
-    def decode(self, block: bytes) -> list[tuple[str, str]]:
-        cached = self._cache.get(block)
-        if cached is not None:
-            return cached
-        table = self._decoder.header_table.dynamic_entries
-        before = (len(table), id(table[0]) if table else None)
-        headers = self._decoder.decode(block, raw=False)
-        if (len(table), id(table[0]) if table else None) == before:
-            # Only indexed fields and unindexed literals: the same bytes always mean the same.
-            if len(self._cache) < 256:
-                self._cache[block] = headers
-        else:
-            self._cache.clear()  # the table changed: cached meanings may be stale
-        return headers
-
-
-def call_outcome(trailers: list[tuple[str, str]], chunks: list[bytes], headers=None) -> bytes | CallFailure:
-    """A finished call from its trailers (or a trailers-only response) and its DATA: the
-    reply message, or the failure. `headers`: the response's first header block (grpc-encoding)."""
-    fields = dict(trailers)
-    status = fields.get("grpc-status")
-    if status != "0":
-        if status is not None:
-            return CallFailure("status", unquote(fields.get("grpc-message", "")), int(status))
-        http_status = fields.get(":status", "200")
-        if http_status != "200":
-            return http_status_failure(http_status)
-        return CallFailure("protocol", "the call ended without grpc-status")
-    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    if len(body) < 5:
-        return CallFailure("protocol", NO_MESSAGE)
-    message = body[5 : 5 + U32.unpack_from(body, 1)[0]]
-    return decompress(message, headers or ()) if body[0] else message
-
-
-def decompress(message: bytes, headers) -> bytes | CallFailure:
-    """A message sent with the compressed flag (we never ask for compression; a server may
-    still use gzip or deflate, named by grpc-encoding)."""
-    encoding = next((value for name, value in headers if name == "grpc-encoding"), "identity")
-    wbits = {"gzip": 31, "deflate": 15}.get(encoding)
-    if wbits is None:
-        return CallFailure("protocol", f"a compressed message in an unsupported grpc-encoding {encoding!r}")
-    try:
-        return zlib.decompress(message, wbits)
-    except zlib.error as error:
-        return CallFailure("protocol", f"a {encoding} message that does not decompress: {error}")
-
-
-def send_without_waiting(sock, data: bytes) -> bytes:
-    """What one non-blocking send() on the raw socket left of `data`: a small request goes whole,
-    without gevent's sendall() (which adds a getsockopt() call each time)."""
-    try:
-        sent = sock.send(data)
-    except BlockingIOError:
-        sent = 0
-    return data[sent:]

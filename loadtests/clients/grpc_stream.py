@@ -12,7 +12,7 @@ cancellation (RST_STREAM CANCEL) then concern that request alone, a broken strea
 requests on it only, and a closed-loop user has one request in flight anyway. The cost is one
 HEADERS frame per request (constant bytes, built once) and Triton's per-call setup.
 
-Timed per request, in the hub as each DATA frame is read (grpc_frames.TimedChunks): the first
+Timed per request, in the hub as each DATA frame is read (outcome.TimedChunks): the first
 response with outputs, each gap between responses with outputs, the final response (the
 request's latency), and the number of responses with outputs (clients/outcome.StreamTimings).
 """
@@ -26,8 +26,8 @@ from tritonclient.grpc import service_pb2
 from loadtests.clients.base import INTERRUPTED, PreparedRequest, Validator
 from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, stream_ended, stream_error
 from loadtests.clients.grpc import GrpcClient, _failure
-from loadtests.clients.grpc_frames import NO_MESSAGE, CallFailure, TimedChunks, timed_messages
-from loadtests.clients.outcome import StreamTimings
+from loadtests.clients.grpc_frames import NO_MESSAGE, CallFailure, timed_messages
+from loadtests.clients.outcome import StreamTimings, TimedChunks
 
 FINAL_RESPONSE = "triton_final_response"  # the response parameter that ends a request
 

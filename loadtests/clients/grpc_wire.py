@@ -4,8 +4,11 @@ Not grpcio: under gevent it moves every call between an OS thread and the hub, h
 client's CPU (docs/explanation/performance.md). A unary call is one HEADERS + DATA out, HEADERS, DATA and
 trailers back; the header block is constant HPACK literals, and responses are read by a gevent
 I/O watcher in the hub that switches straight into the waiting greenlet (no thread).
-Frames: `grpc_frames.py`; reading them: `grpc_receive.py`; connection sharing: `grpc_pool.py`;
-grpcs://: `grpc_tls.py`.
+This module is the I/O around the protocol: the socket, TLS (`grpc_tls.py`), the waiting
+greenlets, the send lock and the deadlines. What the bytes mean, both ways, is
+`grpc_protocol.GrpcProtocol` (fed what is read, it returns the calls that ended and what else
+happened, and the control frames to answer with); the request's bytes: `grpc_frames.py`;
+connection sharing: `grpc_pool.py`.
 """
 
 from __future__ import annotations
@@ -13,72 +16,50 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-import struct
 import time
 
 import gevent
 import gevent.event
 import gevent.socket
+from gevent import getcurrent
 from gevent.hub import Waiter, get_hub
 from gevent.lock import Semaphore
 
-from loadtests.clients.grpc_frames import (
-    CANCEL,
-    DATA,
-    DEFAULT_MAX_FRAME,
-    DEFAULT_WINDOW,
-    END_HEADERS,
-    END_STREAM,
-    HEADERS,
-    MAX_STREAM_ID,
-    MAX_WINDOW,
-    PREFACE,
-    RST_STREAM,
-    SETTINGS,
-    SETTINGS_ENABLE_PUSH,
-    SETTINGS_INITIAL_WINDOW_SIZE,
-    TIMED_OUT,
-    U32,
-    WINDOW_UPDATE,
-    CallFailure,
-    HeaderDecoder,
-    PreparedCall,
-    StreamState,
-    frame,
-    frame_header,
-    send_without_waiting,
-)
-from loadtests.clients.grpc_receive import FrameReceiver
+from loadtests.clients.grpc_frames import MAX_STREAM_ID, READ_CHUNK, CallFailure, PreparedCall
+from loadtests.clients.grpc_protocol import ConnectionFailed, GoingAway, GrpcProtocol, PeerSettings, StreamState
 from loadtests.clients.grpc_tls import TlsSession
 
+TIMED_OUT = object()  # what a call's timer hands its waiter
 
-class Connection(FrameReceiver):
+
+def send_without_waiting(sock, data: bytes) -> bytes:
+    """What one non-blocking send() on the raw socket left of `data`: a small request goes whole,
+    without gevent's sendall() (which adds a getsockopt() call each time)."""
+    try:
+        sent = sock.send(data)
+    except BlockingIOError:
+        sent = 0
+    return data[sent:]
+
+
+class Connection:
     """One HTTP/2 connection to a gRPC server, shared by any number of greenlets. Frames are
-    written here (by the calling greenlets) and read by `FrameReceiver` (in the hub)."""
+    written by the calling greenlets and read in the hub (`_on_readable`); the connection's
+    state is its `GrpcProtocol`."""
 
     # Slots: over 30 attributes a plain instance dict stops sharing its keys, and every
     # attribute read on the hot path got slower (measured: +5,000 instructions per call).
     __slots__ = (
-        "_buffer",
         "_connect_timeout_s",
-        "_continuation",
         "_dead",
-        "_headers",
         "_hub",
-        "_max_streams",
-        "_next_stream_id",
-        "_peer_initial_window",
-        "_peer_max_frame",
         "_pending_control",
+        "_protocol",
         "_raw",
-        "_received_unacknowledged",
         "_send_lock",
-        "_send_window",
         "_settings_seen",
         "_sock",
         "_stream_freed",
-        "_stream_send_windows",
-        "_streams",
         "_tls",
         "_tls_context",
         "_watcher",
@@ -96,23 +77,13 @@ class Connection(FrameReceiver):
         self._sock: socket.socket | None = None
         self._watcher = None
         self._hub = get_hub()
+        self._protocol = GrpcProtocol()
         self._send_lock = Semaphore()
         self._writers = 0  # greenlets writing or queued to write: bytes go in their order
         self._write_cut: CallFailure | None = None  # a write interrupted mid-frame (see _write)
         self._pending_control: list[bytes] = []
-        self._streams: dict[int, StreamState] = {}
-        self._next_stream_id = 1
-        self._buffer = bytearray()
-        self._headers = HeaderDecoder()
-        self._continuation: tuple[int, int, bytearray] | None = None  # stream, flags, block
-        self._send_window = DEFAULT_WINDOW  # connection-level, ours to spend
-        self._peer_initial_window = DEFAULT_WINDOW
-        self._stream_send_windows: dict[int, int] = {}
         self._window_opened = gevent.event.Event()
-        self._peer_max_frame = DEFAULT_MAX_FRAME
-        self._received_unacknowledged = 0
         self._dead: CallFailure | None = None
-        self._max_streams: int | None = None  # the server's SETTINGS_MAX_CONCURRENT_STREAMS
         self._stream_freed = gevent.event.Event()
         self._settings_seen = gevent.event.Event()
         # False once it broke, goes away, ran out of stream ids or was retired: no new calls,
@@ -134,9 +105,7 @@ class Connection(FrameReceiver):
         self._sock = sock
         # The hub must never wait: it reads and answers on the non-blocking socket gevent wraps.
         self._raw = sock._sock
-        settings = struct.pack(">HIHI", SETTINGS_ENABLE_PUSH, 0, SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW)
-        window = frame(WINDOW_UPDATE, 0, 0, U32.pack(MAX_WINDOW - DEFAULT_WINDOW))
-        hello = PREFACE + frame(SETTINGS, 0, 0, settings) + window
+        hello = self._protocol.preface()
         try:
             sock.sendall(self._tls.encrypt(hello) if self._tls else hello)
         except OSError as error:
@@ -159,7 +128,7 @@ class Connection(FrameReceiver):
     def retire(self) -> None:
         """No new calls; closed once the calls in flight have ended (a replaced connection)."""
         self.usable = False
-        if not self._streams:
+        if not self._protocol.streams:
             self.close()
 
     def _fail_all(self, failure: CallFailure) -> None:
@@ -171,23 +140,79 @@ class Connection(FrameReceiver):
         if self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()
-        streams, self._streams = self._streams, {}
-        for stream in streams.values():
+        for stream in self._protocol.end_all():
             self._wake(stream, failure)
         self._window_opened.set()
         self._stream_freed.set()
         self._settings_seen.set()  # a connect waiting for the server's SETTINGS: the connection is over
 
+    # -- reading (in the hub) -------------------------------------------------------------
+    def _on_readable(self) -> None:
+        """Bytes arrived: the protocol reads every whole frame; its control frames go out, then
+        each ended call's greenlet is switched to straight from the hub."""
+        try:
+            data = self._raw.recv(READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError as error:
+            self._fail_all(CallFailure("connection reset", str(error)))
+            return
+        if self._tls is not None and data:
+            try:
+                data = self._tls.decrypt(data)  # None: no whole TLS record yet
+            except CallFailure as failure:
+                return self._fail_all(failure)
+        if data is None:
+            return
+        if not data:
+            self._fail_all(CallFailure("connection reset", "connection closed by the server"))
+            return
+        protocol = self._protocol
+        events = protocol.receive(data)
+        if protocol.control:
+            self._send_control(protocol.take_control())
+        for event in events:
+            if event.__class__ is StreamState:
+                self._wake(event, event.result)
+            elif self._dead is None:
+                self._on_event(event)
+
+    def _on_event(self, event) -> None:
+        """What the server's frames changed, other than a call's end."""
+        if isinstance(event, PeerSettings):
+            if event.max_streams_changed:
+                self._stream_freed.set()
+            if event.window_changed:
+                self._window_opened.set()
+            self._settings_seen.set()
+        elif isinstance(event, GoingAway):
+            self.usable = False
+            if not self._protocol.streams:
+                self._fail_all(event.failure)
+        elif isinstance(event, ConnectionFailed):
+            self._fail_all(event.failure)
+        else:  # WINDOW_OPENED
+            self._window_opened.set()
+
+    def _wake(self, stream: StreamState, result) -> None:
+        # Runs in the hub (I/O watcher or _fail_all from a greenlet): a Waiter switches
+        # straight into the greenlet waiting on it.
+        if getcurrent() is self._hub:
+            stream.waiter.switch(result)
+        else:  # a greenlet closing the connection: the hub delivers it
+            self._hub.loop.run_callback(stream.waiter.switch, result)
+
+    # -- writing (in the calling greenlets) -----------------------------------------------
     def _send(
         self, data: bytes, deadline: float | None = None, stream: StreamState | None = None, block: bytes = b""
     ) -> None:
         """Write whole frames in order. The common case is one non-blocking send() with no switch;
         the rest waits its turn and is bounded by the call's deadline (the write included).
-        With `stream`, the bytes open it: its HEADERS (header `block`), then `data` as its one
-        DATA frame unless `data` is None. The stream's id must be above every id opened before it
-        (RFC 9113 5.1.1), so it is taken as the bytes go out, not before waiting for the lock (a
-        waiter can be overtaken: gevent's Semaphore lets a greenlet arriving as it is released
-        take it first)."""
+        With `stream`, the bytes open it: its HEADERS (header `block`), then `data` (its request
+        body) as its one DATA frame if the windows allow. The stream's id must be above every id
+        opened before it (RFC 9113 5.1.1), so it is taken as the bytes go out, not before waiting
+        for the lock (a waiter can be overtaken: gevent's Semaphore lets a greenlet arriving as
+        it is released take it first)."""
         if self._write_cut is not None:
             raise self._write_cut
         if not self._writers and not self._tls and not self._pending_control:
@@ -195,10 +220,8 @@ class Connection(FrameReceiver):
             rest = send_without_waiting(self._raw, data if stream is None else self._opened(stream, block, data))
             if not rest:
                 return
-            data, stream = (
-                rest,
-                None,
-            )  # a frame begun: the rest goes next (the lock is free); cut short, it breaks the connection
+            # A frame begun: the rest goes next (the lock is free); cut short, it breaks the connection.
+            data, stream = rest, None
         self._writers += 1
         try:
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
@@ -248,7 +271,7 @@ class Connection(FrameReceiver):
         self.retire()
 
     def _send_control(self, data: bytes) -> None:
-        """Frames the hub itself answers with (ACKs, window updates, cancels). A greenlet
+        """Frames the protocol answers with (ACKs, window updates, cancels). A greenlet
         may be in the middle of writing a large request: then they go after its frame."""
         if self._sock is None or self._dead is not None or self._write_cut is not None:
             return
@@ -269,59 +292,52 @@ class Connection(FrameReceiver):
         with contextlib.suppress(OSError, CallFailure):  # the connection died meanwhile: nothing left to answer
             self._send(b"")
 
-    def _send_body(self, stream: StreamState, block: bytes, body: bytes, deadline: float | None) -> int | None:
-        """HEADERS (the stream opened as they go out), then DATA frames within the peer's frame
-        size and windows (waiting for the server to open them, up to the call's deadline)."""
-        window = min(self._send_window, self._peer_initial_window)
-        if len(body) <= window and len(body) <= self._peer_max_frame:
-            self._send_window -= len(body)
-            self._send(body, deadline, stream, block)
-            return stream.stream_id
-        self._send(None, deadline, stream, block)  # type: ignore[arg-type]  # HEADERS alone
-        stream_id = stream.stream_id
-        self._stream_send_windows[stream_id] = self._peer_initial_window
-        view, offset = memoryview(body), 0
-        while offset < len(body):
-            available = min(self._send_window, self._stream_send_windows.get(stream_id, 0), self._peer_max_frame)
-            if self._dead is not None:
-                raise self._dead
-            if stream_id not in self._streams:
-                return stream_id  # cancelled or reset by the server
-            if available <= 0:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise CallFailure("timeout", "the server's flow-control window stayed closed")
-                self._window_opened.clear()
-                self._window_opened.wait(remaining)
-                continue
-            chunk = view[offset : offset + available]
-            offset += len(chunk)
-            self._send_window -= len(chunk)
-            self._stream_send_windows[stream_id] -= len(chunk)
-            flags = END_STREAM if offset >= len(body) else 0
-            self._send(frame_header(len(chunk), DATA, flags, stream_id) + bytes(chunk), deadline)
-        self._stream_send_windows.pop(stream_id, None)
-        return stream_id
+    def _send_body(self, stream: StreamState, block: bytes, body: bytes, deadline: float | None) -> None:
+        """HEADERS (the stream opened as they go out) and, if the windows allow, the body as one
+        DATA frame; else DATA frames within the server's frame size and windows, waiting for it
+        to open them up to the call's deadline."""
+        self._send(body, deadline, stream, block)
+        protocol, stream_id = self._protocol, stream.stream_id
+        if stream_id not in protocol.send_windows:
+            return  # sent whole
+        try:
+            rest = memoryview(body)
+            while rest:
+                if self._dead is not None:
+                    raise self._dead
+                if stream_id not in protocol.streams:
+                    return  # cancelled or reset by the server
+                data, size = protocol.next_data(stream_id, rest)
+                if not size:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise CallFailure("timeout", "the server's flow-control window stayed closed")
+                    self._window_opened.clear()
+                    self._window_opened.wait(remaining)
+                    continue
+                rest = rest[size:]
+                self._send(data, deadline)
+        finally:
+            protocol.send_windows.pop(stream_id, None)
 
-    def _opened(self, stream: StreamState, block: bytes, body: bytes | None) -> bytes:
-        """Open the stream (the next id, registered; no switch until the bytes are sent): its
-        HEADERS frame, and its one DATA frame unless `body` is None."""
-        stream_id = stream.stream_id = self._next_stream_id
-        self._next_stream_id += 2
-        if self._next_stream_id >= MAX_STREAM_ID:
+    def _opened(self, stream: StreamState, block: bytes, body: bytes) -> bytes:
+        """The stream opened (no switch until the bytes are sent): its HEADERS, and its body as
+        one DATA frame if the windows allow (grpc_protocol.GrpcProtocol.open_stream)."""
+        protocol = self._protocol
+        data = protocol.open_stream(stream, block, body)
+        if protocol.next_stream_id >= MAX_STREAM_ID:
             self.usable = False  # stream ids run out: the pool opens a new connection
-        self._streams[stream_id] = stream
-        headers = frame_header(len(block), HEADERS, END_HEADERS, stream_id) + block
-        return headers if body is None else headers + frame_header(len(body), DATA, END_STREAM, stream_id) + body
+        return data
 
     def unary(self, call: PreparedCall, timeout_s: float | None, chunks: list | None = None) -> bytes:
         """Send one call and wait for its message, all within `timeout_s`; raises CallFailure.
-        A streaming call passes its own `chunks` (grpc_frames.TimedChunks): every message the
+        A streaming call passes its own `chunks` (outcome.TimedChunks): every message the
         server sent, timed as it arrived, is there when this returns or raises."""
         if self._dead is not None:
             raise self._dead
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        if self._max_streams is not None and len(self._streams) >= self._max_streams:
+        protocol = self._protocol
+        if protocol.max_streams is not None and len(protocol.streams) >= protocol.max_streams:
             self._wait_for_stream(deadline)
         waiter = Waiter(self._hub)
         stream = StreamState(waiter)
@@ -348,7 +364,7 @@ class Connection(FrameReceiver):
         finally:
             if timer is not None:
                 timer.close()
-            if self._max_streams is not None or not self.usable:
+            if protocol.max_streams is not None or not self.usable:
                 self._stream_ended()
         if result is TIMED_OUT:
             raise CallFailure("timeout", f"no response within {timeout_s} s")
@@ -358,21 +374,22 @@ class Connection(FrameReceiver):
 
     def _cancel(self, stream_id: int | None) -> None:
         """RST_STREAM CANCEL for a call given up on (None: its HEADERS never went out)."""
-        if stream_id is not None and self._streams.pop(stream_id, None) is not None:
-            self._send_control(frame(RST_STREAM, 0, stream_id, U32.pack(CANCEL)))
+        if stream_id is not None and self._protocol.cancel(stream_id):
+            self._send_control(self._protocol.take_control())
 
     def _stream_ended(self) -> None:
-        if self._max_streams is not None:
+        if self._protocol.max_streams is not None:
             self._stream_freed.set()  # a call queued above the server's stream limit may go
-        if not self.usable and not self._streams and self._dead is None and self._sock is not None:
+        if not self.usable and not self._protocol.streams and self._dead is None and self._sock is not None:
             self.close()  # retired, going away, out of stream ids or its write cut: the last call ended
 
     def _wait_for_stream(self, deadline: float | None) -> None:
         """Above the server's SETTINGS_MAX_CONCURRENT_STREAMS: wait for a stream to end."""
-        while self._max_streams is not None and len(self._streams) >= self._max_streams:
+        protocol = self._protocol
+        while protocol.max_streams is not None and len(protocol.streams) >= protocol.max_streams:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                limit = self._max_streams
+                limit = protocol.max_streams
                 raise CallFailure("timeout", f"no free stream (the server allows {limit}) before the deadline")
             self._stream_freed.clear()
             self._stream_freed.wait(remaining)

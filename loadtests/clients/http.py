@@ -2,7 +2,8 @@
 
 Request bodies are generated once with tritonclient's public `generate_request_body`,
 framed once as a whole HTTP/1.1 request, and written on one keep-alive gevent socket per
-user and replica (`http_wire.py`: only what an inference response needs is parsed).
+user and replica (`http_wire.py`; only what an inference response needs is parsed, by
+`http_protocol.py`).
 tritonclient's own client is used to decode outputs for validation.
 
 Several replicas (`--triton-http a:8000,b:8000` or a name resolving to several): the user
@@ -34,7 +35,8 @@ from loadtests.clients.failures import (
     http_failure,
 )
 from loadtests.clients.generate import generate_body
-from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, ResponseError, build_request
+from loadtests.clients.http_protocol import ConnectionClosed, ResponseError
+from loadtests.clients.http_wire import HttpConnection, build_request
 from loadtests.clients.replicas import ROUND_ROBIN
 from loadtests.clients.trace_ids import PLACEHOLDER, TRACEPARENT, TRACEPARENT_HEADER, split_at_placeholder
 from loadtests.config.addresses import TritonTarget

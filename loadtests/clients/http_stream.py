@@ -5,10 +5,11 @@ user's keep-alive connection; Triton answers 200 with a chunked `text/event-stre
 `data:` event per response with outputs, an `error` event if the model fails, and the body's
 end once the final response is out. A refusal before inference is an ordinary HTTP status.
 
-Timed as the gRPC stream is (grpc_stream.py), in the hub as each chunk is read
-(http_wire.HttpConnection.exchange's `timed`): the first response, each gap, the final
-response (the body's end: the request's latency) and the number of responses, from the send
-(closed loop) or the intended send (open loop), into the same clients/outcome.StreamTimings.
+Timed as the gRPC stream is (grpc_stream.py), as each chunk is parsed (the `timed` of
+http_wire.HttpConnection.exchange, filled by http_protocol.ResponseParser): the first response,
+each gap, the final response (the body's end: the request's latency) and the number of
+responses, from the send (closed loop) or the intended send (open loop), into the same
+clients/outcome.StreamTimings.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ import gevent
 from loadtests.clients.base import INTERRUPTED, PreparedRequest, Validator
 from loadtests.clients.failures import BAD_RESPONSE, RequestFailure, http_failure, stream_ended, stream_error
 from loadtests.clients.generate import event_error, event_outputs, sse_events
-from loadtests.clients.grpc_frames import TimedChunks
 from loadtests.clients.http import HttpClient, _error_text, _transport_failure
-from loadtests.clients.http_wire import ResponseError
-from loadtests.clients.outcome import StreamTimings
+from loadtests.clients.http_protocol import ResponseError
+from loadtests.clients.outcome import StreamTimings, TimedChunks
 from loadtests.config.model_spec import ModelSpec
 
 BODY_END = b""  # the piece HttpConnection.exchange's `timed` ends a complete chunked body with

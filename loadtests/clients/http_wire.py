@@ -2,10 +2,10 @@
 
 The whole request (request line, headers, body) is bytes built before the test and
 written with one `send` (gevent's `sendall` for what a full socket buffer leaves); the
-response is read into a buffer and only what a Triton inference response needs is parsed:
-the status code, Content-Length (or chunked framing), Triton's
-`Inference-Header-Content-Length` and `Connection: close`. Interim `1xx` responses are
-skipped; a large body is read into one buffer of its length. The timeout bounds the whole
+response is parsed by `http_protocol.ResponseParser` as it is read (only what a Triton
+inference response needs; interim `1xx` responses skipped), a large body read into one buffer
+of its length. This module is the socket around it: connect, TLS, send, read, the idle check,
+and the deadline. The timeout bounds the whole
 exchange (write and every read), not each read. A kept-alive connection the server timed
 out while idle (closed, or a `408` written before closing) costs a reconnect, not a failure.
 geventhttpclient did the same exchange with a general header parser, a per-request
@@ -26,20 +26,13 @@ import time
 import gevent.select
 import gevent.socket
 
-from loadtests.clients.grpc_frames import TimedChunks
+from loadtests.clients.http_protocol import Response, ResponseParser
+from loadtests.clients.outcome import TimedChunks
 
 READ_CHUNK = 64 * 1024
 # A kept-alive connection idle for longer than this is checked (a non-blocking peek) before
 # it is reused, so a server that closed it in between costs a reconnect, not a failure.
 IDLE_CHECK_S = 1.0
-
-
-class ResponseError(Exception):
-    """The server's bytes are not a complete HTTP/1.1 response."""
-
-
-class ConnectionClosed(ConnectionResetError):
-    """The server closed the connection before the response was complete."""
 
 
 def build_request(
@@ -169,99 +162,14 @@ def remaining(deadline: float) -> float:
     return left
 
 
-def recv(sock, deadline: float, where: str) -> bytes:
-    sock.settimeout(remaining(deadline))
-    chunk = sock.recv(READ_CHUNK)
-    if not chunk:
-        raise ConnectionClosed(f"connection closed {where}")
-    return chunk
-
-
-def read_response(
-    sock, deadline: float, timed: TimedChunks | None = None
-) -> tuple[tuple[int, int | None, bytes], bool]:
-    """The first read waits the socket's timeout (the request's own when the write did not wait);
-    any later read, what is left of it."""
-    buffer = bytearray(sock.recv(READ_CHUNK))
-    if not buffer:
-        raise ConnectionClosed("connection closed before the response headers")
-    while True:
-        head_end = buffer.find(b"\r\n\r\n")
-        if head_end < 0:
-            buffer += recv(sock, deadline, "before the response headers")
-            continue
-        status_line, _, header_text = bytes(buffer[:head_end]).decode("latin-1").partition("\r\n")
-        try:
-            status = int(status_line.split(" ", 2)[1])
-        except (IndexError, ValueError):
-            raise ResponseError(f"not an HTTP status line: {status_line[:80]!r}") from None
-        del buffer[: head_end + 4]
-        if status >= 200 or status == 101:
-            break
-        # An interim response (100 Continue, 103 Early Hints): the final one follows.
-    content_length = infer_header = None
-    chunked = False
-    keep_alive = not status_line.startswith("HTTP/1.0")
-    for line in header_text.split("\r\n"):
-        name, _, value = line.partition(":")
-        name = name.strip().lower()
-        if name == "content-length":
-            content_length = int(value)
-        elif name == "inference-header-content-length":
-            infer_header = int(value)
-        elif name == "transfer-encoding":
-            chunked = "chunked" in value.lower()
-        elif name == "connection":
-            keep_alive = value.strip().lower() != "close"
-    if chunked:
-        body = read_chunked(sock, buffer, deadline, timed)
-    elif content_length is not None:
-        body = read_body(sock, buffer, content_length, deadline)
-    else:  # the body runs to the end of the connection
+def read_response(sock, deadline: float, timed: TimedChunks | None = None) -> Response:
+    """Read one response (http_protocol.ResponseParser parses it): the first read waits the
+    socket's timeout (the request's own when the write did not wait); any later read, what is
+    left of it. A large body goes straight into its one buffer (the parser's `body_space`)."""
+    parser = ResponseParser(timed)
+    result = parser.feed(sock.recv(READ_CHUNK))
+    while result is None:
         sock.settimeout(remaining(deadline))
-        while chunk := sock.recv(READ_CHUNK):
-            buffer += chunk
-            sock.settimeout(remaining(deadline))
-        body, keep_alive = bytes(buffer), False
-    return (status, infer_header, body), keep_alive
-
-
-def read_body(sock, rest: bytearray, length: int, deadline: float) -> bytes:
-    """`length` bytes, `rest` of them already read: the remainder goes into one buffer of the
-    body's size (a recv() per piece allocated the whole remainder each time)."""
-    if len(rest) >= length:
-        return bytes(rest[:length])
-    body = bytearray(length)
-    body[: len(rest)] = rest
-    view, got = memoryview(body), len(rest)
-    while got < length:
-        sock.settimeout(remaining(deadline))
-        received = sock.recv_into(view[got:])
-        if not received:
-            raise ConnectionClosed("connection closed in the middle of the response body")
-        got += received
-    view.release()
-    return bytes(body)
-
-
-def read_chunked(sock, data: bytearray, deadline: float, timed: TimedChunks | None = None) -> bytes:
-    body = bytearray()
-    where = "in the middle of a chunked body"
-    while True:
-        while (line_end := data.find(b"\r\n")) < 0:
-            data += recv(sock, deadline, where)
-        try:
-            size = int(bytes(data[:line_end]).split(b";")[0], 16)
-        except ValueError:
-            raise ResponseError("malformed chunk size") from None
-        del data[: line_end + 2]
-        while len(data) < size + 2:
-            data += recv(sock, deadline, where)
-        if size == 0:
-            if timed is not None:
-                timed.append(b"")  # the body's end: a stream's final response
-            return bytes(body)  # (trailers, if any, are not used)
-        if timed is not None:
-            timed.append(bytes(data[:size]))
-        body += data[:size]
-        del data[: size + 2]
+        space = parser.body_space  # a large body: read straight into its buffer
+        result = parser.feed(sock.recv(READ_CHUNK)) if space is None else parser.filled(sock.recv_into(space))
+    return result

@@ -1,5 +1,5 @@
 """One request's outcome: built once by the client where the request ends, passed whole to
-the recording.
+the recording (and, for a streamed answer, its pieces timed as they arrive: `TimedChunks`).
 
 The client fires Locust's `request` event with it as the event's `context` (Locust's own
 statistics read the event's other arguments and leave the context alone); the suite's
@@ -17,6 +17,7 @@ object.__setattr__). It is on every request's path.
 from __future__ import annotations
 
 import itertools
+import time
 from typing import NamedTuple
 
 
@@ -63,3 +64,24 @@ class RequestOutcome(NamedTuple):
     replica: str | None = None  # the replica's HOST:PORT (several Triton replicas)
     stream: StreamTimings | None = None  # a streamed request's responses (decoupled models)
     trace_id: bytes | None = None  # --trace-sample: the request's id, as Triton's trace repeats it
+
+
+class TimedChunks(list):
+    """A streamed answer's pieces (gRPC: a call's DATA payloads, grpc_protocol.StreamState.chunks;
+    HTTP: a chunked body's chunks, http_protocol.ResponseParser), each with the perf_counter_ns
+    it was parsed at: in the hub as the bytes are read, before any greenlet runs. These times
+    become the request's `StreamTimings`. A unary call keeps a plain list, so its frames cost
+    nothing more.
+
+        chunks = TimedChunks(); chunks.append(b"data: {}\n\n"); chunks.times  # [1234567890]
+    """
+
+    __slots__ = ("times",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[int] = []
+
+    def append(self, piece: bytes) -> None:
+        list.append(self, piece)
+        self.times.append(time.perf_counter_ns())

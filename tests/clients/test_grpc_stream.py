@@ -14,9 +14,10 @@ from locust.event import EventHook
 
 from loadtests.clients import Connections
 from loadtests.clients.base import PreparedRequest
-from loadtests.clients.grpc_frames import MESSAGE_PREFIX, CallFailure, TimedChunks, timed_messages
+from loadtests.clients.grpc_frames import MESSAGE_PREFIX, CallFailure, timed_messages
 from loadtests.clients.grpc_stream import GrpcStreamClient
 from loadtests.clients.http_stream import HttpStreamClient
+from loadtests.clients.outcome import TimedChunks
 from loadtests.config.model_spec import ModelSpec
 from loadtests.workloads.validation import make_validator
 from tests.helpers import grpc_target, http_target

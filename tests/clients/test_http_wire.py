@@ -1,8 +1,9 @@
-"""The HTTP data plane's exchange, against a scripted HTTP/1.1 server for what Triton does not
-send by itself: chunked bodies, `Connection: close`, a kept-alive socket the server closed
-while idle (silently or with a 408), a truncated body, interim 1xx responses, a server that
-trickles its answer or stops reading, a slow reader, a large response. (Triton's own
-responses go through it in every HTTP test.)"""
+"""The HTTP data plane's exchange on a socket, against a scripted HTTP/1.1 server for what
+Triton does not do by itself: `Connection: close` and reconnects, a kept-alive socket the server
+closed while idle (silently or with a 408), a truncated body, a server that trickles its answer
+or stops reading, a slow reader, a large response. How each response's bytes are parsed
+(framings, interim 1xx responses, malformed input) is tested with bytes alone in
+tests/clients/test_http_protocol.py; Triton's own responses go through it in every HTTP test."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import gevent
 import pytest
 
 from loadtests.clients import http_wire
-from loadtests.clients.http_wire import ConnectionClosed, HttpConnection, build_request
+from loadtests.clients.http_protocol import ConnectionClosed
+from loadtests.clients.http_wire import HttpConnection, build_request
 
 
 @contextmanager
@@ -171,21 +173,6 @@ def scripted_connections(*scripts):
 
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-
-
-@pytest.mark.parametrize(
-    "interim", [b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"]
-)
-def test_interim_responses_are_skipped(interim):
-    def script(conn):
-        read_request(conn)
-        conn.sendall(interim + OK)
-        time.sleep(0.3)
-
-    with scripted_connections(script) as port:
-        connection = HttpConnection("127.0.0.1", port, NO_DEADLINE_S, NO_DEADLINE_S)
-        assert connection.exchange(request(port)) == (200, None, b"ok")
-        connection.close()
 
 
 @pytest.mark.parametrize("idle_check_s", [0.0, 60.0])
