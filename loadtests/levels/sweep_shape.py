@@ -215,10 +215,13 @@ class SweepShape(TrafficShape):
         self.passed_steps.append(step)
         self.events.step_started.fire(step=step)
 
-    def record(self, relative_to: float | None = None, final: bool = False) -> dict[str, Any]:
-        """steps.json: one step per level started, from its change to the next one's (or now)."""
+    def record(
+        self, relative_to: float | None = None, final: bool = False, ended_at: float | None = None
+    ) -> dict[str, Any]:
+        """steps.json: one step per level started, from its change to the next one's (or the
+        run's end, `ended_at`, or now)."""
         offset = 0.0 if relative_to is None else relative_to
-        now = time.time()
+        now = ended_at or time.time()
         steps = []
         for i, (index, level, started) in enumerate(self.level_starts):
             ended = self.level_starts[i + 1][2] if i + 1 < len(self.level_starts) else self.finished_at or now

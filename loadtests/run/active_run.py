@@ -30,6 +30,8 @@ class ActiveRun:
     # The workers whose reports were merged (their Locust client ids): summary.json says how
     # many processes generated the load, so a run that lost or never had its workers shows it.
     workers_reported: set[str] = field(default_factory=set)
+    # When each worker's users stopped, from its final report (run/shipping.py): the run's end.
+    workers_stopped_s: dict[str, float] = field(default_factory=dict)
     warned_behind: bool = False
     # When the master stops waiting for workers' final reports (time.monotonic), set by the
     # first wait: later waits (test_stop, quitting) share it, so a silent worker costs it once.

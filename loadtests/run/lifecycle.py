@@ -193,7 +193,8 @@ class RunLifecycle:
         """steps.json: the load shape's step boundaries, on the run directory's clock."""
         shape = self.environment.shape_class
         if getattr(shape, "profile", None) is not None and not run.directory.finished:
-            run.directory.write_json("steps.json", shape.record(relative_to=run.directory.started_at, final=final))
+            steps = shape.record(relative_to=run.directory.started_at, final=final, ended_at=run.directory.stopped_at)
+            run.directory.write_json("steps.json", steps)
 
     # -- while running --------------------------------------------------------------------
     def _run_loop(self, run: ActiveRun) -> None:
@@ -291,6 +292,12 @@ class RunLifecycle:
         if run.loop is not None:
             run.loop.kill(block=False)
         self.collect(run)
+        # A master: the run ended when its last worker's users stopped (a worker's clock behind
+        # the master's by more than the run is no measure: the master's own stop stays then).
+        workers_stopped_at = max(run.workers_stopped_s.values(), default=0.0)
+        if workers_stopped_at > run.directory.started_at:
+            run.directory.stopped_at = workers_stopped_at
+            self.write_steps(run, final=True)
         self.last = run
         finish_run(self.process, run)
 

@@ -1,7 +1,7 @@
 """Worker -> master: each worker's windows ride on Locust's own worker reports, and its last
 ones on a report of the same kind sent the moment its users stop.
 
-worker: report_to_master  ->  data["triton_loadtest"] = {windows, cpu_s, throttle, stalls, final, traces}
+worker: report_to_master  ->  data["triton_loadtest"] = {windows, cpu_s, throttle, stalls, final, stopped_s, traces}
 worker: test_stop         ->  Locust's "stats" report, at once (Locust's numbers and the suite's windows)
 master: worker_report     ->  the recording run merges them; Locust merges its own
 
@@ -18,6 +18,12 @@ CSV and web UI table) of the requests since the worker's last periodic report, t
 cut at the stop among them, then reach the master with the suite's, in the same message; a
 report of the suite's alone left Locust's table short of them (13,254 requests against the
 suite's 13,256) or waiting for the next periodic report, after the web UI's page had stopped.
+
+Why a final report carries `stopped_s`, the moment the worker's users stopped: the master's own
+test_stop is no measure of when the run ended. At a `-t` end it fires before any worker is told
+to stop (a 300-ms request then ended 250 ms after the master's "end"); after STOP in the web UI,
+Locust's master polls its workers' user count once a second before firing it. The run ends
+when the last worker's users stopped (RunLifecycle.finish), as a single process's does.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class WorkerShipping:
     def __init__(self, process: SuiteProcess, grace: StopGrace) -> None:
         self.process = process
         self.grace = grace
+        self.stopped_s: float | None = None  # when this test's users stopped (the recorder's clock)
 
     def register(self) -> None:
         """Register after the local sender: its test_stop (in-flight requests in) comes first."""
@@ -58,6 +65,7 @@ class WorkerShipping:
         environment.runner.register_message(STOP_MESSAGE, self.on_stop_message)
 
     def on_test_start(self, **_kwargs) -> None:
+        self.stopped_s = None
         # This test's CPU, throttling and stalls start now (not at the worker's start or the last test).
         self.process.take_cpu()
         self.process.take_throttle()
@@ -80,10 +88,13 @@ class WorkerShipping:
             "throttle": process.take_throttle(),
             "stalls": process.take_stalls(),
             "final": final,
+            "stopped_s": self.stopped_s if final else None,
             "traces": process.traces.drain(),
         }
 
     def on_test_stop(self, **_kwargs) -> None:
+        if self.stopped_s is None:  # Locust's test_stop here: every user of this worker has stopped
+            self.stopped_s = self.process.recorder.clock()
         self.send_final_report()
 
     def send_final_report(self) -> None:
@@ -135,6 +146,8 @@ class MasterReceiving:
         run.faults.worker_reported(client_id, report["windows"], users, final=report.get("final", False))
         run.cpu_s += report["cpu_s"]
         run.workers_reported.add(client_id)
+        if report.get("stopped_s") is not None:
+            run.workers_stopped_s[client_id] = report["stopped_s"]
         run.throttle = add_throttle(run.throttle, report.get("throttle"))
         run.faults.stalled(client_id, report.get("stalls") or ())
         run.client_traces.extend(report.get("traces") or ())

@@ -205,14 +205,17 @@ class TrafficShape(LoadTestShape):
         )
         self.events.step_started.fire(step=step)
 
-    def record(self, relative_to: float | None = None, final: bool = False) -> dict[str, Any]:
+    def record(
+        self, relative_to: float | None = None, final: bool = False, ended_at: float | None = None
+    ) -> dict[str, Any]:
         """What `steps.json` holds: the shape, its args, and the steps started so far.
 
         `relative_to` (a Unix time, e.g. the run directory's start) is time 0 of the step
-        times, so they line up with `timeseries.csv`; `final` clips the last step at now.
+        times, so they line up with `timeseries.csv`; `final` clips the last step at `ended_at`
+        (a Unix time: the run's end), or now.
         """
         offset_s = self.started_at - relative_to if relative_to is not None else 0.0
-        end_s = time.time() - self.started_at if final else None
+        end_s = (ended_at or time.time()) - self.started_at if final else None
         return self.record_steps(steps_json(self.passed_steps, end_s=end_s, offset_s=offset_s))
 
     def record_steps(self, steps: list[dict]) -> dict[str, Any]:

@@ -10,9 +10,12 @@ a single process.
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
+import tritonclient.http as httpclient
 
 from analysis.dataset import load
 from analysis.findings import findings
@@ -63,12 +66,27 @@ def assert_one_per_user_ended_during_the_stop(endpoint: dict, served: int) -> No
     assert during["max_us"] <= endpoint["latency_us"]["max"]
 
 
+def assert_the_duration_covers_every_request(run_dir: Path, endpoint: dict, triton) -> None:
+    """The run's end (started_at + duration_s, the span throughput is over) comes after the last
+    request it counts: after Triton's last execution ended (`last_inference`, taken when an
+    execution's statistics are recorded, in whole milliseconds), which a client hears of later."""
+    started_at = datetime.fromisoformat(json.loads((run_dir / "config.json").read_text())["started_at"])
+    client = httpclient.InferenceServerClient(triton.http_address)
+    try:
+        last_ms = int(client.get_inference_statistics(MODEL)["model_stats"][0]["last_inference"])
+    finally:
+        client.close()
+    ended_s = started_at.timestamp() + endpoint["duration_s"]
+    assert ended_s + 0.001 >= last_ms / 1000, (ended_s, last_ms / 1000)  # duration_s is rounded to 1 ms
+
+
 def test_a_single_process_names_the_requests_that_ended_during_the_stop(slow_triton, tmp_path):
     run = run_against_triton(
         slow_triton, tmp_path / "run", ["TritonHttpUser"], OPTIONS, models=(MODEL,), users=USERS, run_time="3s"
     )
     (endpoint,) = run.summary["endpoints"]
     assert_one_per_user_ended_during_the_stop(endpoint, run.served())
+    assert_the_duration_covers_every_request(run.run_dir, endpoint, slow_triton)
     data = load(run.run_dir)
     (line,) = [line for line in findings(data) if "ended during the test's stop" in line]
     assert line.startswith(f"{endpoint['name']}: {USERS} requests ended during the test's stop ("), line
@@ -90,3 +108,6 @@ def test_a_master_with_a_worker_names_them_as_a_single_process_does(slow_triton,
     (endpoint,) = summary["endpoints"]
     after = model_stats_once_counted(slow_triton.http_address, MODEL, before["requests"] + endpoint["requests"])
     assert_one_per_user_ended_during_the_stop(endpoint, after["requests"] - before["requests"])
+    # The master's own stop came before its worker's users stopped (at -t's end it tells them
+    # after its test_stop): the run ends when the last worker's users did, as in one process.
+    assert_the_duration_covers_every_request(run_dir, endpoint, slow_triton)
