@@ -1,4 +1,4 @@
-"""The gRPC transport designs compared in docs/explanation/performance.md, each reduced to a `caller`:
+"""The gRPC transport designs compared in bench/client-cost.md, each reduced to a `caller`:
 a function that sends the prepared ModelInfer message once and returns the response bytes.
 
 - grpcio, grpcio-local: today's client, grpcio's blocking call under `init_gevent`

@@ -9,7 +9,7 @@ and the deadline. The timeout bounds the whole
 exchange (write and every read), not each read. A kept-alive connection the server timed
 out while idle (closed, or a `408` written before closing) costs a reconnect, not a failure.
 geventhttpclient did the same exchange with a general header parser, a per-request
-`select()` liveness check of the pooled socket and a Timeout object (docs/explanation/performance.md).
+`select()` liveness check of the pooled socket and a Timeout object (bench/client-cost.md).
 
 Example:
     connection = HttpConnection("127.0.0.1", 8000, connect_timeout_s=5, timeout_s=10)

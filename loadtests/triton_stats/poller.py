@@ -117,7 +117,7 @@ class ServerStatsPoller:
 
     Runs in a gevent greenlet (Locust's loop): start() at test start, stop() at test end.
     Memory: a snapshot is 5-14 KB of Python objects per model (more with each batch size
-    Triton has executed; measured in docs/explanation/performance.md), and none is kept: each
+    Triton has executed; measured in bench/performance-log.md), and none is kept: each
     is folded into running sums (`series`, statistics.SnapshotSeries), streamed to
     `stream_to`'s JSON-lines files when given (statistics.ServerStatsLog), handed to
     `on_snapshot`, and dropped. A run of any length holds the same few snapshots' worth. A
