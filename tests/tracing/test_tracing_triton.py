@@ -332,7 +332,7 @@ def test_opentelemetry_traces_reach_the_suites_receiver_and_every_sampled_reques
     (a traceparent on one request in N), so every sampled request is joined or counted.
 
     HTTP only: in this mode the bundled tritonserver crashed under the suite's gRPC requests in 2
-    of 11 runs of this test (after about 35 traced requests; docs/guides/tracing.md has the
+    of 11 runs of this test (after about 35 traced requests; bench/performance-log.md has the
     measurements); the gRPC traceparent's bytes are checked in tests/clients/test_trace_ids.py."""
     receiver = f"127.0.0.1:{TritonPorts.free().http}"
     otel = ["--trace-config=mode=opentelemetry", f"--trace-config=opentelemetry,url={receiver}/v1/traces"]
