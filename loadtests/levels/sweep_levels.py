@@ -24,7 +24,7 @@ from loadtests.levels.stability import (
 )
 from loadtests.recording.histograms import EndpointStats
 from loadtests.recording.merged import merge_stats
-from loadtests.traffic.constants import USERS
+from loadtests.traffic.profiles import USERS
 
 # Trials start at the first window boundary this long after the tick that changed the level
 # (spawn messages, and the first requests' connection set-up).
