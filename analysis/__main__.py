@@ -8,8 +8,11 @@
     python -m analysis compare runs/main runs/pr --gate "p99<+10%,throughput>-5%" --junit gate.xml
     python -m analysis report gs://bucket/runs/20261122T014233Z-demo   # what --upload wrote
 
-A run may be a URL (gs://, s3://, file://; gs:// needs gcsfs, s3:// s3fs): it is downloaded to a
-temporary directory first, and a report of it goes to --out (default runs/<run name>-report).
+A run may be a URL (gs://, s3://, file://, memory://; what `--upload` writes; gs:// needs gcsfs,
+s3:// s3fs): it is copied into a temporary directory through fsspec
+(loadtests/run_format/storage.py) and read from there like a local run, and the copy is removed
+when the command ends (`local_sources`); a report of it goes to --out (default
+runs/<run name>-report). A local path is used as it is.
 
 Prints the HTML path. Input it cannot use (missing, not a run directory, malformed file,
 runs that are not comparable, an --out or --junit that cannot be written, a malformed --gate)
@@ -21,13 +24,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from analysis.check import check_run
-from analysis.sources import local_sources, source_name
 from loadtests.errors import SpecError
 from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED, directory_problem
-from loadtests.run_format.storage import is_url
+from loadtests.run_format.storage import download, is_url
 
 EXIT_BAD_INPUT = 2
 
@@ -140,6 +145,32 @@ def _first_screen(path: str, as_json: bool) -> int:
         return EXIT_BAD_INPUT
     print(json.dumps(lines) if as_json else "\n".join(lines))
     return 0
+
+
+def source_name(source: str) -> str:
+    """The run's name, for labels and default output directories: its last path component."""
+    return source.rstrip("/").rpartition("/")[2] if is_url(source) else Path(source).name
+
+
+@contextmanager
+def local_sources(sources: list[str]) -> Iterator[list[str]]:
+    """Local paths for `sources`, URLs downloaded; raises SpecError (one line) for a URL that cannot be read.
+
+    with local_sources(["gs://bucket/runs/a", "runs/b"]) as (a, b):
+        write_comparison([a, b], ...)
+    """
+    if not any(is_url(source) for source in sources):
+        yield list(sources)
+        return
+    with tempfile.TemporaryDirectory(prefix="triton-loadtest-runs-") as temporary:
+        local = []
+        for index, source in enumerate(sources):
+            if is_url(source):
+                into = Path(temporary) / str(index) / (source_name(source) or f"run{index}")
+                local.append(str(download(source.rstrip("/"), into, option="")))
+            else:
+                local.append(source)
+        yield local
 
 
 if __name__ == "__main__":

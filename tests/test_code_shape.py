@@ -11,6 +11,9 @@ import still couples the two modules, and a hidden cycle is still a cycle).
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from functools import cache
 from pathlib import Path
 
@@ -310,21 +313,114 @@ def test_test_folders_mirror_the_packages():
     assert top == ["test_code_shape.py", "test_docs.py", "test_margins.py", "test_shards.py"], top
 
 
-def test_package_docstrings_name_only_modules_that_exist():
-    """A package's docstring that lists its modules ("name    what it holds", one a line, as
-    loadtests/tuning/__init__.py and analysis/plots/__init__.py do) names modules of that package
-    (tuning's once named restore, pbtxt and comparison, which were functions elsewhere)."""
-    import ast
-    import re
+# "x.py" or "dir/x.py" in a docstring or a comment: a file the text sends a reader to.
+NAMED_FILE = re.compile(r"(?<![\w/.-])((?:[a-z_][a-z0-9_]*/)*[a-z_][a-z0-9_]*\.py)\b")
+# A package docstring's table of its modules: "name.py    what it holds" (or "name/", "name"), one a line.
+TABLE_ROW = re.compile(r"^\s*([a-z_][a-z0-9_]*)(?:\.py|/)?\s{2,}\S", re.M)
+# Files the code's text names that are not the project's, each with its reason.
+NAMED_ELSEWHERE = {
+    "locust/": "Locust's own sources, where the suite follows them",
+    "mine.py": "a user's own locustfile, in examples",
+    "model.py": "a Python-backend model's file in a model repository",
+    "run_squad.py": "Google's BERT SQuAD script, whose preprocessing bert_qa.py follows",
+}
 
-    listed = 0
-    for init in sorted(
-        [*(REPO_ROOT / "loadtests").rglob("__init__.py"), *(REPO_ROOT / "analysis").rglob("__init__.py")]
-    ):
-        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
-        for name in re.findall(r"^\s*([a-z_][a-z0-9_]*)(?:\.py)?\s{2,}\S", doc, re.M):
-            listed += 1
-            assert (init.parent / f"{name}.py").is_file() or (init.parent / name / "__init__.py").is_file(), (
-                f"{init.relative_to(REPO_ROOT)} names a module '{name}' that does not exist"
-            )
-    assert listed >= 9  # tuning's and plots' tables at least
+
+def named_file_exists(name: str, directory: Path) -> bool:
+    """`x.py` or `dir/x.py` as the code's text means it: beside the text's own module, or from
+    loadtests/, analysis/ or the checkout's root."""
+    bases = (directory, REPO_ROOT / "loadtests", REPO_ROOT / "analysis", REPO_ROOT)
+    return any((base / name).is_file() for base in bases) or name.startswith(tuple(NAMED_ELSEWHERE))
+
+
+def texts_of(source: str) -> list[str]:
+    """A module's docstrings (its own, its classes' and functions') and its comments."""
+    module = ast.parse(source)
+    texts = [
+        ast.get_docstring(node) or ""
+        for node in ast.walk(module)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return texts + [token.string for token in tokens if token.type == tokenize.COMMENT]
+
+
+def named_file_problems(path: Path) -> list[str]:
+    """The files `path`'s docstrings and comments name that do not exist."""
+    names = {name for text in texts_of(path.read_text()) for name in NAMED_FILE.findall(text)}
+    return [
+        f"{path.name} names {name}, which does not exist"
+        for name in sorted(names)
+        if not named_file_exists(name, path.parent)
+    ]
+
+
+def package_docstring_problems(init: Path) -> list[str]:
+    """A package's docstring names only modules of that package that exist, and once it names
+    one of them (a table "name    what it holds", or `name.py` in its text), it names them all:
+    it is the package's map (tuning's once named restore, pbtxt and comparison, which were
+    functions elsewhere, and not measure, which was its module)."""
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+    here = {path.stem for path in init.parent.glob("*.py") if path.name != "__init__.py"}
+    here |= {path.parent.name for path in init.parent.glob("*/__init__.py")}
+    named = {name.removesuffix(".py") for name in NAMED_FILE.findall(doc) if "/" not in name}
+    named |= set(TABLE_ROW.findall(doc))
+    where = init.parent.name
+    problems = [f"{where}/__init__.py names a module '{name}' that does not exist" for name in sorted(named - here)]
+    if named & here:
+        problems += [f"{where}/__init__.py lists its modules but not '{name}'" for name in sorted(here - named)]
+    return problems
+
+
+def package_inits() -> list[Path]:
+    return sorted([*(REPO_ROOT / "loadtests").rglob("__init__.py"), *(REPO_ROOT / "analysis").rglob("__init__.py")])
+
+
+def test_package_docstrings_name_their_modules_and_only_those():
+    problems = [problem for init in package_inits() for problem in package_docstring_problems(init)]
+    assert not problems, "\n".join(problems)
+    listing = [init for init in package_inits() if TABLE_ROW.search(ast.get_docstring(tree(init)) or "")]
+    assert len(listing) >= 4  # tuning's, plots', run's and run_format's tables at least
+
+
+def test_docstrings_and_comments_name_files_that_exist():
+    """A module's docstrings and comments that send a reader to `x.py` or `dir/x.py` name a file
+    there is (a fold or a move leaves no pointer to a module that is gone)."""
+    problems = [f"{relative(path)}: {problem}" for path in project_files() for problem in named_file_problems(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_package_table_names_modules_that_exist():
+    """docs/explanation/architecture.md: each package's row names files of that package (`x.py`)
+    or paths from the checkout (`dir/x.py`), and every path in its text is a file there is."""
+    problems = []
+    for row in documented_table("packages"):
+        package = REPO_ROOT / row[0].strip("`")
+        directory = package if row[0].strip("`").endswith("/") else package.parent
+        problems += [
+            f"{row[0]} row: {name}"
+            for name in NAMED_FILE.findall(row[1].replace("`", " "))
+            if not named_file_exists(name, directory)
+        ]
+    text = (REPO_ROOT / "docs/explanation/architecture.md").read_text()
+    problems += [
+        f"text: {name}" for name in NAMED_FILE.findall(text) if "/" in name and not named_file_exists(name, REPO_ROOT)
+    ]
+    assert not problems, "files the map names that do not exist:\n" + "\n".join(problems)
+
+
+def test_the_map_checks_catch_a_missing_module(tmp_path):
+    """The three checks above, on a package made for the purpose."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "alpha.py").write_text('"""Beside `beta.py` and loadtests/events.py."""\n# see gone/module.py\n')
+    (package / "gamma.py").write_text("")
+    (package / "__init__.py").write_text('"""The package.\n\n    alpha.py    one\n    beta.py     two\n"""\n')
+    assert package_docstring_problems(package / "__init__.py") == [
+        "pkg/__init__.py names a module 'beta' that does not exist",
+        "pkg/__init__.py lists its modules but not 'gamma'",
+    ]
+    assert named_file_problems(package / "alpha.py") == [
+        "alpha.py names beta.py, which does not exist",
+        "alpha.py names gone/module.py, which does not exist",
+    ]

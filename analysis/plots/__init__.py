@@ -8,6 +8,7 @@ backend, nothing to close. Latencies are drawn in ms, times in seconds from the 
     over_time.py    latency, throughput, server side and resources over the run
     per_level.py    Components of Latency, latency vs throughput, executed batch sizes
     comparisons.py  several runs side by side
+    tail.py         what made the slow requests slow (--trace-sample): the parts of the tail
 
     png = plots.components([("identity [grpc]", frame)], "concurrency")
 """

@@ -20,7 +20,6 @@ from loadtests.errors import SpecError
 from loadtests.levels.stability import DEFAULT_MAX_TRIALS, DEFAULT_SETTLE_WINDOWS, DEFAULT_STABILITY_PERCENT
 from loadtests.run_format import slo
 from loadtests.server.launcher import TritonPorts, locust_command, triton_options
-from loadtests.traffic.constants import OPEN_LOOP_MODES
 from loadtests.workloads.mix import FILE_SUFFIXES as MIX_FILE_SUFFIXES
 from loadtests.workloads.mix import parse_mix
 
@@ -199,7 +198,7 @@ def add_load_generator_arguments(
         metavar="N",
         help="0: one process (default); N: a Locust master and N worker processes (--processes N)",
     )
-    run.add_argument("--traffic", choices=OPEN_LOOP_MODES, default=traffic_default, help=traffic_help)
+    run.add_argument("--traffic", choices=suite_options.OPEN_LOOP_MODES, default=traffic_default, help=traffic_help)
     run.add_argument("--max-in-flight", type=int, default=None, metavar="N", help="open loop: per worker")
     return run
 

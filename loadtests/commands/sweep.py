@@ -48,7 +48,7 @@ from loadtests.levels.stability import STABILITY_WINDOWS
 from loadtests.server.launcher import REPO_ROOT
 from loadtests.workloads.kinds import kind_for_model, sweep_user_classes
 
-# --user-class NAME -> its protocol: the workload kinds' classes a sweep may run (kinds.py).
+# --user-class NAME -> its protocol: the workload kinds' classes a sweep may run (workloads/kinds.py).
 USER_CLASSES = sweep_user_classes()
 MAX_LEVELS = 1000
 

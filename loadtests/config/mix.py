@@ -2,7 +2,7 @@
 
 A base-layer value type (like `loadtests.config.batch_size`), so the one `Settings` object can hold
 it; `loadtests/workloads/mix.py` reads it from the option (a MODEL:WEIGHT list or a YAML/JSON
-file) and `loadtests/workloads/mix.py` turns it into prepared endpoints.
+file) and turns it into prepared endpoints.
 
     >>> mix = ModelMix((MixEntry("identity", 3.0), MixEntry("sleep", 1.0)), "identity:3,sleep:1")
     >>> mix.weights

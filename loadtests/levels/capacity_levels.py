@@ -36,7 +36,7 @@ from loadtests.levels.sweep_args import percent
 from loadtests.levels.sweep_levels import LevelResult, SweepController, Trial, merge_parts
 from loadtests.run_format import slo
 from loadtests.run_format.confidence import percentile_bounds_us
-from loadtests.traffic.constants import RATE
+from loadtests.traffic.profiles import RATE
 from loadtests.traffic.shape_args import ShapeArgError, split_shape_args
 
 CAPACITY_KEYS = ("slo", "start", "growth", "precision", "stability", "max_trials", "settle", "users", "probe")

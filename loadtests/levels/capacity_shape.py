@@ -51,8 +51,7 @@ from loadtests.levels.capacity_levels import (
 from loadtests.levels.capacity_search import CapacitySearch
 from loadtests.levels.sweep_levels import LevelResult
 from loadtests.levels.sweep_shape import SPAWN_RATE, SweepProfile, SweepShape
-from loadtests.traffic.constants import RATE
-from loadtests.traffic.profiles import Profile
+from loadtests.traffic.profiles import RATE, Profile
 from loadtests.traffic.shape import rate_shape_users
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from loadtests.levels.stability import (
     DEFAULT_STABILITY_PERCENT,
     STABILITY_WINDOWS,
 )
-from loadtests.traffic.constants import RATE, USERS
+from loadtests.traffic.profiles import RATE, USERS
 from loadtests.traffic.shape_args import ShapeArgError, split_shape_args
 
 SWEEP_KEYS = ("levels", "kind", "stability", "max_trials", "latency_limit_ms", "settle", "users")

@@ -40,8 +40,7 @@ from loadtests.levels.boundary_snapshots import BoundarySnapshots
 from loadtests.levels.sweep_args import SWEEP_KEYS, parse_sweep_args
 from loadtests.levels.sweep_levels import LevelResult, SweepController
 from loadtests.recording.histograms import EndpointStats
-from loadtests.traffic.constants import RATE, USERS
-from loadtests.traffic.profiles import Profile
+from loadtests.traffic.profiles import RATE, USERS, Profile
 from loadtests.traffic.shape import TrafficShape, rate_shape_users
 from loadtests.traffic.steps import Step
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from loadtests.config.settings import NO_SHAPE
 from loadtests.errors import SpecError
 from loadtests.levels.capacity_shape import CapacityShape
 from loadtests.levels.sweep_shape import SweepShape
-from loadtests.traffic.constants import NO_SHAPE
 from loadtests.traffic.shape import RampShape, SineShape, SpikeShape, StepsShape, TraceShape, TrafficShape
 
 SHAPES: Mapping[str, type[TrafficShape]] = MappingProxyType(

@@ -14,11 +14,18 @@ One request arrives as the client's RequestOutcome (clients/outcome.py), whole.
 A process's recorder (windows.WindowRecorder) records with `hold`: counts at once, latencies
 in a list that `fold` adds to the histograms in one numpy pass when the window is drained
 (batched_hdr.py; measured with `python -m bench.request_event`).
+
+Endpoints merged, the whole run ("overall") or one model's endpoints, come from the exact
+totals: counts add up, percentiles do not, so the merge is of the HdrHistograms themselves.
+
+    overall = merge_stats(run.aggregator.totals.values(), "overall")
+    overall.latency_summary_us()["p99"]
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hdrh.histogram import HdrHistogram
@@ -290,6 +297,29 @@ class EndpointStats:
         if self.uncorrected is None:
             return None
         return summarise_us(self.uncorrected) or zero_summary()
+
+
+def merge_stats(stats: Iterable[EndpointStats], name: str) -> EndpointStats:
+    """A new EndpointStats holding the sum of `stats` (which are left unchanged)."""
+    stats = list(stats)
+    models = {s.model for s in stats}
+    protocols = {s.protocol for s in stats}
+    merged = EndpointStats(
+        name,
+        model=models.pop() if len(models) == 1 else "*",
+        protocol=protocols.pop() if len(protocols) == 1 else "*",
+    )
+    for one in stats:
+        merged.merge(one)
+    return merged
+
+
+def by_model(totals: dict[str, EndpointStats]) -> dict[str, EndpointStats]:
+    """One merged EndpointStats per model that has more than one endpoint (e.g. HTTP and gRPC)."""
+    groups: dict[str, list[EndpointStats]] = {}
+    for stats in totals.values():
+        groups.setdefault(stats.model, []).append(stats)
+    return {model: merge_stats(group, model) for model, group in sorted(groups.items()) if len(group) > 1}
 
 
 def release_histogram(histogram: HdrHistogram | None) -> None:

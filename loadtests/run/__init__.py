@@ -2,20 +2,25 @@
 
 `install(events)` (from the locustfile) only registers two listeners on Locust's events:
 the suite's options on the parser, and, at init, `wiring.wire(environment, web_ui)`, which
-creates the process object (`process.py`) and registers the small listener classes of the
-process's role (`wiring.py` has the table):
+creates the process object (`process.py`: the settings, recorder, prepared endpoints of
+`endpoint_cache.py`, the open-loop sender; its role, local, master or worker: `role.py`) and
+registers the small listener classes of the process's role (`wiring.py` has the table):
 
     preflight.py     bad input (options, outputs, endpoints) exits 2 before any load
     stopping.py      how long stopping users may finish their request; Ctrl-C routing
     requests.py      every request into the current window's histograms
     shipping.py      worker -> master windows, on Locust's worker reports
     open_loop.py     the open-loop target rate shared out; the local sender
-    lifecycle.py     a run's directory, server watch, windows and end (finish.py)
+    lifecycle.py     a run's directory, server watch, windows and end (finish.py); the run
+                     being recorded (active_run.py); --upload's copy at the end (upload.py)
+    shapes.py        the load shapes put into Locust's Environment (--load-shape, the web UI)
+    sequence_run.py  the run's size for the sequence users' correlation IDs
     live.py          the live views (live_snapshot.py): the web UI tab (webui.py), its charts
                      and health line (live_series.py, webui_charts.py, live_diagnosis.py), the report it links
                      (webui_report.py) and the Prometheus exporter (exporter.py)
     webui_models.py  the web form's Model suggestions: Triton's ready models, each one's --shape
     slo_gate.py      --slo and --junit at the end of a run
+    baseline_gate.py --baseline and --gate at the end of a run
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class RunLifecycle:
         if settings.headless:  # Locust prints its own table as it quits: the exact one comes after it
             self.process.console.hold()
         models = self.process.endpoints.models()
-        # HTTP, or gRPC for a gRPC-only target (pre-flight asked; recording/statistics_address.py).
+        # HTTP, or gRPC for a gRPC-only target (pre-flight asked; triton_stats/poller.py).
         stats_address = self.process.statistics_address or candidates(settings)[0]
         # Server and model metadata from the first replica (replicas serve the same models).
         triton = fetch_triton_info(stats_address, models, security=settings.security)

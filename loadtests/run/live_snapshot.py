@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from loadtests.recording.console import interval_cell
-from loadtests.recording.histograms import EndpointStats
-from loadtests.recording.merged import by_model, merge_stats
+from loadtests.recording.histograms import EndpointStats, by_model, merge_stats
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.triton_stats.statistics import ModelDelta
 

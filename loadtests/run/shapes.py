@@ -14,11 +14,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from loadtests.config.settings import Settings
+from loadtests.config.settings import NO_SHAPE, Settings
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
 from loadtests.options.shapes import SHAPES, parse_shape_args, shape_name
-from loadtests.traffic.constants import NO_SHAPE
 from loadtests.traffic.shape import TrafficShape
 
 logger = logging.getLogger(__name__)

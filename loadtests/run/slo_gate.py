@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from loadtests.config.settings import CLOSED_LOOP, Settings
 from loadtests.errors import SpecError
-from loadtests.recording.merged import by_model, merge_stats
+from loadtests.recording.histograms import by_model, merge_stats
 from loadtests.run_format import slo
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from locust.env import Environment
 
+from loadtests.recording.histogram_merge import return_freed_histograms_to_os
 from loadtests.recording.locust_csv import register_final_csv
-from loadtests.recording.memory import return_freed_histograms_to_os
 from loadtests.run.lifecycle import RunLifecycle
 from loadtests.run.live import LiveViews
 from loadtests.run.open_loop import LocalSender, RateDistribution
@@ -38,7 +38,7 @@ def wire(environment: Environment, web_ui=None) -> SuiteProcess:
     route_sigint_to_main_greenlet()  # Ctrl-C never lands mid-way through the recording
     if process.role is Role.MASTER:
         # Only the master: it sends no requests, while a process that does would mmap and
-        # fault in every large request or response buffer (recording/memory.py).
+        # fault in every large request or response buffer (recording/histogram_merge.py).
         return_freed_histograms_to_os()
     register_final_csv(environment, lambda: process.settings)
     if process.role is Role.WORKER:

@@ -15,6 +15,8 @@ measuring side never depends on the reporting side.
     slo/             --slo clauses: grammar, verdicts on summary.json entries, table and JUnit XML
     output_paths.py  can an output be written (asked before the work that produces it)
     ensembles.py     which recorded models are steps of which ensemble (from the configs in config.json)
+    attribution.py   what made the slow requests slow: a traced request's time, part by part
+    storage.py       run directories at URLs (fsspec): --upload, and analysis reading one down
 
     from loadtests.run_format.files import SUMMARY_JSON
     from loadtests.run_format.hdr import summarise_us

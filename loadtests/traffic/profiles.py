@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtests.errors import SpecError
-from loadtests.traffic.constants import TARGET_KINDS, USERS
 from loadtests.traffic.steps import Step
+
+USERS = "users"  # a target that is a user count (closed loop)
+RATE = "rate"  # a target that is a request rate (open loop)
+TARGET_KINDS = (USERS, RATE)
 
 
 class Profile(ABC):

@@ -23,15 +23,22 @@ from typing import Any, ClassVar
 import gevent
 from locust import LoadTestShape
 
-from loadtests.config.settings import Settings
+from loadtests.config.settings import OPEN_LOOP_HINT, Settings
 from loadtests.errors import SpecError
 from loadtests.events import SuiteEvents
-from loadtests.traffic.constants import LOOKAHEAD_S, OPEN_LOOP_HINT, RATE, TICK_S
-from loadtests.traffic.profiles import Profile
+from loadtests.traffic.profiles import RATE, Profile
 from loadtests.traffic.shape_args import PROFILE_KEYS, profile_args
 from loadtests.traffic.steps import Step, steps_json
 
 logger = logging.getLogger(__name__)
+
+# A shape's user count changes at most once per tick (Locust ticks about once a second).
+TICK_S = 1.0
+# tick() looks this far ahead, so a change at second N happens at the tick nearest N. Ticks
+# on a distributed master fall just before whole seconds (MasterRunner.start restarts the
+# shape's clock at test_start, just after the first tick): without it, every step would
+# start a whole tick late.
+LOOKAHEAD_S = TICK_S / 2
 
 
 def round_users(target: float) -> int:

@@ -14,8 +14,7 @@ from typing import Any
 
 from loadtests.config.converters import above, at_least, listed, not_empty, number, one_of, whole
 from loadtests.errors import SpecError
-from loadtests.traffic.constants import TARGET_KINDS, USERS
-from loadtests.traffic.profiles import Profile, Ramp, Sine, read_trace, spike, staircase
+from loadtests.traffic.profiles import TARGET_KINDS, USERS, Profile, Ramp, Sine, read_trace, spike, staircase
 
 DEFAULT_STEP_S = 30.0
 

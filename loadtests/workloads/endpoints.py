@@ -87,7 +87,7 @@ class Endpoint:
 
     @property
     def streams(self) -> bool:
-        """Its requests are streamed (a decoupled model: clients/grpc_stream.py, http_stream.py)."""
+        """Its requests are streamed (a decoupled model: clients/grpc_stream.py, clients/http_stream.py)."""
         return self.model.decoupled
 
     def pick(self, rng: UniformSource) -> PreparedRequest:

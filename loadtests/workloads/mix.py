@@ -13,7 +13,7 @@ to the mix file) and `data_mode` (random|zero):
       sleep: {weight: 0.3, shape: "INPUT0:4"}
 
 Every malformed value raises SpecError naming it (exit 2 before any load); whether the models
-exist is the pre-flight's question (loadtests/workloads/mix.py).
+exist is the pre-flight's question, below.
 
 Pre-flight of a `--mix`: one prepared endpoint per model, and the per-request choice between them.
 

@@ -17,7 +17,9 @@ runs those, sending through `self.client` (task_client.py):
 
 Closed loop (--traffic closed, the default): each user opens one connection in
 on_start and closes it in on_stop, and sends back-to-back requests (perf_analyzer's
-concurrency mode) until Locust stops it (the request in flight always finishes).
+concurrency mode) until Locust stops it (the request in flight always finishes). After a failure
+that means no server is there (Triton not listening, or stopping) it pauses, 1 ms doubling up to
+100 ms (`ConnectionBackoff`), so that an outage is measured, not hammered.
 
 Open loop (--traffic constant|poisson|gamma --rate R), the built-in workload: the process's users take turns to
 wait for the next intended send time of its schedule and send each request on a
@@ -36,6 +38,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import gevent
@@ -43,7 +46,7 @@ from locust import User, constant
 from locust.user.task import LOCUST_STATE_STOPPING
 
 from loadtests.clients import STREAMING, Connections, TritonClient, open_client
-from loadtests.clients.backoff import ConnectionBackoff
+from loadtests.clients.failures import backs_off
 from loadtests.config.model_spec import ModelSpec
 from loadtests.config.settings import Settings
 from loadtests.errors import StartupError
@@ -112,6 +115,44 @@ class LoopTurn:
         if self._clock() - self._since >= self.every_s:
             gevent.sleep(0)
             self._since = self._clock()
+
+
+# A closed-loop user's pause after a failure that means no server is there (ConnectionBackoff).
+FIRST_PAUSE_S = 0.001
+MAX_PAUSE_S = 0.100
+
+
+@dataclass
+class ConnectionBackoff:
+    """A closed-loop user's pause after a failure that means no server is there to measure.
+
+    While Triton refuses connections (killed, restarting, not yet listening) or is going away (it
+    unloads its models when it stops), a closed-loop user would otherwise fail, retry and fail
+    again as fast as the CPU allows: measured before this pause, 1,800-2,100 failed requests/s per
+    user, burning the worker's CPU and flooding the failure table (a stopping Triton: 36,000 "not
+    found" answers in a second). Each consecutive such failure (its class `backs_off`, see
+    clients/failures.py) doubles the pause, from 1 ms up to 100 ms; any other outcome (a success,
+    an overloaded or invalid request, a timeout) resets it. Overload is never backed off: it is
+    what the test measures. The failures are still sent and counted: the outage is measured, just
+    not hammered.
+
+        backoff = ConnectionBackoff()
+        failure = client.infer(...)
+        gevent.sleep(backoff.after(failure))  # 0.0 after a success
+    """
+
+    first_s: float = FIRST_PAUSE_S
+    max_s: float = MAX_PAUSE_S
+    _next_s: float = 0.0
+
+    def after(self, failure: Exception | None) -> float:
+        """The pause before the next request, given how the last one ended."""
+        if failure is None or not backs_off(str(failure)):
+            self._next_s = 0.0
+            return 0.0
+        pause = self._next_s or self.first_s
+        self._next_s = min(pause * 2, self.max_s)
+        return pause
 
 
 def run_workload(user: TritonUser) -> None:

@@ -13,8 +13,8 @@ import urllib.request
 
 import pytest
 
-from loadtests.clients.backoff import ConnectionBackoff
 from loadtests.clients.failures import CLASSES, RequestFailure, class_of, grpc_failure, http_failure
+from loadtests.workloads.users import ConnectionBackoff
 from tests.helpers import REPO_ROOT, model_stats, read_summary, run_locust, triton_options
 
 DOC = REPO_ROOT / "docs" / "reference" / "failures.md"

@@ -10,8 +10,7 @@ import pytest
 
 from analysis.check import check_run, check_summary
 from loadtests.config.settings import Settings
-from loadtests.recording.histograms import EndpointStats
-from loadtests.recording.merged import merge_stats
+from loadtests.recording.histograms import EndpointStats, merge_stats
 from loadtests.recording.run_dir import endpoint_json
 from loadtests.run import slo_gate
 from loadtests.run_format.slo import (

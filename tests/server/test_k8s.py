@@ -33,9 +33,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from loadtests.config.settings import OPEN_LOOP_MODES
 from loadtests.levels.capacity_levels import parse_capacity_args
 from loadtests.server import TEST_REPOSITORY, LocalTriton, TritonPorts
-from loadtests.traffic.constants import OPEN_LOOP_MODES
 from tests.helpers import REPO_ROOT, THROWAWAY_STOP_S, model_stats, read_summary, repository_of, run_against_triton
 
 K8S = REPO_ROOT / "k8s"

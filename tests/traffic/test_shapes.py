@@ -20,9 +20,8 @@ from loadtests.options import shapes as arguments
 from loadtests.options.reading import settings_from as settings_from_options
 from loadtests.options.shapes import SHAPE_KEYS, parse_shape_args
 from loadtests.run import shapes as install
-from loadtests.traffic.constants import LOOKAHEAD_S, RATE, USERS
-from loadtests.traffic.profiles import Ramp, Sine, read_trace, spike, staircase
-from loadtests.traffic.shape import RampShape, SineShape, SpikeShape, StepsShape, TraceShape
+from loadtests.traffic.profiles import RATE, USERS, Ramp, Sine, read_trace, spike, staircase
+from loadtests.traffic.shape import LOOKAHEAD_S, RampShape, SineShape, SpikeShape, StepsShape, TraceShape
 from loadtests.traffic.shape_args import build_profile
 from loadtests.traffic.steps import Step, steps_json
 from tests.helpers import on_a_steady_load_generator, run_against_triton

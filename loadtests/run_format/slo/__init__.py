@@ -37,7 +37,8 @@ runs the corrected latency, timed from the intended send). `late_ratio` and `dro
 exist only for open-loop traffic.
 
 Modules: clauses.py (the grammar), verdicts.py (judging summary.json entries), outputs.py
-(the table and JUnit XML). analysis/check.py applies them to a finished run directory.
+(the table and JUnit XML), relative.py (`--gate`'s clauses, relative to a baseline run).
+analysis/check.py applies them to a finished run directory.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from loadtests.clients.backoff import MAX_PAUSE_S, ConnectionBackoff
 from loadtests.clients.base import RequestFailure
 from loadtests.clients.failures import grpc_failure, http_failure
+from loadtests.workloads.users import MAX_PAUSE_S, ConnectionBackoff
 
 
 def test_connection_failures_double_the_pause_up_to_the_bound():
