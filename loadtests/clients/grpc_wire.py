@@ -50,6 +50,7 @@ class Connection:
     # Slots: over 30 attributes a plain instance dict stops sharing its keys, and every
     # attribute read on the hot path got slower (measured: +5,000 instructions per call).
     __slots__ = (
+        "_coalescing",
         "_connect_timeout_s",
         "_dead",
         "_hub",
@@ -82,6 +83,9 @@ class Connection:
         self._writers = 0  # greenlets writing or queued to write: bytes go in their order
         self._write_cut: CallFailure | None = None  # a write interrupted mid-frame (see _write)
         self._pending_control: list[bytes] = []
+        # True while the hub hands this read's answers to their greenlets (_on_readable): the
+        # requests they send meanwhile are gathered and written together once it is done.
+        self._coalescing = False
         self._window_opened = gevent.event.Event()
         self._dead: CallFailure | None = None
         self._stream_freed = gevent.event.Event()
@@ -171,11 +175,22 @@ class Connection:
         events = protocol.receive(data)
         if protocol.control:
             self._send_control(protocol.take_control())
-        for event in events:
-            if event.__class__ is StreamState:
-                self._wake(event, event.result)
-            elif self._dead is None:
-                self._on_event(event)
+        self._coalescing = True
+        try:
+            for event in events:
+                if event.__class__ is StreamState:
+                    self._wake(event, event.result)
+                elif self._dead is None:
+                    self._on_event(event)
+        finally:
+            self._coalescing = False
+        if self._pending_control and not self._writers:
+            # What the woken greenlets sent (their next requests), in one write: a server that
+            # batches (Triton's dynamic batcher) sees them arrive together, as grpc++'s client
+            # writes a channel's pending calls together; sixteen sends one by one reached it
+            # spread over the time the client took to turn the answers around.
+            gathered, self._pending_control = b"".join(self._pending_control), []
+            self._send_control(gathered)
 
     def _on_event(self, event) -> None:
         """What the server's frames changed, other than a call's end."""
@@ -215,6 +230,11 @@ class Connection:
         it is released take it first)."""
         if self._write_cut is not None:
             raise self._write_cut
+        if self._coalescing and not self._writers and not self._tls and self._dead is None:
+            # Sent from a greenlet the hub is handing answers to: written with the others at the
+            # end of that read (_on_readable), in the order they came (the stream ids' order).
+            self._pending_control.append(data if stream is None else self._opened(stream, block, data))
+            return
         if not self._writers and not self._tls and not self._pending_control:
             # Nothing yields before the lock, so bytes stay in order.
             rest = send_without_waiting(self._raw, data if stream is None else self._opened(stream, block, data))
@@ -275,9 +295,11 @@ class Connection:
         may be in the middle of writing a large request: then they go after its frame."""
         if self._sock is None or self._dead is not None or self._write_cut is not None:
             return
-        if self._writers or self._tls:  # TLS: a record cut short cannot be re-sent
+        # After bytes still waiting (the rest of a frame, requests gathered while the hub hands
+        # out answers): they go first. TLS: a record cut short cannot be re-sent.
+        if self._writers or self._tls or self._pending_control or self._coalescing:
             self._pending_control.append(data)
-            if not self._writers:
+            if not self._writers and not self._coalescing:
                 gevent.spawn(self._flush_control)
             return
         try:

@@ -18,13 +18,15 @@ import h2.events
 import pytest
 from h2.settings import SettingCodes
 
+from loadtests.clients import grpc_wire
 from loadtests.clients.grpc_frames import (
+    HEADERS,
     MAX_STREAM_ID,
     CallFailure,
 )
 from loadtests.clients.grpc_pool import ConnectionPool
 from loadtests.clients.grpc_wire import Connection
-from tests.scripted_peer import H2Peer, PeerConnection, call_for
+from tests.scripted_peer import H2Peer, PeerConnection, call_for, grpc_message
 
 LARGE_WINDOW = 2**31 - 1
 
@@ -421,3 +423,50 @@ def test_streams_open_in_increasing_order_when_writers_queue():
     failures = [r for rs in results for r in rs if isinstance(r, CallFailure)]
     assert failures == [], failures[:3]
     assert [e for e in server.connections[0].events if isinstance(e, Exception)] == []
+
+
+def headers_per_write(sent: list[bytes]) -> list[int]:
+    """For each write the client made, how many HEADERS frames (requests) it carried."""
+    counts = []
+    for data in sent:
+        offset, headers = 0, 0
+        while offset + 9 <= len(data):
+            length = int.from_bytes(data[offset : offset + 3], "big")
+            headers += data[offset + 3] == HEADERS
+            offset += 9 + length
+        if headers:
+            counts.append(headers)
+    return counts
+
+
+def test_the_requests_users_send_on_their_answers_leave_in_one_write(monkeypatch):
+    """Four users' answers arrive in one read; each user sends its next request at once. They
+    go out in one write, as grpc++ writes a channel's pending calls: a server that batches
+    (Triton's dynamic batcher) then sees them together, not spread over the time the client
+    takes to turn four answers around. Calls sent on their own go out at once, one write each."""
+    sent: list[bytes] = []
+    real_send = grpc_wire.send_without_waiting
+
+    def counting_send(sock, data: bytes) -> bytes:
+        sent.append(bytes(data))
+        return real_send(sock, data)
+
+    monkeypatch.setattr(grpc_wire, "send_without_waiting", counting_send)
+
+    def script(peer: PeerConnection) -> None:
+        for _round in range(2):
+            streams = [peer.next_request() for _ in range(4)]
+            for stream_id in streams:  # the four answers, written together
+                peer.h2.send_headers(stream_id, [(":status", "200"), ("content-type", "application/grpc")])
+                peer.h2.send_data(stream_id, grpc_message(peer.message(stream_id)))
+                peer.h2.send_headers(stream_id, [("grpc-status", "0")], end_stream=True)
+            peer.flush()
+        peer.serve_forever()
+
+    with H2Peer(script) as server:
+        connection = connect(server)
+        call = call_for(server.port, b"x")
+        results = concurrently(*[lambda: [outcome(connection, call) for _ in range(2)]] * 4)
+        connection.close()
+    assert results == [[b"x", b"x"]] * 4
+    assert headers_per_write(sent) == [1, 1, 1, 1, 4]
