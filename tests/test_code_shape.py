@@ -424,3 +424,24 @@ def test_the_map_checks_catch_a_missing_module(tmp_path):
         "alpha.py names beta.py, which does not exist",
         "alpha.py names gone/module.py, which does not exist",
     ]
+
+
+# The run's end: recording merges the totals once (RunTotals) and computes their percentiles and
+# intervals (run_dir.py); run/ hands them on to the gate and the console and computes none.
+RUN_END = ("loadtests/run/finish.py", "loadtests/run/slo_gate.py", "loadtests/recording/console.py")
+COMPUTING = {"merge_stats", "by_model", "merge", "latency_summary_us", "latency_ci_us", "uncorrected_summary_us"}
+
+
+def computed_in(path: Path) -> set[str]:
+    """The merging and percentile calls in `path` (COMPUTING's names, called as functions or methods)."""
+    names = set()
+    for node in ast.walk(tree(path)):
+        if isinstance(node, ast.Call):
+            function = node.func
+            names.add(function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", ""))
+    return names & COMPUTING
+
+
+@pytest.mark.parametrize("name", RUN_END)
+def test_the_run_end_is_merged_once_in_recording_and_handed_on(name):
+    assert computed_in(REPO_ROOT / name) == set(), f"{name} merges or computes percentiles; take them from RunTotals"

@@ -45,16 +45,11 @@ def report_hint(run_dir) -> str:
     return f"report: python -m analysis report {run_dir}   (report.html, report.md and plots in that directory)"
 
 
-def print_exact_summary(
-    totals: dict[str, EndpointStats],
-    open_loop: bool = False,
-    throughput: dict[str, tuple[float, float]] | None = None,
-) -> None:
-    """The exact table; `throughput` is summary.json's (req/s, infer/s) per endpoint, so that
-    the console and the summary show the same numbers."""
-    if not totals:
+def print_exact_summary(endpoints: list[dict], open_loop: bool = False) -> None:
+    """The exact table, from summary.json's endpoint entries (`endpoints`): the console prints the
+    numbers the summary holds, computed once at the run's end."""
+    if not endpoints:
         return
-    throughput = throughput or {}
     header = (
         f"{'Endpoint':<30} {'reqs':>8} {'fails':>6} {'infer':>8} {'req/s':>9} {'infer/s':>9} "
         f"{'p50 ms':>9} {'p90 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'p99.9 ms':>9} {'max ms':>9} "
@@ -65,51 +60,55 @@ def print_exact_summary(
         header += f" {'late':>7} {'dropped':>7} {'p50 unc':>9} {'p99 unc':>9}"
         title += "; open loop: from the intended send time, 'unc' from the actual send"
     lines = [title + "):", header]
-    for name in sorted(totals):
-        stats = totals[name]
-        latency = stats.latency_summary_us()
+    for entry in sorted(endpoints, key=lambda entry: entry["name"]):
+        latency = entry["latency_us"]
         cells = " ".join(f"{latency[key] / 1000:>9.3f}" for key in ("p50", "p90", "p95", "p99", "p99.9", "max"))
-        rps, ips = throughput.get(name, (0.0, 0.0))
-        line = f"{name:<30} {stats.requests:>8} {stats.failure_count:>6} {stats.inferences:>8} {rps:>9.1f} {ips:>9.1f}"
-        line += f" {cells}"
-        line += f" {interval_cell(stats.latency_ci_us(DEFAULT_CONFIDENCE).get('p99')):>19}"
+        line = (
+            f"{entry['name']:<30} {entry['requests']:>8} {entry['failures']:>6} {entry['inferences']:>8} "
+            f"{entry['throughput_rps']:>9.1f} {entry['throughput_infer_per_s']:>9.1f} {cells}"
+        )
+        line += f" {interval_cell(entry.get('latency_ci_us', {}).get('p99')):>19}"
         if open_loop:
-            uncorrected = stats.uncorrected_summary_us() or {"p50": 0.0, "p99": 0.0}
+            uncorrected = entry.get("latency_uncorrected_us") or {"p50": 0.0, "p99": 0.0}
             unc = f"{uncorrected['p50'] / 1000:>9.3f} {uncorrected['p99'] / 1000:>9.3f}"
-            line += f" {stats.late:>7} {stats.dropped:>7} {unc}"
+            line += f" {entry.get('late', 0):>7} {entry.get('dropped', 0):>7} {unc}"
         lines.append(line)
     lines.append(
         f"p99 interval: where the true p99 lies with {confidence_label(DEFAULT_CONFIDENCE)} confidence "
         "(order statistics; every percentile's in summary.json latency_ci_us)"
     )
-    lines.extend(behind_schedule_warnings(totals) if open_loop else [])
-    lines.extend(sequence_lines(totals))
-    lines.extend(stream_lines(totals))
+    if open_loop:
+        for entry in sorted(endpoints, key=lambda entry: entry["name"]):
+            lines.extend(
+                behind_schedule_lines(entry["name"], entry.get("late", 0), entry["requests"], entry.get("dropped", 0))
+            )
+    lines.extend(sequence_lines(endpoints))
+    lines.extend(stream_lines(endpoints))
     print("\n".join(lines), flush=True)
 
 
-def sequence_lines(totals: dict[str, EndpointStats]) -> list[str]:
+def sequence_lines(endpoints: list[dict]) -> list[str]:
     """One line per sequence users' endpoint: how its sequences ended (summary.json's sequences_*)."""
     return [
-        f"{name}: {stats.sequences['started']} sequences started, {stats.sequences['completed']} completed, "
-        f"{stats.sequences['failed']} failed, {stats.sequences['ended_early']} ended early by the stop"
-        for name, stats in sorted(totals.items())
-        if stats.sequences
+        f"{entry['name']}: {entry['sequences_started']} sequences started, {entry['sequences_completed']} completed, "
+        f"{entry['sequences_failed']} failed, {entry['sequences_ended_early']} ended early by the stop"
+        for entry in sorted(endpoints, key=lambda entry: entry["name"])
+        if "sequences_started" in entry
     ]
 
 
-def stream_lines(totals: dict[str, EndpointStats]) -> list[str]:
+def stream_lines(endpoints: list[dict]) -> list[str]:
     """A line per streamed endpoint (a decoupled model): responses per request, time to the
     first response and between responses (its latency columns above are to the final response)."""
     lines = []
-    for name, stats in totals.items():
-        if stats.stream is None:
+    for entry in endpoints:
+        stream = entry.get("stream")
+        if stream is None:
             continue
-        stream = stats.stream.summary()
         first, gap, per = stream["first_response_us"], stream["gap_us"], stream["responses_per_request"]
         lines.append(
-            f"{name} streamed: {per['mean']:.2f} responses/request ({stream['requests_without_response']} requests "
-            f"without one); first response p50 {first['p50'] / 1e3:.3f} ms p99 {first['p99'] / 1e3:.3f} ms; "
+            f"{entry['name']} streamed: {per['mean']:.2f} responses/request ({stream['requests_without_response']} "
+            f"requests without one); first response p50 {first['p50'] / 1e3:.3f} ms p99 {first['p99'] / 1e3:.3f} ms; "
             f"gap p50 {gap['p50'] / 1e3:.3f} ms p99 {gap['p99'] / 1e3:.3f} ms; latency columns: to the final response"
         )
     return lines
@@ -127,15 +126,21 @@ def behind_schedule_warnings(endpoints: dict[str, EndpointStats], where: str = "
     warnings = []
     for name in sorted(endpoints):
         stats = endpoints[name]
-        late_share = late_ratio(stats.late, stats.requests)
-        if late_share > BEHIND_LATE_SHARE or stats.dropped:
-            warnings.append(
-                f"warning: {name}{where}: the load generator could not keep up with its schedule: "
-                f"{stats.late} of {stats.requests} requests ({late_share:.0%}) went out more than 1 ms late, "
-                f"{stats.dropped} dropped (the server held --max-in-flight requests, or the generator "
-                "lacked CPU); add workers, raise --max-in-flight, or lower --rate"
-            )
+        warnings.extend(behind_schedule_lines(name, stats.late, stats.requests, stats.dropped, where))
     return warnings
+
+
+def behind_schedule_lines(name: str, late: int, requests: int, dropped: int, where: str = "") -> list[str]:
+    """The warning for one endpoint whose open-loop requests went out late or were dropped (none if on time)."""
+    late_share = late_ratio(late, requests)
+    if late_share <= BEHIND_LATE_SHARE and not dropped:
+        return []
+    return [
+        f"warning: {name}{where}: the load generator could not keep up with its schedule: "
+        f"{late} of {requests} requests ({late_share:.0%}) went out more than 1 ms late, "
+        f"{dropped} dropped (the server held --max-in-flight requests, or the generator "
+        "lacked CPU); add workers, raise --max-in-flight, or lower --rate"
+    ]
 
 
 def fault_lines(faults: dict) -> list[str]:

@@ -17,9 +17,10 @@ in a list that `fold` adds to the histograms in one numpy pass when the window i
 
 Endpoints merged, the whole run ("overall") or one model's endpoints, come from the exact
 totals: counts add up, percentiles do not, so the merge is of the HdrHistograms themselves.
+At the run's end they are merged once (`RunTotals`) and handed on:
 
-    overall = merge_stats(run.aggregator.totals.values(), "overall")
-    overall.latency_summary_us()["p99"]
+    totals = RunTotals.of(run.aggregator.totals)
+    totals.overall.latency_summary_us()["p99"]
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from loadtests.recording.stream_stats import StreamStats
 # The histogram range, its summary and intervals are the run-directory format's (shared with the reports).
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE, percentile_bounds_us
 from loadtests.run_format.hdr import HIGHEST_US, LOWEST_US, new_histogram, summarise_us, zero_summary
+from loadtests.run_format.summary import OVERALL
 
 # Held latencies are folded into the histograms at least this often (a bound on the list, about
 # two seconds at 2,000 requests/s; a recorder is drained every 1-3 s anyway).
@@ -312,6 +314,48 @@ def merge_stats(stats: Iterable[EndpointStats], name: str) -> EndpointStats:
     for one in stats:
         merged.merge(one)
     return merged
+
+
+@dataclass(frozen=True)
+class RunTotals:
+    """The run's exact totals at its end, merged once where they are recorded, then handed to
+    summary.json (run_dir.py), the --slo gate and the console: each endpoint, each model's
+    endpoints together, and the whole run (`overall`).
+
+        totals = RunTotals.of(run.aggregator.totals)
+        totals.overall.latency_summary_us()["p99"]; totals.histogram_for("identity", "")
+    """
+
+    endpoints: dict[str, EndpointStats]
+    models: dict[str, EndpointStats]  # a model's endpoints merged (a model with one: that endpoint's)
+    overall: EndpointStats
+
+    @classmethod
+    def of(cls, totals: dict[str, EndpointStats]) -> RunTotals:
+        groups: dict[str, list[EndpointStats]] = {}
+        for stats in totals.values():
+            groups.setdefault(stats.model, []).append(stats)
+        models = {model: group[0] if len(group) == 1 else merge_stats(group, model) for model, group in groups.items()}
+        return cls(dict(totals), dict(sorted(models.items())), merge_stats(totals.values(), OVERALL))
+
+    def shared_models(self) -> dict[str, EndpointStats]:
+        """The models with more than one endpoint (e.g. HTTP and gRPC): summary.json's model_totals."""
+        counts = Counter(stats.model for stats in self.endpoints.values())
+        return {model: stats for model, stats in self.models.items() if counts[model] > 1}
+
+    def stats_for(self, target: str | None) -> EndpointStats | None:
+        """An endpoint's, a model's (its endpoints merged) or, for None, the whole run's; None: no such target."""
+        if target is None:
+            return self.overall
+        if target in self.endpoints:
+            return self.endpoints[target]
+        return self.models.get(target)
+
+    def histogram_for(self, target: str | None, variant: str = "") -> HdrHistogram | None:
+        """The histogram an --slo clause reads (loadtests.run_format.slo.evaluate): its target's
+        latency ("") or streamed "first_response" / "gap"; None when the target has none."""
+        stats = self.stats_for(target)
+        return None if stats is None else stats.histogram_of(variant)
 
 
 def by_model(totals: dict[str, EndpointStats]) -> dict[str, EndpointStats]:

@@ -32,11 +32,11 @@ from hdrh.histogram import HdrHistogram
 
 from loadtests.config.settings import Settings
 from loadtests.errors import SpecError
-from loadtests.recording.histograms import EndpointStats
+from loadtests.recording.histograms import EndpointStats, RunTotals
 from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.files import RUN_MARKERS
 from loadtests.run_format.hdr import FIRST_RESPONSE, GAP, summarise_us, zero_summary
-from loadtests.run_format.summary import SEQUENCE_COUNTS
+from loadtests.run_format.summary import OVERALL, SEQUENCE_COUNTS, combine
 from loadtests.version import __version__
 
 RUNS_ROOT = Path("runs")
@@ -180,6 +180,32 @@ def endpoint_json(stats: EndpointStats, duration_s: float, open_loop: bool = Fal
         summary["late"] = stats.late
         summary["dropped"] = stats.dropped
     return summary
+
+
+def totals_json(totals: RunTotals, duration_s: float, open_loop: bool = False) -> dict:
+    """summary.json's `endpoints`, `overall` (every endpoint) and, when a model has several
+    endpoints, `model_totals`: counts and throughput summed, percentiles from merged histograms."""
+    endpoints = [endpoint_json(totals.endpoints[name], duration_s, open_loop) for name in sorted(totals.endpoints)]
+    out = {"endpoints": endpoints, "overall": merged_json(endpoints, OVERALL, totals.overall)}
+    shared = totals.shared_models()
+    if shared:
+        out["model_totals"] = {
+            model: merged_json([entry for entry in endpoints if entry.get("model") == model], model, stats)
+            for model, stats in shared.items()
+        }
+    return out
+
+
+def merged_json(entries: list[dict], name: str, stats: EndpointStats) -> dict:
+    """summary.json's `overall` or one of its `model_totals`, from its endpoints' entries and their
+    merged stats: counts and throughput summed, percentiles and their intervals from the merged
+    histograms, as an endpoint's."""
+    entry = combine(entries, name, stats.latency_summary_us())
+    entry["confidence"] = DEFAULT_CONFIDENCE
+    entry["latency_ci_us"] = stats.latency_ci_us(DEFAULT_CONFIDENCE)
+    if stats.stream is not None:  # its streamed endpoints' response timings, merged (ttfr_*, gap_* gates)
+        entry["stream"] = stats.stream_json(entry["latency_us"], float(entry.get("duration_s", 0.0)))
+    return entry
 
 
 def _stream_cells(stats: EndpointStats) -> list:
@@ -344,7 +370,7 @@ class RunDirectory:
     # -- end of run ------------------------------------------------------------------------
     def summary(
         self,
-        totals: dict[str, EndpointStats],
+        totals: RunTotals,
         load_generator_cpu_s: float,
         server: dict | None = None,
         extra: dict | None = None,
@@ -357,11 +383,11 @@ class RunDirectory:
         # Up to the stop, not to now: the master writes this after waiting for the workers'
         # last reports and Triton's final scrapes, which would lower every rate.
         duration = max((self.stopped_at or time.time()) - self.started_at, 1e-9)
-        requests = sum(stats.requests for stats in totals.values())
+        requests = totals.overall.requests
         open_loop = traffic is not None and traffic.get("mode", "closed") != "closed"
         return {
             "traffic": traffic or {"mode": "closed"},
-            "endpoints": [endpoint_json(totals[name], duration, open_loop) for name in sorted(totals)],
+            **totals_json(totals, duration, open_loop),
             "server": server or {},
             "load_generator": {
                 "cpu_s": round(load_generator_cpu_s, 3),

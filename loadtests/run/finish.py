@@ -1,7 +1,8 @@
 """The end of a run (master or single process): summary.json written once, complete.
 
-Every window closed, Triton's last snapshot taken, the faults found, the merged totals and
-the --slo verdicts computed, then summary.json written; run_finished fired; the console
+Every window closed, the run's totals merged once (recording's RunTotals: each endpoint, each
+model, the whole run), Triton's last snapshot taken, the faults found, the --slo verdicts
+computed, then summary.json written; run_finished fired; the console
 table printed; the JUnit file and exit code 3 (loadtests/run/slo_gate.py); --upload's copy last.
 """
 
@@ -15,6 +16,7 @@ import time
 from loadtests.clients.failures import counted_by_triton
 from loadtests.config.settings import Settings
 from loadtests.recording.console import print_exact_summary, print_faults, report_hint
+from loadtests.recording.histograms import EndpointStats, RunTotals
 from loadtests.run import baseline_gate, slo_gate
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.process import SuiteProcess
@@ -29,11 +31,11 @@ from loadtests.triton_stats.poller import fetch_triton_info
 def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
     """Close, compute, write summary.json once, fire run_finished, print, gate."""
     settings = process.settings
-    totals = run.aggregator.totals
     run.aggregator.close_windows(final=True, end_s=run.directory.stopped_at or time.time())
+    totals = RunTotals.of(run.aggregator.totals)  # merged once: the summary, the gate and the console read these
     server = run.server.stop(run.directory)
     if run.keep_models is not None:  # every ready model was watched: keep the ones the run used
-        named = {stats.model for stats in totals.values() if stats.model} - run.keep_models
+        named = {model for model in totals.models if model} - run.keep_models
         # Their metadata and config for the report, as pre-flight's (their ensembles' steps too).
         info = fetch_triton_info(run.server.stats.target, sorted(named), security=settings.security)
         run.directory.add_models(info)
@@ -49,12 +51,10 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
         # Like with like: what reached Triton on both sides (its successes and failures; the
         # client's requests but those refused before any server answered).
         {model: delta["requests"] + delta["failed_requests"] for model, delta in server.items()},
-        requests_by_model(totals),
+        {model: triton_counted(stats) for model, stats in totals.models.items()},
     )
     if settings.mix is not None:
-        sent = {}
-        for stats in totals.values():
-            sent[stats.model] = sent.get(stats.model, 0) + stats.requests
+        sent = {model: stats.requests for model, stats in totals.models.items()}
         extra["mix"] = mix_block(settings.mix.text, settings.mix.weights, sent)
     if process.trace_switch is not None:
         extra["traces"] = join_traces(process.trace_switch, run)
@@ -76,8 +76,7 @@ def finish_run(process: SuiteProcess, run: ActiveRun) -> None:
     with contextlib.redirect_stdout(text):  # printed after Locust's own table (HeldConsole)
         print(f"Run directory: {path}")
         if not is_sweep(shape):  # a sweep's per-level table follows; a whole-run row would mix its levels
-            throughput = {e["name"]: (e["throughput_rps"], e["throughput_infer_per_s"]) for e in summary["endpoints"]}
-            print_exact_summary(totals, open_loop=settings.open_loop, throughput=throughput)
+            print_exact_summary(summary["endpoints"], open_loop=settings.open_loop)
         print_faults(faults)
         if "traces" in extra:
             print(closing_note(extra["traces"]))
@@ -115,11 +114,7 @@ def traffic_json(settings: Settings, shape) -> dict:
     }
 
 
-def requests_by_model(totals: dict) -> dict[str, int]:
-    """Per model, over its endpoints (protocols): the client's requests that Triton's statistics
-    count (failures Triton never counted left out: refused connections, a full queue, ...)."""
-    out: dict[str, int] = {}
-    for stats in totals.values():
-        refused = sum(n for name, n in stats.failures.items() if not counted_by_triton(name))
-        out[stats.model] = out.get(stats.model, 0) + stats.requests - refused
-    return out
+def triton_counted(stats: EndpointStats) -> int:
+    """A model's (or endpoint's) requests that Triton's statistics count: failures Triton never
+    counted left out (refused connections, a full queue, ...)."""
+    return stats.requests - sum(n for name, n in stats.failures.items() if not counted_by_triton(name))

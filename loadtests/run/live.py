@@ -15,6 +15,7 @@ from pathlib import Path
 import gevent.event
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, MasterRunner
 
+from loadtests.recording.histograms import RunTotals
 from loadtests.run import exporter, webui, webui_charts
 from loadtests.run.active_run import ActiveRun
 from loadtests.run.finish import traffic_json
@@ -153,7 +154,7 @@ class LiveViews:
         if run is None:
             return None
         summary = run.directory.summary(
-            run.aggregator.totals,
+            RunTotals.of(run.aggregator.totals),
             run.cpu_s,
             server={model: delta.to_json() for model, delta in run.server.stats.total_delta().items()},
             traffic=traffic_json(self.process.settings, self.process.environment.shape_class),

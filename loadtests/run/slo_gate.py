@@ -6,9 +6,9 @@ The clause grammar and the evaluation are loadtests/run_format/slo/'s (shared wi
 - `validate(settings, endpoints)` at init and test_start: a malformed --slo, a clause naming
   a model or endpoint the run does not have, or an open-loop metric in a closed-loop run is a
   SpecError (exit 2) before any load;
-- `add_verdicts(summary, totals, settings)` before summary.json is written (once): adds the
-  merged `overall` (and `model_totals`) entries and evaluates every clause on those exact
-  numbers into `slo`;
+- `add_verdicts(summary, totals, settings)` before summary.json is written (once): evaluates
+  every clause on the summary's exact numbers (its `overall` and `model_totals` are the
+  recording's, recording/run_dir.py) and the run's merged histograms (`RunTotals`) into `slo`;
 - `report(environment, settings, results)` after: prints the table, writes the JUnit file,
   and sets the process exit code to 3 if a clause failed (4 if the JUnit file could not be
   written).
@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from loadtests.config.settings import CLOSED_LOOP, Settings
 from loadtests.errors import SpecError
-from loadtests.recording.histograms import by_model, merge_stats
 from loadtests.run_format import slo
-from loadtests.run_format.confidence import DEFAULT_CONFIDENCE
 from loadtests.run_format.output_paths import EXIT_OUTPUT_FAILED
 from loadtests.run_format.slo import (
     EXIT_SLO_FAILED,
@@ -44,13 +41,11 @@ from loadtests.run_format.slo import (
     resolver_for_summary,
     write_junit,
 )
-from loadtests.run_format.summary import OVERALL, combine
 
 if TYPE_CHECKING:
-    from hdrh.histogram import HdrHistogram
     from locust.env import Environment
 
-    from loadtests.recording.histograms import EndpointStats
+    from loadtests.recording.histograms import RunTotals
 
 logger = logging.getLogger(__name__)
 
@@ -93,59 +88,13 @@ def check_streamed(settings: Settings, endpoints: dict[str, str], streamed: set[
         raise SpecError(f"--slo '{settings.slo}': {error}") from None
 
 
-def add_merged_totals(summary: dict, totals: dict[str, EndpointStats]) -> None:
-    """summary.json's `overall` (every endpoint) and `model_totals` (models with several endpoints).
-
-    Counts and throughput are the endpoints' sums; percentiles come from merged histograms.
-    """
-    entries = summary.get("endpoints", [])
-    overall = merge_stats(totals.values(), OVERALL)
-    summary["overall"] = with_interval(combine(entries, OVERALL, overall.latency_summary_us()), overall)
-    groups = by_model(totals)
-    if groups:
-        summary["model_totals"] = {
-            model: with_interval(
-                combine([e for e in entries if e.get("model") == model], model, stats.latency_summary_us()), stats
-            )
-            for model, stats in groups.items()
-        }
-
-
-def with_interval(entry: dict, stats: EndpointStats) -> dict:
-    """A merged entry with the same `confidence` and `latency_ci_us` an endpoint entry has."""
-    entry["confidence"] = DEFAULT_CONFIDENCE
-    entry["latency_ci_us"] = stats.latency_ci_us(DEFAULT_CONFIDENCE)
-    if stats.stream is not None:  # its streamed endpoints' response timings, merged (ttfr_*, gap_* gates)
-        entry["stream"] = stats.stream_json(entry["latency_us"], float(entry.get("duration_s", 0.0)))
-    return entry
-
-
-def histograms_of(totals: dict[str, EndpointStats]) -> Callable[[str | None, str], HdrHistogram | None]:
-    """histogram_for(target, variant) for loadtests.run_format.slo.evaluate: an endpoint's, a
-    model's or all merged; variant "" the latency, "first_response" or "gap" the stream's."""
-
-    def histogram_for(target: str | None, variant: str = "") -> HdrHistogram | None:
-        if target is None:
-            stats = merge_stats(totals.values(), OVERALL)
-        elif target in totals:
-            stats = totals[target]
-        else:
-            group = [stats for stats in totals.values() if stats.model == target]
-            if not group:
-                return None
-            stats = merge_stats(group, target)
-        return stats.histogram_of(variant)
-
-    return histogram_for
-
-
-def add_verdicts(summary: dict, totals: dict[str, EndpointStats], settings: Settings) -> list[Result]:
-    """Before summary.json is written: the merged totals, and each --slo clause's verdict in
-    `slo` (evaluated on those exact numbers). Returns the verdicts (none without --slo)."""
-    add_merged_totals(summary, totals)
+def add_verdicts(summary: dict, totals: RunTotals, settings: Settings) -> list[Result]:
+    """Before summary.json is written: each --slo clause's verdict in `slo`, evaluated on the
+    summary's own numbers and the run's merged histograms (`totals`, merged once at the run's end).
+    Returns the verdicts (none without --slo)."""
     try:
         clauses = clauses_from(settings)  # checked at test start
-        results = evaluate(clauses, resolver_for_summary(summary), histograms_of(totals))
+        results = evaluate(clauses, resolver_for_summary(summary), totals.histogram_for)
     except (SpecError, SloError) as error:
         logger.error("error: %s", error)
         print(f"error: {error}", flush=True)

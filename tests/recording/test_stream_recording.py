@@ -10,9 +10,8 @@ import pytest
 
 from loadtests.clients.outcome import RequestOutcome, StreamTimings
 from loadtests.recording.histogram_merge import EncodedAdder
-from loadtests.recording.histograms import EndpointStats, add_message
-from loadtests.recording.run_dir import endpoint_json
-from loadtests.run.slo_gate import add_merged_totals, histograms_of
+from loadtests.recording.histograms import EndpointStats, RunTotals, add_message
+from loadtests.recording.run_dir import endpoint_json, totals_json
 from loadtests.run_format.confidence import percentile_bounds_us
 from loadtests.run_format.hdr import new_histogram, summarise_us
 from loadtests.run_format.slo import evaluate, parse_slo, resolver_for_summary
@@ -66,8 +65,7 @@ def test_ttfr_and_gap_gates_judge_the_streamed_timings():
     stats = EndpointStats(NAME, "stream_gaps", "grpc")
     for outcome in _outcomes(random.Random(7), 200):
         stats.hold(outcome)
-    summary = {"endpoints": [endpoint_json(stats, 10.0)]}
-    add_merged_totals(summary, {NAME: stats})
+    summary = totals_json(RunTotals.of({NAME: stats}), 10.0)
     gap_p99 = summary["overall"]["stream"]["gap_us"]["p99"]
     clauses = parse_slo(f"ttfr_p99<14.5ms, {NAME}:gap_p99<={gap_p99 / 1e3}ms, gap_p50<18ms, ttfr_max>1s")
     assert [result.passed for result in evaluate(clauses, resolver_for_summary(summary))] == [True, True, False, False]
@@ -76,8 +74,7 @@ def test_ttfr_and_gap_gates_judge_the_streamed_timings():
 def test_a_run_without_streamed_requests_has_no_ttfr_to_pass_on():
     stats = EndpointStats("identity [grpc]", "identity", "grpc")
     stats.hold(RequestOutcome("identity [grpc]", "identity", "grpc", 800.0))
-    summary = {"endpoints": [endpoint_json(stats, 10.0)]}
-    add_merged_totals(summary, {"identity [grpc]": stats})
+    summary = totals_json(RunTotals.of({"identity [grpc]": stats}), 10.0)
     assert "stream" not in summary["endpoints"][0]
     [result] = evaluate(parse_slo("ttfr_p99<200ms"), resolver_for_summary(summary))
     assert not result.passed and result.measured is None and "streamed" in result.reason
@@ -89,12 +86,11 @@ def test_ttfr_and_gap_confidence_clauses_are_judged_on_the_stream_histograms():
     stats = EndpointStats(NAME, "stream_gaps", "grpc")
     for outcome in _outcomes(random.Random(11), 1_000):
         stats.hold(outcome)
-    summary = {"endpoints": [endpoint_json(stats, 10.0)]}
-    add_merged_totals(summary, {NAME: stats})
+    summary = totals_json(RunTotals.of({NAME: stats}), 10.0)
     first = percentile_bounds_us(stats.stream.first_response, 0.95)["p99"]
     gap = percentile_bounds_us(stats.stream.gap, 0.9)["p50"]
     clauses = parse_slo(f"ttfr_p99<={first[1]:.0f}us@95%, ttfr_p99<{first[0]:.0f}us@95%, gap_p50>={gap[0]:.0f}us@90%")
-    results = evaluate(clauses, resolver_for_summary(summary), histograms_of({NAME: stats}))
+    results = evaluate(clauses, resolver_for_summary(summary), RunTotals.of({NAME: stats}).histogram_for)
     assert [result.verdict for result in results] == ["pass", "fail", "pass"]
     assert [result.bounds for result in results] == [tuple(first), tuple(first), tuple(gap)]
     [alone] = evaluate(clauses[:1], resolver_for_summary(summary))

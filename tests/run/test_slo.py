@@ -10,8 +10,8 @@ import pytest
 
 from analysis.check import check_run, check_summary
 from loadtests.config.settings import Settings
-from loadtests.recording.histograms import EndpointStats, merge_stats
-from loadtests.recording.run_dir import endpoint_json
+from loadtests.recording.histograms import EndpointStats, RunTotals, merge_stats
+from loadtests.recording.run_dir import totals_json
 from loadtests.run import slo_gate
 from loadtests.run_format.slo import (
     EXIT_SLO_FAILED,
@@ -111,9 +111,7 @@ def two_endpoints() -> dict[str, EndpointStats]:
 
 
 def _summary(totals: dict[str, EndpointStats]) -> dict:
-    summary = {"endpoints": [endpoint_json(totals[name], DURATION_S) for name in sorted(totals)]}
-    slo_gate.add_merged_totals(summary, totals)
-    return summary
+    return totals_json(RunTotals.of(totals), DURATION_S)
 
 
 def _measured(summary: dict, text: str) -> float | None:
@@ -174,9 +172,9 @@ def test_open_loop_metrics_need_open_loop_counts(two_endpoints):
     summary = _summary(two_endpoints)
     with pytest.raises(SloError, match="late_ratio needs open-loop traffic"):
         check_summary(parse_slo("late_ratio<0.1"), summary)
-    for entry in summary["endpoints"]:
-        entry["late"], entry["dropped"] = 5, 1
-    slo_gate.add_merged_totals(summary, two_endpoints)
+    for stats in two_endpoints.values():
+        stats.late, stats.dropped = 5, 1
+    summary = totals_json(RunTotals.of(two_endpoints), DURATION_S, open_loop=True)
     results = check_summary(parse_slo("late_ratio<0.1,dropped<1,resnet50:dropped<=1"), summary)
     assert [(r.measured, r.passed) for r in results] == [(pytest.approx(15 / 251), True), (3, False), (1, True)]
 
@@ -200,10 +198,10 @@ def test_junit_has_one_testcase_per_clause(two_endpoints):
 
 @pytest.mark.parametrize(("before", "after"), [(None, 3), (1, 3), (0, 3), (2, 2)])
 def test_a_failed_clause_sets_exit_code_3_over_1_but_not_over_2(tmp_path, two_endpoints, before, after):
-    summary = {"endpoints": _summary(two_endpoints)["endpoints"]}
+    summary = _summary(two_endpoints)
     settings = Settings(slo="p99<1ms,rps>1", junit=str(tmp_path / "out" / "slo.xml"))
     environment = SimpleNamespace(process_exit_code=before)
-    results = slo_gate.add_verdicts(summary, two_endpoints, settings)  # before summary.json is written
+    results = slo_gate.add_verdicts(summary, RunTotals.of(two_endpoints), settings)  # before summary.json is written
     slo_gate.report(environment, settings, results)
     assert [r.passed for r in results] == [False, True]
     assert environment.process_exit_code == after
@@ -216,20 +214,20 @@ def test_a_failed_clause_sets_exit_code_3_over_1_but_not_over_2(tmp_path, two_en
 def test_a_junit_file_that_cannot_be_written_is_exit_code_4(tmp_path, two_endpoints, capsys, slo, before, after):
     """The run happened, its JUnit file did not: a CI job gating on the exit code must not pass
     (4: an output was not written; a failed clause's 3 still wins)."""
-    summary = {"endpoints": _summary(two_endpoints)["endpoints"]}
+    summary = _summary(two_endpoints)
     settings = Settings(slo=slo, junit="/proc/no-junit-here.xml")
     environment = SimpleNamespace(process_exit_code=before)
-    slo_gate.report(environment, settings, slo_gate.add_verdicts(summary, two_endpoints, settings))
+    slo_gate.report(environment, settings, slo_gate.add_verdicts(summary, RunTotals.of(two_endpoints), settings))
     assert environment.process_exit_code == after
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: --junit")]
     assert len(errors) == 1, errors
 
 
 def test_passing_clauses_leave_the_exit_code_to_locust(tmp_path, two_endpoints):
-    summary = {"endpoints": _summary(two_endpoints)["endpoints"]}
+    summary = _summary(two_endpoints)
     settings = Settings(slo="rps>1")
     environment = SimpleNamespace(process_exit_code=None)
-    slo_gate.report(environment, settings, slo_gate.add_verdicts(summary, two_endpoints, settings))
+    slo_gate.report(environment, settings, slo_gate.add_verdicts(summary, RunTotals.of(two_endpoints), settings))
     assert environment.process_exit_code is None  # request failures still give --exit-code-on-error
 
 

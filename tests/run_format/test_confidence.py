@@ -235,13 +235,15 @@ def test_confident_gates_end_to_end(triton, tmp_path):
 
 def test_console_table_shows_the_p99_interval(capsys, five_thousand):
     from loadtests.recording.console import print_exact_summary
+    from loadtests.recording.histograms import RunTotals
+    from loadtests.recording.run_dir import totals_json
 
     many, few = EndpointStats("many [http]", "m", "http"), EndpointStats("few [grpc]", "m", "grpc")
     for index, value in enumerate(five_thousand):
         many.record(request_outcome(float(value), 1, None))
         if index < 100:
             few.record(request_outcome(float(value), 1, None))
-    print_exact_summary({"many [http]": many, "few [grpc]": few})
+    print_exact_summary(totals_json(RunTotals.of({"many [http]": many, "few [grpc]": few}), 10.0)["endpoints"])
     out = capsys.readouterr().out
     lower, upper = many.latency_ci_us()["p99"]
     assert f"{lower / 1000:.3f}-{upper / 1000:.3f}" in out.splitlines()[3]
