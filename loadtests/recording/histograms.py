@@ -351,6 +351,11 @@ class RunTotals:
             return self.endpoints[target]
         return self.models.get(target)
 
+    def release(self) -> None:
+        """Free the merged histograms (not the endpoints' own) when done: see EndpointStats.release."""
+        for stats in (self.overall, *self.shared_models().values()):
+            stats.release()
+
     def histogram_for(self, target: str | None, variant: str = "") -> HdrHistogram | None:
         """The histogram an --slo clause reads (loadtests.run_format.slo.evaluate): its target's
         latency ("") or streamed "first_response" / "gap"; None when the target has none."""

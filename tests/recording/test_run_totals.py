@@ -85,3 +85,14 @@ def test_the_console_prints_the_summarys_numbers(capsys):
     print_exact_summary(summary["endpoints"])
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(entry["name"]))
     assert "123.4" in row.split() and "98.765" in row.split()
+
+
+def test_releasing_the_merged_totals_leaves_the_endpoints_own_histograms_whole():
+    """The web UI's diagnosis builds a provisional summary every 15 s and releases its merges; the
+    endpoints' histograms (a one-endpoint model's is the endpoint's) go on being recorded and shipped."""
+    endpoints = _three()
+    totals = RunTotals.of(endpoints)
+    totals.release()
+    for stats in endpoints.values():
+        assert EndpointStats.from_message(stats.to_message()).requests == stats.requests
+    assert totals.overall.latency_summary_us()["p50"] > 0  # a released merge is still readable
