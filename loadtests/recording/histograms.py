@@ -332,11 +332,9 @@ class RunTotals:
 
     @classmethod
     def of(cls, totals: dict[str, EndpointStats]) -> RunTotals:
-        groups: dict[str, list[EndpointStats]] = {}
-        for stats in totals.values():
-            groups.setdefault(stats.model, []).append(stats)
+        groups = model_groups(totals)
         models = {model: group[0] if len(group) == 1 else merge_stats(group, model) for model, group in groups.items()}
-        return cls(dict(totals), dict(sorted(models.items())), merge_stats(totals.values(), OVERALL))
+        return cls(dict(totals), models, merge_stats(totals.values(), OVERALL))
 
     def shared_models(self) -> dict[str, EndpointStats]:
         """The models with more than one endpoint (e.g. HTTP and gRPC): summary.json's model_totals."""
@@ -365,10 +363,15 @@ class RunTotals:
 
 def by_model(totals: dict[str, EndpointStats]) -> dict[str, EndpointStats]:
     """One merged EndpointStats per model that has more than one endpoint (e.g. HTTP and gRPC)."""
+    return {model: merge_stats(group, model) for model, group in model_groups(totals).items() if len(group) > 1}
+
+
+def model_groups(totals: dict[str, EndpointStats]) -> dict[str, list[EndpointStats]]:
+    """Each model's endpoints, models in name order."""
     groups: dict[str, list[EndpointStats]] = {}
     for stats in totals.values():
         groups.setdefault(stats.model, []).append(stats)
-    return {model: merge_stats(group, model) for model, group in sorted(groups.items()) if len(group) > 1}
+    return dict(sorted(groups.items()))
 
 
 def release_histogram(histogram: HdrHistogram | None) -> None:
