@@ -34,17 +34,17 @@ test-tools:
 	bash tests/install_browser.sh
 
 # Every test runs: a test that would skip for a missing tool fails instead (tests/conftest.py).
-# tests/shards.py runs it in two steps: every folder but tests/measurement/ in TEST_SHARDS pytest
-# processes side by side (the suite mostly waits: fixed-length runs, sleeping models), plus one at
-# nice 19 for the tests that need no Triton or browser; then tests/measurement/ alone.
+# A test's top folder says what it needs (tests/shards.py): tests/system/ is dealt over TEST_SHARDS
+# pytest processes side by side (the suite mostly waits: fixed-length runs, sleeping models), with
+# tests/refusals/ and tests/unit/ in one more at nice 19; then tests/measurement/ alone.
 TEST_SHARDS ?= 2
 test: setup test-tools
 	TRITON_LOADTEST_REQUIRE_ALL=1 $(PY) -m tests.shards --shards $(TEST_SHARDS)
 
-# The fast loop (about a minute): lint, then every test that needs no Triton, browser or k8s tool
-# (tests/conftest.py marks those by the fixtures they use).
+# The fast loop: lint, then tests/unit/ (no Triton, no browser; the k8s checkers skip until
+# `make test-tools` has installed them).
 check: lint
-	$(PY) -m pytest -m "not triton and not browser and not k8s"
+	$(PY) -m pytest tests/unit
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -5,7 +5,7 @@ finding when the replicas are imbalanced.
 Thresholds, and why:
 - load: a replica whose share of an endpoint's requests is more than 10 % away from the even
   share (1/N). Round robin per request gives every replica the same count to within one
-  request per client (tests/clients/test_replicas.py asserts 10 %), so more than that means the load
+  request per client (tests/unit/clients/test_replicas.py asserts 10 %), so more than that means the load
   was not spread: users pinned unevenly (`--balance pin-user` with few users), a replica that
   refused connections for a while, or one that joined late (DNS re-resolved every 30 s);
 - latency: a replica whose mean latency is more than 25 % above the replicas' median. Equal

@@ -4,7 +4,7 @@ Issue 15's check that the gRPC client does not serialise its users: 16 `TritonGr
 against a model that sleeps 20 ms per request on 16 instances (no batching, so every request
 is served in 20 ms whatever the others do) must reach 0.9 x 16 / 20 ms = 720 requests/s, and
 the run must end by itself soon after its `-t`. A timing target, so it lives here and not in
-the unit tests (tests/workloads/test_users.py checks 8 users with a bound loose enough for a busy machine).
+the unit tests (tests/system/workloads/test_users.py checks 8 users with a bound loose enough for a busy machine).
 
 The 16-instance model is written into a temporary repository for this run only: 16 Python
 stubs in the test repository would slow every test session's Triton start.

@@ -77,7 +77,7 @@ def chromium():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    from tests.run.test_webui_browser import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS
+    from tests.system.run.test_webui_browser import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)

@@ -7,7 +7,7 @@
 #
 # Their own venv: checkov pins `packaging` below what pytest needs, so they never go into
 # the suite's .venv. Pins (dependencies included) are in k8s/requirements-tools.txt.
-# tests/server/test_k8s.py calls the tools from .venv-k8s/bin and skips, naming this script,
+# tests/unit/server/test_k8s.py calls the tools from .venv-k8s/bin and skips, naming this script,
 # when the venv is missing. Works from any cwd. See docs/guides/gke.md.
 set -euo pipefail
 

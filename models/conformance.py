@@ -1,6 +1,6 @@
 """The conformance models (models/conformance_repository): one identity model per Triton
 datatype and batching mode, written by `python -m models.conformance` (the files are checked
-in; tests/clients/test_conformance.py checks they match this generator and serves them from a Triton
+in; tests/system/clients/test_conformance.py checks they match this generator and serves them from a Triton
 of their own: in models/test_repository every test Triton would start their 28 stubs).
 
 Each model `echo_<datatype>` (max_batch_size 8) and `echo_<datatype>_nobatch`

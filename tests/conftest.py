@@ -7,7 +7,7 @@ Markers by fixture use (`make check` runs what needs none of them, `-m "not trit
 browser and not k8s"`): a test that uses a fixture whose name ends in `triton` (the session's
 or its own) is `triton`; one that uses `browser` is `browser`; one that renders the manifests
 (`renders`) is `k8s`. A test that starts a Triton, a browser or a k8s tool in its body carries
-the marker itself (for a Triton, tests/test_shards.py checks: `make test` runs the unmarked
+the marker itself (for a Triton, tests/unit/test_shards.py checks: `make test` runs the unmarked
 tests in a background shard at low CPU priority, tests/shards.py).
 """
 
@@ -27,6 +27,7 @@ import pytest
 from loadtests.server import DEMO_REPOSITORY, TEST_REPOSITORY, LocalTriton
 from models.build import ensure_built
 from tests.helpers import THROWAWAY_STOP_S, serving, start_triton
+from tests.shards import misplaced
 
 
 @pytest.fixture(scope="session")
@@ -71,17 +72,14 @@ def _session_triton_alive(request):
     yield
 
 
-def pytest_collection_modifyitems(items):
-    if os.environ.get("TRITON_LOADTEST_REFUSALS_FIRST") == "1":  # the background shard (tests/shards.py)
-        items.sort(key=lambda item: item.get_closest_marker("refusal") is None)
-    for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        if any(name.endswith("triton") for name in names):
-            item.add_marker(pytest.mark.triton)
-        if "browser" in names:
-            item.add_marker(pytest.mark.browser)
-        if "renders" in names:
-            item.add_marker(pytest.mark.k8s)
+def pytest_collection_modifyitems(config, items):
+    wrong = [
+        f"{item.nodeid}: {problem}"
+        for item in items
+        if (problem := misplaced(item.nodeid, getattr(item, "fixturenames", ())))
+    ]
+    if wrong:
+        raise pytest.UsageError("tests in the wrong folder (tests/shards.py):\n" + "\n".join(wrong))
 
 
 # `make test` sets this: on the README's test command every test runs, so a missing tool

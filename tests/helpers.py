@@ -19,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # A test's own Triton (and the session's) is killed when the tests are done with it
 # (LocalTriton(stop_timeout_s=...)): a graceful exit waits 3-6 s for Triton's one-second unload
 # polls, and nothing after the test reads that Triton. stop() still kills the stubs and removes
-# the shared-memory regions; the launcher's graceful stop is tested in tests/server/test_server.py.
+# the shared-memory regions; the launcher's graceful stop is tested in tests/system/server/test_server.py.
 THROWAWAY_STOP_S = 0.0
 # The bundled tritonserver's Python backend can abort while many models' stubs start at once on a
 # busy host (seen once: 26 models loading 16 at a time with the load average at 24, Triton killed

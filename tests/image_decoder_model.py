@@ -1,6 +1,6 @@
 """A Triton Python model that decodes encoded image files and returns each one's size.
 
-Written by tests/workloads/test_encoded_images.py into a temporary model repository (never into
+Written by tests/system/workloads/test_encoded_images.py into a temporary model repository (never into
 models/test_repository: every Python model is a stub process at each session's start). The
 config's one input is BYTES [1] (an element per image) or UINT8 [-1] (the file's bytes, rows
 zero-padded to the longest file of the batch), batching or not; its parameter "expected" is

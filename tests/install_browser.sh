@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium and its WebDriver for tests/run/test_webui_browser.py (Debian packages;
+# Headless Chromium and its WebDriver for tests/system/run/test_webui_browser.py (Debian packages;
 # the browser is never downloaded by a Python package). Does nothing when both are there.
 set -euo pipefail
 if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then

@@ -6,7 +6,7 @@ other test folders (what `make test`'s step 1 would run beside it on a busy mach
 run's checks (a JSON line each, DIR/run-K.jsonl) and prints, per check, its bound, the worst
 value and the smallest and median headroom over the runs, worst first:
 
-    python -m tests.margins --runs 10 --beside tests/workloads --out /tmp/margins
+    python -m tests.margins --runs 10 --beside tests/system/workloads --out /tmp/margins
     python -m tests.margins --table /tmp/margins          # the table again, from the lines kept
 
 A headroom is how far inside its bounds a value stayed: against one bound, the distance over the

@@ -28,7 +28,7 @@ RECORDED = Path(__file__).resolve().parent / "data" / "runs"
 
 # name: (user classes, options, users, run time)
 GROUPS: dict[str, dict[str, tuple[list[str], list[str], int, str]]] = {
-    # tests/analysis/test_diagnosis.py: each rule's condition, and runs where it must stay silent.
+    # tests/unit/analysis/test_diagnosis.py: each rule's condition, and runs where it must stay silent.
     "diagnosis": {
         # sleep_10ms_single (one instance, no batching, 10 ms) at 1, 3, then 6 users: queue-bound at 6,
         # throughput flat from 3 to 6 while the latency grows.
@@ -73,13 +73,13 @@ GROUPS: dict[str, dict[str, tuple[list[str], list[str], int, str]]] = {
         # BERT-QA with a 6-ms deadline against a model that takes longer: nearly every request times out.
         "timeout": (["BertQAHttpUser"], ["--model", "bert_qa_dynbatch", "--request-timeout", "0.006"], 2, "4s"),
     },
-    # tests/analysis/test_compare.py: identity over both protocols, and `sleep` (20 ms), far slower.
+    # tests/unit/analysis/test_compare.py: identity over both protocols, and `sleep` (20 ms), far slower.
     "compare": {
         "http": (["TritonHttpUser"], ["--model", "identity"], 2, "5s"),
         "grpc": (["TritonGrpcUser"], ["--model", "identity"], 2, "5s"),
         "sleep": (["TritonHttpUser"], ["--model", "sleep", "--shape", "INPUT0:16"], 2, "5s"),
     },
-    # tests/analysis/test_gate.py: the same configuration twice, 20 s each (`sleep`: 20 ms a request).
+    # tests/unit/analysis/test_gate.py: the same configuration twice, 20 s each (`sleep`: 20 ms a request).
     "gate": {
         "base": (["TritonHttpUser"], ["--model", "sleep", "--shape", "INPUT0:16"], 2, "20s"),
         "again": (["TritonHttpUser"], ["--model", "sleep", "--shape", "INPUT0:16"], 2, "20s"),

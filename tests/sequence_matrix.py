@@ -1,4 +1,4 @@
-"""The sequence models of tests/workloads/test_sequence_matrix.py, written into a temporary repository.
+"""The sequence models of tests/system/workloads/test_sequence_matrix.py, written into a temporary repository.
 
 Fourteen running-sum models cover the axes a sequence model varies on in Triton's model
 configuration (docs/user_guide/model_configuration.md, "Sequence Batcher"): the input datatype

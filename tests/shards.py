@@ -1,28 +1,32 @@
 """`make test`: `python -m tests.shards [--shards N] [pytest args]`, in two steps.
 
-Which test runs where is decided by its folder, and by the fixtures it takes:
-- tests/measurement/ holds the tests whose point is what this host achieves against a known
-  truth (capacity searches, sweeps' stable levels, open-loop rates, tune's ranking). Step 2 runs
-  that folder alone, in one pytest process, after everything else has ended: nothing else on the
-  machine is measured with them.
-- Step 1 runs every other folder, side by side:
-  - N shards ("dealt shards") take the tests that need a Triton or a browser, or drill faults
-    (markers `triton`, `browser`, `drill`; tests/conftest.py adds the first two from the
-    fixtures a test takes). Most of them wait (runs of a fixed length, models that sleep), so
-    the files are dealt longest first to the shard with the least work, by each file's time in
-    tests/durations.json (a file missing there counts as the median file), each shard with its
-    own session Triton on free ports and its own temporary directory;
-  - the background shard runs every other test (units, manifest checkers, the CLI's refusals:
-    mostly CPU, no waiting) at the lowest CPU priority (`nice` BACKGROUND_NICE), in the CPU the
-    dealt shards leave idle. A test that starts a Triton in its body carries
-    `@pytest.mark.triton` (tests/test_shards.py checks). The tests marked `refusal` need a
-    Triton only to show a bad command left its counters untouched, and check no timing: they
-    run in the background shard too, on a session Triton of its own.
-  A `-m` of your own turns the background shard off (the dealt shards run what it selects).
+A test's top folder says what it needs, and that alone decides where it runs:
 
-Paths given (`python -m tests.shards tests/traffic`) limit both steps to them.
+- `tests/unit/<package>/`: Python only, no Triton, no browser (the k8s manifest checkers skip,
+  naming k8s/install_tools.sh, where it has not run). Step 1's background shard, nice 19; and
+  `make check`.
+- `tests/refusals/<package>/`: a Triton only to show that a refused command left it untouched;
+  no timing. Step 1's background shard, first, on a session Triton of its own.
+- `tests/system/<package>/`: a real Triton or a browser (runs of a fixed length, models that
+  sleep, fault drills). Step 1, dealt over N shards.
+- `tests/measurement/`: the host alone (accuracy against a known truth: capacity, sweeps'
+  stable levels, open-loop rates, tune's ranking). Step 2, one process, after step 1 has ended.
+
+- Step 1 runs three folders side by side. `tests/system/`'s files are dealt longest first to the
+  shard with the least work, by each file's time in tests/durations.json (a file missing there
+  counts as the median file), each shard with its own session Triton on free ports and its own
+  temporary directory: most of these tests wait, so N shards share 2 cores well. The background
+  shard runs `tests/refusals/` then `tests/unit/` (mostly CPU, no waiting) at the lowest CPU
+  priority, in the CPU the dealt shards leave idle; its refusals come first so that its session
+  Triton starts while the shards start theirs, not in the middle of a measuring run.
+- Step 2 runs `tests/measurement/` alone: nothing else on the machine is measured with it.
+tests/conftest.py refuses a test in `tests/unit/` or `tests/refusals/` that takes a browser, or
+a Triton where it may not; tests/unit/test_shards.py checks that no test there starts a Triton
+in its body, and that every test file is in one of the four folders.
+
+Paths given (`python -m tests.shards tests/system/traffic`) limit both steps to them.
 `--update-durations` rewrites tests/durations.json from this run's JUnit XML (the dealt
-shards' and step 2's, not the background's): do it after adding slow tests, on a quiet machine.
+shards' and step 2's): do it after adding slow tests, on a quiet machine.
 
 Each shard's full output goes to `.pytest_shards/<this process id>/shard-K.log` (the
 directories of runs no longer running are removed at the next start). This prints one line per
@@ -50,18 +54,13 @@ DURATIONS = REPO_ROOT / "tests" / "durations.json"
 OUTPUT = REPO_ROOT / ".pytest_shards"
 SLOWEST = 30
 PROGRESS_EVERY_S = 60.0
-# The dealt shards' tests need a Triton or a browser, or drill faults; the background runs the rest.
-# A `refusal` needs a Triton only to show its counters untouched, and checks no timing: it runs in
-# the background, which then starts a session Triton of its own at the background's priority.
-SHARD_TESTS = "(triton or browser or drill) and not refusal"
-BACKGROUND_TESTS = f"not ({SHARD_TESTS})"  # every test runs in one of the two, never both
-BACKGROUND_NICE = 19
-# The background runs its refusals first (tests/conftest.py): its session Triton then starts while
-# the shards start theirs, not in the middle of a measuring run (a full run's batching run, 4 s
-# at one user, stalled for 2 s while that Triton's 26 models loaded, even at nice 19).
-REFUSALS_FIRST = "TRITON_LOADTEST_REFUSALS_FIRST"
-# Step 2's folder: the tests that measure the host, run alone.
+# The four folders, by what their tests need (the table above).
+UNIT = "tests/unit/"
+REFUSALS = "tests/refusals/"
+SYSTEM = "tests/system/"
 MEASUREMENT = "tests/measurement/"
+FOLDERS = (UNIT, REFUSALS, SYSTEM, MEASUREMENT)
+BACKGROUND_NICE = 19
 # pytest's exit code when a shard's selection holds no test (a file of units only, say).
 NO_TESTS = 5
 
@@ -176,7 +175,7 @@ def wait_all(running: dict[int, tuple[subprocess.Popen, Path]], started: float) 
 
 
 def file_of(classname: str) -> str:
-    """'tests.run.test_x.TestClass' -> 'tests/run/test_x.py' (the longest prefix that is a file)."""
+    """'tests.system.run.test_x.TestClass' -> 'tests/system/run/test_x.py' (the longest prefix that is a file)."""
     parts = classname.split(".")
     for end in range(len(parts), 0, -1):
         candidate = "/".join(parts[:end]) + ".py"
@@ -202,8 +201,8 @@ def timings(output: Path, shards: list[int]) -> tuple[list[tuple[float, str]], d
 
 
 def updated_durations(old: dict[str, float], files: list[str], measured: dict[str, float]) -> dict[str, float]:
-    """tests/durations.json after a run of `files`: each its time in the dealt shards, 0 for a
-    file whose tests all ran in the background (not the median a file never measured counts as);
+    """tests/durations.json after a run of `files`: each its time in the dealt shards or step 2,
+    0 for a file that ran in the background (not the median a file never measured counts as);
     the other files keep theirs, files that no longer exist go.
 
     >>> updated_durations({"a": 5.0, "gone": 1.0, "c": 2.0}, ["a", "b"], {"a": 7.04})
@@ -213,32 +212,62 @@ def updated_durations(old: dict[str, float], files: list[str], measured: dict[st
     return {name: fresh[name] for name in sorted(fresh) if (REPO_ROOT / name).is_file() or name in files}
 
 
-def measurement(files: list[str]) -> list[str]:
-    """The files of step 2 (tests/measurement/), run alone."""
-    return [name for name in files if name.startswith(MEASUREMENT)]
+def in_folder(files: list[str], folder: str) -> list[str]:
+    """The files below one of the four folders.
+
+    >>> in_folder(["tests/unit/a/test_x.py", "tests/system/a/test_x.py"], SYSTEM)
+    ['tests/system/a/test_x.py']
+    """
+    return [name for name in files if name.startswith(folder)]
+
+
+def outside_the_folders(files: list[str]) -> list[str]:
+    """Test files in none of the four folders (`make test` would run them nowhere).
+
+    >>> outside_the_folders(["tests/unit/test_a.py", "tests/test_b.py", "tests/run/test_c.py"])
+    ['tests/test_b.py', 'tests/run/test_c.py']
+    """
+    return [name for name in files if not name.startswith(FOLDERS)]
+
+
+def misplaced(nodeid: str, fixtures) -> str | None:
+    """Why a test cannot be where it is, from the fixtures it takes (None when it can).
+
+    >>> misplaced("tests/unit/run/test_x.py::test_y", ["tmp_path", "triton"])
+    'takes a Triton (triton): it belongs in tests/system/ (or tests/refusals/ for a refusal)'
+    >>> misplaced("tests/system/run/test_x.py::test_y", ["triton", "browser"]) is None
+    True
+    """
+    tritons = [name for name in fixtures if name.endswith("triton")]
+    if nodeid.startswith(UNIT) and tritons:
+        return f"takes a Triton ({', '.join(tritons)}): it belongs in {SYSTEM} (or {REFUSALS} for a refusal)"
+    if nodeid.startswith((UNIT, REFUSALS)) and "browser" in fixtures:
+        return f"takes the browser: it belongs in {SYSTEM}"
+    return None
 
 
 def start_step_one(
     output: Path, files: list[str], durations: dict[str, float], count: int, pytest_args: list[str]
 ) -> tuple[dict[int, tuple[subprocess.Popen, Path]], list[int]]:
-    """The dealt shards, and the background shard unless pytest_args has a -m of its own.
-    Returns every shard running, and the indexes of the dealt ones."""
-    background = not any(item == "-m" or item.startswith("-m=") for item in pytest_args)
-    shard_args = ["-m", SHARD_TESTS, *pytest_args] if background else pytest_args
+    """tests/system/ dealt over `count` shards, and the background shard (tests/refusals/, then
+    tests/unit/). Returns every shard running, and the indexes of the dealt ones."""
     running = {}
-    for index, dealt in enumerate(deal(files, durations, count)):
-        running[index] = start_shard(output, index, dealt, shard_args)
+    for index, dealt in enumerate(deal(in_folder(files, SYSTEM), durations, count)):
+        running[index] = start_shard(output, index, dealt, pytest_args)
         estimate = sum(durations.get(name, 0.0) for name in dealt)
         print(
-            f"step 1, shard {index}: {len(dealt)} files (about {estimate:.0f} s), log {running[index][1]}", flush=True
+            f"step 1, shard {index}: {SYSTEM}, {len(dealt)} files (about {estimate:.0f} s), log {running[index][1]}",
+            flush=True,
         )
     shards = sorted(running)
-    if background and files:
+    background = in_folder(files, REFUSALS) + in_folder(files, UNIT)  # refusals first: their Triton starts early
+    if background:
         index = len(running)
-        background_args = ["-m", BACKGROUND_TESTS, *pytest_args]
-        running[index] = start_shard(output, index, files, background_args, BACKGROUND_NICE, {REFUSALS_FIRST: "1"})
-        what = f"the tests needing no Triton or browser and drilling no fault, and refusals, nice {BACKGROUND_NICE}"
-        print(f"step 1, shard {index}: {what}, log {running[index][1]}", flush=True)
+        running[index] = start_shard(output, index, background, pytest_args, BACKGROUND_NICE)
+        print(
+            f"step 1, shard {index}: {REFUSALS} then {UNIT}, nice {BACKGROUND_NICE}, log {running[index][1]}",
+            flush=True,
+        )
     return running, shards
 
 
@@ -248,7 +277,7 @@ def run_steps(
     """Step 1 (side by side), then step 2 (tests/measurement/ alone). Returns each shard's exit
     code, its log, and the indexes of the shards whose times tests/durations.json keeps."""
     started = time.monotonic()
-    measured = measurement(files)
+    measured = in_folder(files, MEASUREMENT)
     others = [name for name in files if name not in measured]
     running, timed = start_step_one(output, others, durations, count, pytest_args) if others else ({}, [])
     codes = wait_all(running, started)
@@ -278,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     output = output_directory()
     started = time.monotonic()
     files = test_files(paths)
+    if stray := outside_the_folders(files):
+        print(f"error: test files outside {', '.join(FOLDERS)} (tests/shards.py): {', '.join(stray)}")
+        return 2
     codes, logs, timed = run_steps(output, files, durations, options.shards, pytest_args)
     codes = {index: 0 if code == NO_TESTS else code for index, code in codes.items()}
     for index, code in sorted(codes.items()):

@@ -5,7 +5,7 @@ value (with the suite's rounding and clamping, about 2 µs a request on the requ
 twice in open loop). A process's recorder keeps each request's latency in a list instead
 and adds the list here when its window is drained (or the list is long): the same bucket
 arithmetic as hdrh's `_counts_index_for`, vectorised, so the counts, total, minimum and
-maximum come out identical to `record_value(clamp_us(v))` for every v (tests/recording/test_recording.py).
+maximum come out identical to `record_value(clamp_us(v))` for every v (tests/unit/recording/test_recording.py).
 
     record_values(histogram, [250.4, 251.0, 1830.7])
 """

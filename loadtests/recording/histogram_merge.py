@@ -9,7 +9,7 @@ added, and was the largest share of a busy master's CPU (bench/master_scale.py, 
 
 Here the compressed counts are decoded once into one reused buffer, added into each target
 over the decoded index range only, and the buffer's range is zeroed again. Same counts,
-total, min and max as hdrh's decode and add (tests/recording/test_recording.py checks it), except that
+total, min and max as hdrh's decode and add (tests/unit/recording/test_recording.py checks it), except that
 an empty histogram leaves the minimum alone (hdrh's add sets it to 0); an encoded histogram
 with another range than the suite's takes hdrh's path.
 

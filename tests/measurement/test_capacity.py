@@ -87,7 +87,7 @@ def test_the_probe_starts_a_search_that_finds_the_capacity_within_10_percent(tri
     bound("capacity / truth", passing / truth_rps, near=1.0, rel=0.10, context=levels)
     assert all(level["stopped_because"] for level in levels)
     # From a bracket instead of doubling from a fixed start: few levels (fewer than a linear
-    # sweep from a fixed start: tests/levels/test_capacity_search.py, on the pure search).
+    # sweep from a fixed start: tests/unit/levels/test_capacity_search.py, on the pure search).
     tried = [(level["rate"], level["passed"], level["stopped_because"]) for level in levels]
     bound("levels tried", len(levels), at_most=8, context=tried)
 
@@ -128,7 +128,6 @@ def test_the_probe_is_sized_from_the_models_batcher(triton, tmp_path, model):
     assert probe["options"]["num_users"] == expected
 
 
-@pytest.mark.refusal
 def test_bad_input_is_refused_before_any_load(triton, tmp_path):
     before = model_stats(triton.http_address, MODEL)
     cases = (
@@ -190,7 +189,6 @@ def test_a_capacity_search_over_a_mix_over_grpc(triton, tmp_path):
     check_mix_endpoints(summary, models, PROTOCOLS["grpc"])
 
 
-@pytest.mark.refusal
 def test_a_mix_takes_clauses_on_the_whole_mix_only(triton, tmp_path):
     before = model_stats(triton.http_address, MODEL)
     args = capacity_args(triton, tmp_path / "never", "--slo", f"{MODEL}:p99<50ms")

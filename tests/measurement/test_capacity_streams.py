@@ -101,7 +101,6 @@ def test_the_capacity_under_a_ttfr_limit_is_the_models_service_rate(triton, tmp_
     assert per_rate and "first response p99 (ms)" in per_rate[0], per_rate  # the levels' table, by rate
 
 
-@pytest.mark.refusal
 def test_a_ttfr_clause_on_a_model_that_does_not_stream_is_refused_before_any_load(triton, tmp_path):
     before = model_stats(triton.http_address, "identity")
     args = ["-m", "loadtests", "capacity", "--model", "identity", "--slo", "ttfr_p99<100ms", *triton_options(triton)]

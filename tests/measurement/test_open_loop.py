@@ -3,7 +3,7 @@ stall closed loop hides, rate shapes, workers and user classes sharing the rate.
 
 The models (models/test_repository): `sleep_batch` sleeps 20 ms per execution and batches,
 so it keeps up with 200 requests/s; `stall` answers in 2 ms but stalls for 1 s every 5 s. The
-schedules themselves are tested with a fake clock in tests/traffic/test_open_loop.py.
+schedules themselves are tested with a fake clock in tests/unit/traffic/test_open_loop.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.helpers import (
     LocustRun,
     run_against_triton,
 )
-from tests.traffic.test_open_loop import FakeClock
+from tests.unit.traffic.test_open_loop import FakeClock
 
 
 def open_loop_run(triton, tmp_path, user_classes, model, users, run_time, *options) -> LocustRun:

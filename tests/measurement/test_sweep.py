@@ -1,6 +1,6 @@
 """Sweeps against the real local Triton: concurrency and request-rate levels stabilised by
 perf_analyzer's rule, distributed workers, mixes over both protocols. The range grammar, the
-stability rule and the level controller are tested with fake windows in tests/levels/test_sweep.py.
+stability rule and the level controller are tested with fake windows in tests/unit/levels/test_sweep.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.helpers import read_summary, run_cli, triton_options
-from tests.levels.test_sweep import PA_HEADER, sweep
+from tests.unit.levels.test_sweep import PA_HEADER, sweep
 
 
 def test_concurrency_sweep_against_triton(triton, tmp_path, bound):

@@ -1,7 +1,7 @@
 """`python -m loadtests tune` ranks variants by the capacity this host measures for them.
 
 The module's own Triton in explicit model-control mode (`explicit_triton`, from
-tests/commands/test_tune.py, where tune's other tests against it live) loads
+tests/system/commands/test_tune.py, where tune's other tests against it live) loads
 `sleep_40ms_batch4`, whose variants have known capacities: instances x (4 with the dynamic
 batcher, else 1) / 40 ms = 25, 50, 100 and 200 requests/s. The search is coarse (precision
 100 %, 3 windows a level) to keep the test short: it still separates variants 2x apart.
@@ -19,8 +19,9 @@ from loadtests.tuning.repository_api import (
     normalised,
     parse_pbtxt,
 )
-from tests.commands.test_tune import COARSE, MODEL, SLO, tune_args, tune_triton
 from tests.helpers import REPO_ROOT, run_cli
+from tests.refusals.commands.test_tune import SLO, tune_args
+from tests.system.commands.test_tune import COARSE, MODEL, tune_triton
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,143 @@
+"""A decoupled model's requests streamed on the suite's own HTTP/2 wire (clients/grpc_stream.py)
+and, the tests against Triton, over HTTP through generate_stream (clients/http_stream.py; what
+only HTTP does is in test_http_stream.py), against the session's Triton and the test
+repository's decoupled models (models/test_repository): their timetables come from their config
+parameters, read from Triton, never written here."""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import pytest
+from locust.event import EventHook
+
+from loadtests.clients import Connections
+from loadtests.clients.base import PreparedRequest
+from loadtests.clients.grpc_stream import GrpcStreamClient
+from loadtests.clients.http_stream import HttpStreamClient
+from loadtests.config.model_spec import ModelSpec
+from loadtests.workloads.validation import make_validator
+from tests.helpers import grpc_target, http_target
+
+# A response is sent by a Python thread that sleeps to its time, then crosses the stub, Triton
+# and the loopback: on this shared 2-core host that adds up to a few ms, never a negative time.
+SCHEDULING_SLACK_MS = 5.0
+REQUESTS = 12
+
+
+def _parameters(config: dict) -> dict[str, float]:
+    return {key: float(value["string_value"]) for key, value in (config.get("parameters") or {}).items()}
+
+
+PROTOCOLS = ("grpc", "http")
+# A stream error's code (clients/failures.py stream_error) by protocol.
+STREAM_ERROR = {"grpc": "gRPC stream error", "http": "HTTP stream error"}
+
+
+def streaming_client(triton, protocol: str, timeout_s: float, event: EventHook):
+    if protocol == "grpc":
+        return GrpcStreamClient(grpc_target(triton.grpc_address), timeout_s, event, Connections())
+    return HttpStreamClient(http_target(triton.http_address), timeout_s, event, connections=Connections())
+
+
+def streamed(
+    triton,
+    model: str,
+    count: int = REQUESTS,
+    timeout_s: float = 10.0,
+    protocol: str = "grpc",
+    validate: bool = False,
+    values: int = 4,
+):
+    """`count` requests in a row through one streaming client (INPUT0 of `values` numbers, one
+    sample, --validate-responses' checks if `validate`): their outcomes, failures and the model's
+    parameters."""
+    fired: list = []
+    event = EventHook()
+    event.add_listener(lambda **kwargs: fired.append(kwargs))
+    client = streaming_client(triton, protocol, timeout_s, event)
+    try:
+        metadata, config = client.model_metadata_and_config(model)
+        spec = ModelSpec.from_triton(metadata, config)
+        assert spec.decoupled
+        inputs = {"INPUT0": np.arange(values, dtype=np.float32).reshape((1, values) if spec.batches else (values,))}
+        wire = client.prepare(spec, inputs, f"{model} [{protocol}]", 1)
+        request = PreparedRequest(f"{model} [{protocol}]", model, 1, wire, request_bytes=client.wire_bytes(wire))
+        client.infer(request)  # the model's first request starts its stub's threads: not timed here
+        validator = make_validator(spec, lambda *args: None) if validate else None
+        failures = [client.infer(request, validator) for _ in range(count)]
+    finally:
+        client.close()
+    return [event["context"] for event in fired[1:]], failures, _parameters(config)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_response_is_read_and_timed_as_the_model_sends_it(triton, protocol):
+    outcomes, failures, params = streamed(triton, "stream_gaps", protocol=protocol)
+    assert failures == [None] * REQUESTS
+    first_ms, gap_ms, responses = params["first_ms"], params["gap_ms"], int(params["responses"])
+    for outcome in outcomes:
+        timings = outcome.stream
+        assert timings.responses == responses, timings
+        assert len(timings.gaps_us) == responses - 1
+        assert timings.first_us >= first_ms * 1e3, timings  # never before the model sends it
+        # The final response is flagged after the last data response; it is the request's latency.
+        assert timings.final_us >= timings.first_us + sum(timings.gaps_us)
+        assert outcome.latency_us == pytest.approx(timings.final_us)
+    gaps = [gap for outcome in outcomes for gap in outcome.stream.gaps_us]
+    # Each response is sent on the model's own timetable (start + first + i * gap): a late wake-up
+    # shortens the next gap as much as it lengthened this one, so the median is the gap.
+    assert statistics.median(gaps) == pytest.approx(gap_ms * 1e3, abs=SCHEDULING_SLACK_MS * 1e3 / 2)
+    # A single request can meet a busy host (the median cannot, on 12 requests).
+    ttfr = statistics.median(outcome.stream.first_us for outcome in outcomes)
+    assert first_ms * 1e3 <= ttfr < (first_ms + SCHEDULING_SLACK_MS) * 1e3, ttfr
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_request_answered_by_the_final_flag_alone_succeeds_with_no_response(triton, protocol):
+    outcomes, failures, params = streamed(triton, "stream_sparse", protocol=protocol)
+    assert failures == [None] * REQUESTS
+    counts = [outcome.stream.responses for outcome in outcomes]
+    every = int(params["empty_every"])
+    # The model numbers the requests it receives; the session's Triton may have served it before,
+    # so which of ours are empty is not known, how many is: one in `every`, in a regular pattern.
+    assert counts.count(0) == REQUESTS // every
+    assert set(counts) == {0, int(params["responses"])}
+    empty = [outcome.stream for outcome in outcomes if outcome.stream.responses == 0]
+    assert all(timings.first_us is None and timings.gaps_us == () for timings in empty)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_model_failing_mid_stream_is_a_named_failure_of_that_request(triton, protocol):
+    outcomes, failures, params = streamed(triton, "stream_fail", protocol=protocol)
+    every = int(params["fail_every"])
+    names = [failure.name if failure is not None else None for failure in failures]
+    name = f"server error: {STREAM_ERROR[protocol]} after responses"
+    assert names.count(name) == REQUESTS // every, names
+    assert names.count(None) == REQUESTS - REQUESTS // every
+    for outcome, failure in zip(outcomes, failures, strict=True):
+        assert (outcome.stream is None) == (failure is not None)
+        if failure is None:
+            assert outcome.stream.responses == int(params["responses"])
+        else:
+            assert "failed after" in failure.detail
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_deadline_bounds_the_whole_stream(triton, protocol):
+    """--request-timeout below the model's final response: each request times out (its stream
+    cancelled, or its HTTP connection closed), whatever responses it had by then."""
+    _, _, params = streamed(triton, "stream_gaps", count=1, protocol=protocol)
+    final_ms = params["first_ms"] + (params["responses"] - 1) * params["gap_ms"]
+    # A tenth of the stream: a request held to its final response would take 10x its deadline, a
+    # difference no busy host makes (at half, 35 ms of 70, one timed out at 74.5 ms beside three shards).
+    timeout_s = final_ms / 10 / 1e3
+    outcomes, failures, _ = streamed(triton, "stream_gaps", count=3, timeout_s=timeout_s, protocol=protocol)
+    assert [failure.name for failure in failures] == ["timeout"] * 3
+    for outcome in outcomes:
+        assert outcome.stream is None
+        # Triton enforces the same deadline (grpc-timeout) itself and may answer
+        # DEADLINE_EXCEEDED before the client's own timer, the more so on a busy host (seen:
+        # 34.4 and 33.8 ms of 35 quiet, 30.5 ms with three test shards on two cores).
+        assert 0.5 * timeout_s * 1e6 <= outcome.latency_us < final_ms * 1e3  # not held to the final response

@@ -1,0 +1,43 @@
+"""The bad-input table: every kind of bad setup stops with one `error:` line and exit code 2.
+
+Each case is a command a user could type. It must print exactly one error line (``error: ...``,
+or argparse's ``PROG: error: ...`` for an option of the wrong type), no traceback, exit 2, and,
+when it points at the session's Triton, leave that model's counters where they were.
+
+Three kinds of runs keep the table fast (select it alone with ``-m badinput``):
+- in-process Locust init: Locust's real option parser and the suite's real `init` listener, for
+  options that are refused before any server is asked (no subprocess, no Triton);
+- in-process `python -m loadtests sweep` and `python -m analysis ...` (their `main()`);
+- subprocesses, the whole CLI as typed, for everything that reaches a server, a file or a port.
+  They run in parallel lanes, one lane per model, so each case's before/after counts are its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from loadtests.server import TritonPorts
+from tests.helpers import THROWAWAY_STOP_S
+from tests.unit.run.test_bad_input import LAUNCHER_CASES
+
+pytestmark = pytest.mark.badinput
+
+
+@pytest.mark.parametrize(
+    ("ports", "where", "fragment"), [c[1:] for c in LAUNCHER_CASES], ids=[c[0] for c in LAUNCHER_CASES]
+)
+def test_serve_setup_is_refused_before_triton_starts(ports, where, fragment, cli_files, tmp_path):
+    from loadtests.errors import ServerError
+    from loadtests.server import TEST_REPOSITORY, LocalTriton
+
+    free = TritonPorts.free()
+    chosen = [{"h": free.http, "g": free.grpc, "m": free.metrics}.get(p, p) for p in ports]
+    repository = cli_files / where if where and not where.startswith("log:") else TEST_REPOSITORY
+    log_file = cli_files / where.removeprefix("log:") if where.startswith("log:") else tmp_path / "triton.log"
+    triton = LocalTriton([repository], ports=TritonPorts(*chosen), log_file=log_file, stop_timeout_s=THROWAWAY_STOP_S)
+    try:
+        with pytest.raises(ServerError) as error:
+            triton.start()
+    finally:
+        triton.stop()
+    assert fragment in str(error.value) and "\n" not in str(error.value), str(error.value)

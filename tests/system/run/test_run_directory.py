@@ -1,0 +1,197 @@
+"""The run directory from real runs: complete, exact, the same single-process and distributed."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+
+from analysis import load_run
+from loadtests.recording.histograms import new_histogram
+from loadtests.server import TritonPorts
+from tests.helpers import interrupt_locust, model_stats, run_locust, run_master_and_workers, triton_options
+
+RUN_FILES = ("config.json", "summary.json", "timeseries.csv", "server_stats.json", "server_metrics.csv")
+
+
+def hdr_total(log: Path) -> int:
+    reader = HistogramLogReader(str(log), new_histogram())
+    total = HdrHistogram(1, 600_000_000, 3)
+    while (interval := reader.get_next_interval_histogram()) is not None:
+        total.add(interval)
+    reader.close()
+    return total.get_total_count()
+
+
+def read_rows(path: Path) -> list[dict]:
+    with path.open() as file:
+        return list(csv.DictReader(file))
+
+
+def assert_complete(run_dir: Path, model: str) -> dict:
+    for name in RUN_FILES:
+        assert (run_dir / name).exists(), name
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (endpoint,) = summary["endpoints"]
+    rows = read_rows(run_dir / "timeseries.csv")
+    assert sum(int(r["requests"]) for r in rows) == endpoint["requests"]
+    assert sum(int(r["inferences"]) for r in rows) == endpoint["inferences"]
+    (log,) = (run_dir / "hdr").glob("*.hlog")
+    assert hdr_total(log) == endpoint["requests"] - endpoint["failures"]
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["triton"]["server"]["name"] == "triton"
+    assert config["triton"]["models"][model]["config"]["name"] == model
+    return summary
+
+
+def test_single_process_run_is_exact_at_sub_millisecond_latency(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    result = run_locust(
+        ["TritonGrpcUser"],
+        [
+            *triton_options(triton, server_stats_interval=1),
+            "--model",
+            "identity",
+            "--batch-size",
+            "1,2",
+            "--run-dir",
+            str(run_dir),
+            "--csv",
+            str(tmp_path / "locust"),
+            "--html",
+            str(tmp_path / "locust.html"),
+        ],
+        users=2,
+        run_time="4s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    after = model_stats(triton.http_address, "identity")
+    summary = assert_complete(run_dir, "identity")
+    (endpoint,) = summary["endpoints"]
+    assert endpoint["requests"] == after["requests"] - before["requests"]
+    # Locust's own --csv files (what a Locust user reads first) hold every request too,
+    # including those that completed after the run time ran out (locust#1806).
+    aggregated = next(r for r in read_rows(tmp_path / "locust_stats.csv") if r["Name"] == "Aggregated")
+    assert int(aggregated["Request Count"]) == endpoint["requests"]
+    history = read_rows(tmp_path / "locust_stats_history.csv")
+    assert int(history[-1]["Total Request Count"]) == endpoint["requests"]
+    html = (tmp_path / "locust.html").read_text()  # Locust's --html report embeds its stats as JSON
+    (html_count,) = re.findall(r'"name": "Aggregated", "num_failures": \d+, "num_requests": (\d+)', html)
+    assert int(html_count) == endpoint["requests"]
+    console = re.search(r"^\s+Aggregated\s+(\d+)\s", result.stdout + result.stderr, re.MULTILINE)
+    assert console is not None and int(console.group(1)) == endpoint["requests"]  # the final console table
+    latency = endpoint["latency_us"]
+    assert 0 < latency["p50"] < latency["p99"] < 100_000  # microseconds, not collapsed to 0 or 1 ms
+    server = summary["server"]["identity"]
+    assert server["requests"] == endpoint["requests"]
+    assert server["inferences"] == endpoint["inferences"]
+    assert server["avg_batch"] >= 1.0
+    components = server["queue_us"] + server["compute_input_us"] + server["compute_infer_us"]
+    assert 0 < components + server["compute_output_us"] <= latency["mean"]
+    assert "Exact latencies" in result.stdout
+    assert summary["load_generator"]["workers"] == 0  # one process: no worker reports
+
+
+def test_sigint_mid_run_leaves_a_complete_run_directory(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--headless", "-u", "2", "-t", "60s"]
+    command += [
+        "TritonHttpUser",
+        *triton_options(triton, server_stats_interval=1),
+        "--model",
+        "identity",
+        "--run-dir",
+        str(run_dir),
+    ]
+    interrupt_locust(command, run_dir, after_s=3)
+    summary = assert_complete(run_dir, "identity")
+    (endpoint,) = summary["endpoints"]
+    after = model_stats(triton.http_address, "identity")
+    # Ctrl-C can land in the middle of a request: it is counted as "interrupted" (the server
+    # may or may not have received it); every other request is accounted for exactly.
+    interrupted = endpoint["failures_by_class"].get("interrupted", 0)
+    assert set(endpoint["failures_by_class"]) <= {"interrupted"}
+    completed = endpoint["requests"] - interrupted
+    assert completed > 0
+    assert completed <= after["requests"] - before["requests"] <= endpoint["requests"]
+
+
+def test_master_and_two_workers_merge_exactly(triton, tmp_path):
+    port = TritonPorts.free().http
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    master = run_master_and_workers(
+        ["--expect-workers", "2", "-u", "4", "-r", "4", "-t", "5s", "--csv", str(tmp_path / "locust")]
+        + [
+            "TritonGrpcUser",
+            *triton_options(triton, server_stats_interval=1),
+            "--model",
+            "identity",
+            "--batch-size",
+            "1,3",
+        ]
+        + ["--run-dir", str(run_dir)],
+        ["TritonGrpcUser"],
+        port,
+    )
+    assert master.returncode == 0, master.stdout[-3000:]
+    summary = assert_complete(run_dir, "identity")
+    (endpoint,) = summary["endpoints"]
+    after = model_stats(triton.http_address, "identity")
+    # What the workers sent, as Locust's own master aggregated it from their reports:
+    aggregated = next(r for r in read_rows(tmp_path / "locust_stats.csv") if r["Name"] == "Aggregated")
+    assert endpoint["requests"] == int(aggregated["Request Count"]) > 0
+    assert endpoint["requests"] == after["requests"] - before["requests"]
+    assert endpoint["inferences"] == after["inferences"] - before["inferences"]
+    assert endpoint["inferences"] > endpoint["requests"]  # the batch SPEC reached the workers
+    assert summary["load_generator"]["cpu_s"] > 0
+    assert summary["load_generator"]["workers"] == 2  # both workers' reports merged
+    assert load_run(run_dir).endpoints["identity [grpc]"].requests == endpoint["requests"]
+    # The master counts users per class from its workers' reports (its own greenlets are none).
+    by_class = [(r["users"], r["users_by_class"]) for r in read_rows(run_dir / "timeseries.csv") if r["users_by_class"]]
+    assert by_class and all(cell == f"TritonGrpcUser={users}" for users, cell in by_class), by_class
+    assert ("4", "TritonGrpcUser=4") in by_class
+
+
+def test_a_second_headless_run_into_a_used_run_dir_is_refused_before_any_load(triton, tmp_path):
+    run_dir = tmp_path / "run"
+    first = run_locust(["TritonHttpUser"], [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)])
+    assert first.returncode == 0, first.stderr[-2000:]
+    measured = {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()}
+    before = model_stats(triton.http_address, "identity")
+    second = run_locust(["TritonHttpUser"], [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)])
+    assert second.returncode == 2
+    errors = [line for line in second.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: --run-dir {run_dir} already holds a run (it has config.json, summary.json, timeseries.csv, hdr); "
+        "give a new directory, or leave --run-dir out for runs/<UTC time>-<classes>"
+    ]
+    assert model_stats(triton.http_address, "identity") == before
+    assert {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == measured
+
+
+def test_bytes_sent_and_received_per_endpoint(triton, tmp_path):
+    # identity: FP32 [16] in and out, batch 2 -> 2 x 16 x 4 = 128 payload bytes each way; the
+    # gRPC request adds its protobuf framing (names, shapes), the response too.
+    run_dir = tmp_path / "run"
+    result = run_locust(
+        ["TritonGrpcUser"],
+        [*triton_options(triton), "--model", "identity", "--batch-size", "2", "--run-dir", str(run_dir)],
+        users=1,
+        run_time="2s",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    (endpoint,) = json.loads((run_dir / "summary.json").read_text())["endpoints"]
+    per_request = endpoint["bytes_sent"] / endpoint["requests"]
+    assert 128 < per_request < 128 + 200, endpoint
+    assert endpoint["bytes_sent"] % endpoint["requests"] == 0  # one prepared body, sent every time
+    assert 128 < endpoint["bytes_received"] / endpoint["requests"] < 128 + 200
+    assert endpoint["bytes_sent_per_s"] == pytest.approx(endpoint["bytes_sent"] / endpoint["duration_s"], rel=1e-3)
