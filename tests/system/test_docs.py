@@ -1,8 +1,8 @@
-"""The docs a newcomer reads: every link resolves, and every command in README and the guides
-is one the suite accepts today.
+"""The docs a newcomer reads: every link resolves, and every command in README and the guides is one
+the suite accepts today.
 
-Links: each relative link in README.md and docs/ points at a file that exists, and each
-`#anchor` at a heading of that file (GitHub's slugs). Commands: see `doc_commands()`.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/test_docs.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The gRPC client's own HTTP/2 transport against the real Triton: connection sharing,
-messages larger than HTTP/2's default windows, deadlines, and the --grpc-connections option.
+"""The gRPC client's own HTTP/2 transport against the real Triton: connection sharing, messages larger
+than HTTP/2's default windows, deadlines, and the --grpc-connections option.
 
-The probes run in a gevent-patched subprocess, as Locust runs the clients.
+The tests here need a Triton only to show a refused command left it untouched; the others, and this
+feature's account, are in tests/unit/clients/test_grpc_transport.py.
 """
 
 from __future__ import annotations

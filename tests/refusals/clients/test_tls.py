@@ -1,11 +1,9 @@
 """TLS and --header (issue 16, item 2), against the session's real Triton behind TLS proxies
-(tests/tls_support.py): Triton's HTTP has no TLS, and its gRPC TLS would need a Triton of its
-own; a proxy also sees every request's headers, which Triton does not show.
+(tests/tls_support.py): Triton's HTTP has no TLS, and its gRPC TLS would need a Triton of its own; a
+proxy also sees every request's headers, which Triton does not show.
 
-Proved: requests succeed with the right CA (HTTPS and gRPC over TLS, mutual TLS), fail the
-pre-flight with a wrong CA or a missing client certificate (exit 2, one line, Triton's counters
-untouched); the header reaches the server on every request (inference and control plane);
-the secret appears in no file of the run directory, the console or the web UI's page.
+The tests here need a Triton only to show a refused command left it untouched; the others, and this
+feature's account, are in tests/unit/clients/test_tls.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """`python -m loadtests tune` against a real Triton in explicit model-control mode.
 
-The module's own Triton (started as `python -m loadtests serve --model-control explicit` would
-start it) loads `sleep_40ms_batch4` (models/test_repository: 40 ms per execution, batches of up
-to 4, one instance, no batcher), whose variants have known capacities: instances x (4 with the
-dynamic batcher, else 1) / 40 ms = 25, 50, 100 and 200 requests/s. Here: what tune refuses,
-restores and reports; the ranking of measured variants is tests/measurement/test_tune.py.
+The tests here need a Triton only to show a refused command left it untouched; the others, and this
+feature's account, are in tests/unit/commands/test_tune.py.
 """
 
 from __future__ import annotations

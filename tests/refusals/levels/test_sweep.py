@@ -1,6 +1,9 @@
-"""Sweeps: range parsing, perf_analyzer's stability rule and the level controller with fake
-windows, the sweep files, the CLI's input errors. Sweeps run against Triton, which measure
-levels on this host, are in tests/measurement/test_sweep.py."""
+"""Sweeps: range parsing, perf_analyzer's stability rule and the level controller with fake windows,
+the sweep files, the CLI's input errors.
+
+The tests here need a Triton only to show a refused command left it untouched; the others, and this
+feature's account, are in tests/unit/levels/test_sweep.py.
+"""
 
 from __future__ import annotations
 

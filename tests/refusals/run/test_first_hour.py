@@ -1,8 +1,8 @@
-"""Issue 25's findings, tried as a new user would: each typed command, its exit code, its one
-`error:` line, and the numbers it promises (checked against Triton's own statistics).
+"""Issue 25's findings, tried as a new user would: each typed command, its exit code, its one `error:`
+line, and the numbers it promises (checked against Triton's own statistics).
 
-Runs against the session's real Triton (tests/conftest.py); every number asserted is derived
-from Triton's counters or from summary.json, never typed in.
+The tests here need a Triton only to show a refused command left it untouched; the others, and this
+feature's account, are in tests/unit/run/test_first_hour.py.
 """
 
 from __future__ import annotations

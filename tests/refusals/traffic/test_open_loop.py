@@ -1,6 +1,8 @@
-"""Open-loop traffic: schedules (fake clock), rate plans, the statistics' merge, and the refusals
-of bad traffic options. Runs against Triton that measure the rate delivered are in
-tests/measurement/test_open_loop.py.
+"""Open-loop traffic: schedules (fake clock), rate plans, the statistics' merge, and the refusals of
+bad traffic options.
+
+The tests here need a Triton only to show a refused command left it untouched; the others, and this
+feature's account, are in tests/unit/traffic/test_open_loop.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
-"""`python -m analysis report`: reports built from real runs against the local Triton, and
-from perf_analyzer -f CSVs. Every figure checked against the file it came from."""
+"""`python -m analysis report`: reports built from real runs against the local Triton, and from
+perf_analyzer -f CSVs.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/analysis/test_report.py.
+"""
 
 from __future__ import annotations
 

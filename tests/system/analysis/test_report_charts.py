@@ -1,5 +1,9 @@
-"""The report's charts read without colour alone, with no legend or label over the data, and
-over-time charts on one time axis. Real runs against the local Triton (tests/analysis/test_report.py)."""
+"""The report's charts read without colour alone, with no legend or label over the data, and over-time
+charts on one time axis.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/analysis/test_report_charts.py.
+"""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
 """Every command the diagnosis suggests runs as pasted, against a real Triton.
 
-The commands come from the recorded runs (tests/recorded_runs.py), one of each form (kind,
-options and user classes; two sweeps that differ only in their model and range run the same
-code, and a capacity search takes half a minute here): each carries the Triton
-addresses its run used, which here are swapped for the session Triton's (what the reader's own
-run would have used is their own Triton), and is shortened where its length is not the point
-(a locust run of 2 s, a sweep of its first level, a capacity search of short windows).
-Nothing else is added or changed: the classes, models, shapes and options are the report's. Each
-must succeed or end with its documented verdict code (docs/guides/sweeps.md, capacity.md,
-tuning.md): Locust's 1 when requests failed (the overload run's command sends to a queue of
-one), a sweep's 5 for a level that did not stabilise in three windows, capacity's 3 when no rate
-met the target; tune refuses a Triton not in explicit model-control mode (the session Triton is
-not) with its one line and exit code 2, after it has read every option and reached Triton.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/analysis/test_suggested_commands.py.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
-"""Conformance matrix: every Triton datatype x HTTP binary, HTTP JSON, gRPC x batching and
-non-batching models x fixed and variable dims x random, zero and --input-data sources,
-through the suite's own path (endpoints.prepare_endpoint, workloads/generic.py, the
-suite's clients and validator; tests/conformance_probe.py), against a real local Triton that
-serves the conformance models (models/conformance_repository, started by this module).
+"""Conformance matrix: every Triton datatype x HTTP binary, HTTP JSON, gRPC x batching and non-batching
+models x fixed and variable dims x random, zero and --input-data sources, through the suite's own
+path (endpoints.prepare_endpoint, workloads/generic.py, the suite's clients and validator;
+tests/conformance_probe.py), against a real local Triton that serves the conformance models
+(models/conformance_repository, started by this module).
 
-Each cell must either succeed with the identity model's outputs equal to what was sent,
-or be one of the cells refused on purpose (REFUSED, each with its reason), refused in
-pre-flight with one line and nothing sent.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/clients/test_conformance.py.
 """
 
 from __future__ import annotations

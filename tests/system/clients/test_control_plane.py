@@ -1,9 +1,7 @@
 """The one reader of Triton's control plane (loadtests/clients/control.py), against the real Triton.
 
-Every answer is compared with what Triton itself says (its statistics after a known number
-of inferences, tritonclient's reading of the same config). A fake server appears only for
-the fault a real Triton cannot produce on demand: one that accepts a connection and never
-answers.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/clients/test_control_plane.py.
 """
 
 from __future__ import annotations

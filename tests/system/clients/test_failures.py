@@ -1,4 +1,8 @@
-"""Failures are counted under stable, low-cardinality names, and successes around them are kept."""
+"""Failures are counted under stable, low-cardinality names, and successes around them are kept.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/clients/test_failures.py.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,12 @@
-"""A decoupled model's requests streamed on the suite's own HTTP/2 wire (clients/grpc_stream.py)
-and, the tests against Triton, over HTTP through generate_stream (clients/http_stream.py; what
-only HTTP does is in test_http_stream.py), against the session's Triton and the test
-repository's decoupled models (models/test_repository): their timetables come from their config
-parameters, read from Triton, never written here."""
+"""A decoupled model's requests streamed on the suite's own HTTP/2 wire (clients/grpc_stream.py) and,
+the tests against Triton, over HTTP through generate_stream (clients/http_stream.py; what only HTTP
+does is in test_http_stream.py), against the session's Triton and the test repository's decoupled
+models (models/test_repository): their timetables come from their config parameters, read from
+Triton, never written here.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/clients/test_grpc_stream.py.
+"""
 
 from __future__ import annotations
 

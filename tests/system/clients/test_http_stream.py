@@ -1,8 +1,12 @@
 """A decoupled model's requests over HTTP, through Triton's generate_stream (clients/http_stream.py),
-what only HTTP does: against the session's Triton (the timetables, empty and failing streams and
-the deadline, for both protocols, are in test_grpc_stream.py), a batching model and a refusal;
-against a scripted HTTP/1.1 server for what Triton does not do on demand (events held back by a
-known time, a connection cut mid-stream, a stall, a body ending mid-event)."""
+what only HTTP does: against the session's Triton (the timetables, empty and failing streams and the
+deadline, for both protocols, are in test_grpc_stream.py), a batching model and a refusal; against a
+scripted HTTP/1.1 server for what Triton does not do on demand (events held back by a known time, a
+connection cut mid-stream, a stall, a body ending mid-event).
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/clients/test_http_stream.py.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Overload is named as overload, the same on both protocols, and reconciles with Triton.
 
-The failure vocabulary (loadtests/clients/failures.py) is checked row by row against the table
-users read (docs/reference/failures.md); then the overload matrix runs against the real local Triton: the
-test repository's queue-limited models (`max_queue_size: 1`, batching and not) and a model whose
-queue rejects requests that waited too long, each under HTTP and gRPC users at once.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/clients/test_overload.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Several Triton replicas behind one address list (issue 16, item 1).
 
-Two real local Tritons: the session's and a second one on free ports serving only `identity`
-(explicit model control: one Python stub, a few seconds to start). The address options list
-both, as `--triton-http A,B` would on a cluster with two pods.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/clients/test_replicas.py.
 """
 
 from __future__ import annotations

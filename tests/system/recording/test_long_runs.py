@@ -1,8 +1,8 @@
-"""Long runs in bounded memory: what the master holds of Triton's statistics does not grow
-with the number of snapshots (a soak polls for hours), counted in bytes by tracemalloc.
+"""Long runs in bounded memory: what the master holds of Triton's statistics does not grow with the
+number of snapshots (a soak polls for hours), counted in bytes by tracemalloc.
 
-Bytes held, not RSS over time: what Python objects the structure keeps after a garbage
-collection, so the test neither waits nor depends on the allocator or the machine's load.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/recording/test_long_runs.py.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """The bad-input table: every kind of bad setup stops with one `error:` line and exit code 2.
 
-Each case is a command a user could type. It must print exactly one error line (``error: ...``,
-or argparse's ``PROG: error: ...`` for an option of the wrong type), no traceback, exit 2, and,
-when it points at the session's Triton, leave that model's counters where they were.
-
-Three kinds of runs keep the table fast (select it alone with ``-m badinput``):
-- in-process Locust init: Locust's real option parser and the suite's real `init` listener, for
-  options that are refused before any server is asked (no subprocess, no Triton);
-- in-process `python -m loadtests sweep` and `python -m analysis ...` (their `main()`);
-- subprocesses, the whole CLI as typed, for everything that reaches a server, a file or a port.
-  They run in parallel lanes, one lane per model, so each case's before/after counts are its own.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/run/test_bad_input.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""What a run shows while it runs: the Prometheus endpoint and the web UI's exact tab."""
+"""What a run shows while it runs: the Prometheus endpoint and the web UI's exact tab.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/run/test_live.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Options reach the run from every source: command line, environment, locust.conf, and workers."""
+"""Options reach the run from every source: command line, environment, locust.conf, and workers.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/run/test_options.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The run directory from real runs: complete, exact, the same single-process and distributed."""
+"""The run directory from real runs: complete, exact, the same single-process and distributed.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/run/test_run_directory.py.
+"""
 
 from __future__ import annotations
 

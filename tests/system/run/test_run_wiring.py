@@ -1,5 +1,9 @@
 """The run wiring in process: a real Locust runner against the local Triton, the suite's events
-observed from outside, as a load shape or a plugin would."""
+observed from outside, as a load shape or a plugin would.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/run/test_run_wiring.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""SLO gates: the --slo grammar, evaluation on exact merged numbers, JUnit, exit codes 0/2/3."""
+"""SLO gates: the --slo grammar, evaluation on exact merged numbers, JUnit, exit codes 0/2/3.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/run/test_slo.py.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""--upload URL (issue 16, item 5): the finished run directory copied through fsspec, complete,
-also after Ctrl-C; an unwritable destination refused before any load; `python -m analysis`
-reading runs from the same URLs.
+"""--upload URL (issue 16, item 5): the finished run directory copied through fsspec, complete, also
+after Ctrl-C; an unwritable destination refused before any load; `python -m analysis` reading runs
+from the same URLs.
 
-memory:// objects live in one process only, so that scheme is tested in-process (the function
-the run calls, `loadtests.run.upload.copy_run`, and `analysis.__main__.main`).
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/refusals/run/test_upload.py.
 """
 
 from __future__ import annotations

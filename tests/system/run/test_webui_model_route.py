@@ -1,5 +1,9 @@
 """The web form's Model suggestions (loadtests/run/webui_models.py) without a browser: the route's
-answer over HTTP and over gRPC alike, against the session's Triton, and none without a Triton."""
+answer over HTTP and over gRPC alike, against the session's Triton, and none without a Triton.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/run/test_webui_model_route.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Percentile confidence intervals (loadtests/run_format/confidence.py) and `@95%` SLO gates on them."""
+"""Percentile confidence intervals (loadtests/run_format/confidence.py) and `@95%` SLO gates on them.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/run_format/test_confidence.py.
+"""
 
 from __future__ import annotations
 

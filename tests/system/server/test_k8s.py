@@ -1,20 +1,7 @@
 """The Kubernetes manifests (k8s/) and the image (Dockerfile), checked without a cluster.
 
-- Every kustomization renders with `kubectl kustomize`: the three overlays, their headless
-  variants, and one overlay with every optional component added.
-- Every rendered object validates against the Kubernetes 1.30 schemas (kubernetes-validate
-  --strict); the CRD objects (PodMonitoring, ServiceMonitor) select pods and ports that exist.
-- checkov reports no failed check; every skip is an annotation with its reason.
-- Security defaults on every pod; Locust CPU requests equal limits in whole cores; namespaces.
-- The master's and workers' container arguments, and locust.conf, parse with the suite's own
-  Locust parser (the locustfile's options registered), with no unknown argument.
-- The headless Job's master and workers commands run as local processes (hosts and ports
-  rewritten to loopback, run time shortened) against the local Triton, and the master's run
-  directory holds every request the workers sent, as Triton counted them.
-- The Dockerfile lints clean (hadolint) and installs the same pinned files as `make setup`.
-
-kubernetes-validate, checkov and hadolint live in .venv-k8s (k8s/install_tools.sh): checkov
-pins `packaging` below what pytest needs, so they cannot share .venv.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/server/test_k8s.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""The package: a wheel built from the tree installs into an empty venv, and what it installed
-runs from a directory that holds nothing of the checkout (setup.py, pyproject.toml).
+"""The package: a wheel built from the tree installs into an empty venv, and what it installed runs
+from a directory that holds nothing of the checkout (setup.py, pyproject.toml).
 
-The venv gets the wheel without its dependencies and sees the test venv's packages through a
-.pth file: the pins are the same file (requirements.txt, checked against the wheel's metadata),
-and the test stays a matter of seconds instead of a download of every dependency.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/server/test_package.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""`python -m loadtests serve` as a user runs it: URLs, clean stop, one-line errors for bad setup."""
+"""`python -m loadtests serve` as a user runs it: URLs, clean stop, one-line errors for bad setup.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/server/test_serve_cli.py.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The local Triton: demo models over HTTP and gRPC, dynamic batching, BYTES, clean teardown."""
+"""The local Triton: demo models over HTTP and gRPC, dynamic batching, BYTES, clean teardown.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/server/test_server.py.
+"""
 
 from __future__ import annotations
 

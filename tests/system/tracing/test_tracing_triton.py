@@ -1,5 +1,9 @@
-"""--trace-sample against Tritons of this file's own (started with a trace file, tracing OFF):
-Triton's traces joined to the client's timing, the tail's cause named, Triton's settings restored."""
+"""--trace-sample against Tritons of this file's own (started with a trace file, tracing OFF): Triton's
+traces joined to the client's timing, the tail's cause named, Triton's settings restored.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/tracing/test_tracing_triton.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
-"""Load shapes: pure profiles against a fake clock, --shape-args errors, tick() with a fake
-runner, the web UI's shape selection, and headless runs against the local Triton."""
+"""Load shapes: pure profiles against a fake clock, --shape-args errors, tick() with a fake runner, the
+web UI's shape selection, and headless runs against the local Triton.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/traffic/test_shapes.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
-"""Batcher formation: the batch sizes Triton executed (its batch_stats) beside the batch
-sizes the client asked for, in summary.json and in the report."""
+"""Batcher formation: the batch sizes Triton executed (its batch_stats) beside the batch sizes the
+client asked for, in summary.json and in the report.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/triton_stats/test_batch_formation.py.
+"""
 
 from __future__ import annotations
 

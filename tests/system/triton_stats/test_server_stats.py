@@ -1,7 +1,7 @@
 """Triton's server-side breakdown and metrics, against the real local Triton.
 
-Counts are checked exactly: the requests sent here between two snapshots are the only
-traffic the session's Triton sees meanwhile (tests run one at a time).
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/triton_stats/test_server_stats.py.
 """
 
 from __future__ import annotations

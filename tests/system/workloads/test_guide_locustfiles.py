@@ -1,7 +1,11 @@
-"""docs/guides/your-locustfile.md: every locustfile it shows (a ```python block whose first line
-names the file) and every `locust -f` command that runs them, run against the session's Triton
-from a directory that holds only those files: exit 0, requests sent, and per model the client's
-count is Triton's."""
+"""docs/guides/your-locustfile.md: every locustfile it shows (a ```python block whose first line names
+the file) and every `locust -f` command that runs them, run against the session's Triton from a
+directory that holds only those files: exit 0, requests sent, and per model the client's count is
+Triton's.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/workloads/test_guide_locustfiles.py.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""perf_analyzer's --input-data in full (docs/input_data.md and docs/cli.md of
-triton-inference-server/perf_analyzer): each documented example shape as a fixture file
-written here, read by the suite's workload; validation_data honoured under
---validate-responses; several files; zero|random; and every bad file refused with one
-`error:` line and exit 2 before any request reaches Triton.
+"""perf_analyzer's --input-data in full (docs/input_data.md and docs/cli.md of triton-inference-
+server/perf_analyzer): each documented example shape as a fixture file written here, read by the
+suite's workload; validation_data honoured under --validate-responses; several files; zero|random;
+and every bad file refused with one `error:` line and exit 2 before any request reaches Triton.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/workloads/test_input_formats.py.
 """
 
 from __future__ import annotations

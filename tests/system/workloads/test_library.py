@@ -1,6 +1,10 @@
-"""The suite as a Locust library: a user's own locustfile imports the bases from `loadtests`,
-writes tasks that send through `self.client.infer`, and gets Locust's semantics (its tasks
-only, wait_time, TaskSets, tags) with every request counted as Triton counts it."""
+"""The suite as a Locust library: a user's own locustfile imports the bases from `loadtests`, writes
+tasks that send through `self.client.infer`, and gets Locust's semantics (its tasks only, wait_time,
+TaskSets, tags) with every request counted as Triton counts it.
+
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/workloads/test_library.py.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """--mix: one run drives several models, each request choosing its model by weight (issue 14, item 3).
 
-Against the session's real Triton: three models weighted 0.6/0.3/0.1 over HTTP and gRPC at
-once (both generic classes in one run), closed loop and open loop; every model's share of the
-requests follows its weight, every model's client count equals Triton's statistics delta for
-it, and the report shows the mix. Bad mixes are in tests/run/test_bad_input.py's table.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/workloads/test_mix.py.
 """
 
 from __future__ import annotations

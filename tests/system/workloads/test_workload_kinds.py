@@ -1,9 +1,7 @@
 """The workload kinds' one table (loadtests/workloads/kinds.py) is the only place that knows them.
 
-A kind ("bert_qa", "resnet", "generic", "sequence") is a `WorkloadKind` object: the user classes
-carry it, and pre-flight, validation, --mix, sequence runs and the sweep command ask it instead
-of comparing its name. Checked here with `ast` over the project's code, and by a kind that only
-this test defines (built from the generic kind's parts) running end to end against Triton.
+The tests here need a real Triton or a browser; the others, and this feature's account, are in
+tests/unit/workloads/test_workload_kinds.py.
 """
 
 from __future__ import annotations
