@@ -123,3 +123,19 @@ def test_pytest_refuses_a_misplaced_test_at_collection(tmp_path):
     assert (
         "test_probe.py::test_probe: takes a Triton (triton): it belongs in tests/system/" in done.stdout + done.stderr
     )
+
+
+def test_every_test_finds_its_fixtures():
+    """A system test whose fixture lives in another folder's module must import it: pytest only
+    says so when the test is set up, so a missing one would first show deep into `make test`.
+    `--setup-plan` resolves every test's fixtures without running any."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--setup-plan", "-q", "-p", "no:cacheprovider", "tests/"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    missing = sorted({line.strip() for line in done.stdout.splitlines() if line.startswith("ERROR ")})
+    assert not missing, "\n".join(missing)
+    assert "fixture '" not in done.stdout

@@ -28,6 +28,7 @@ from tests.helpers import (
     model_stats,
     read_summary,
 )
+from tests.refusals.clients import test_tls as refusals_tls
 from tests.refusals.clients.test_tls import (
     ENV,
     HEADER,
@@ -38,6 +39,10 @@ from tests.refusals.clients.test_tls import (
 )
 from tests.tls_support import TlsProxy
 from tests.unit.clients.test_tls import SECRET
+
+pki = refusals_tls.pki  # a fixture of that module: pytest finds fixtures by name
+grpcs_proxy = refusals_tls.grpcs_proxy  # a fixture of that module: pytest finds fixtures by name
+https_proxy = refusals_tls.https_proxy  # a fixture of that module: pytest finds fixtures by name
 
 
 def secret_free(run_dir, *texts: str) -> None:

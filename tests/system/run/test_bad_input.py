@@ -10,7 +10,10 @@ import pytest
 
 from loadtests.server import TritonPorts
 from tests.helpers import THROWAWAY_STOP_S
+from tests.refusals.run import test_bad_input as refusals_bad_input
 from tests.unit.run.test_bad_input import LAUNCHER_CASES
+
+cli_files = refusals_bad_input.cli_files  # a fixture of that module: pytest finds fixtures by name
 
 pytestmark = pytest.mark.badinput
 

@@ -17,6 +17,7 @@ import pytest
 
 from loadtests.server import LocalTriton, TritonPorts
 from tests.helpers import THROWAWAY_STOP_S, model_stats, read_summary, repository_of, run_against_triton
+from tests.unit.server import test_k8s as unit_k8s
 from tests.unit.server.test_k8s import (
     HEADLESS_TRACING,
     K8S,
@@ -35,6 +36,9 @@ from tests.unit.server.test_k8s import (
     _tritonserver_args,
     needs_kubectl,
 )
+
+objects = unit_k8s.objects  # a fixture of that module: pytest finds fixtures by name
+renders = unit_k8s.renders  # a fixture of that module: pytest finds fixtures by name
 
 # Triton's GPU metrics (docs/user_guide/metrics.md, "GPU Metrics"); the local Triton has no GPU
 # and does not serve them, every other nv_* name is checked against its live /metrics.

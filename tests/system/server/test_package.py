@@ -10,6 +10,9 @@ from __future__ import annotations
 import subprocess
 
 from tests.helpers import model_stats, read_summary, triton_options
+from tests.unit.server import test_package as unit_package
+
+installed = unit_package.installed  # a fixture of that module: pytest finds fixtures by name
 
 
 def test_the_installed_suite_locustfile_runs_from_an_empty_directory(installed, triton):
