@@ -503,9 +503,10 @@ def test_a_worker_killed_mid_run(drill_triton, tmp_path):
         workers[0].kill()
         return time.time()
 
-    # Killed at 4 s (a report of it in by then: workers report every 3 s), noticed some 4 s later,
-    # then 3 whole windows of 4 users again before -t.
-    run_time_s = 14
+    # Killed at 4 s (a report of it in by then: workers report every 3 s), noticed up to 6 s later
+    # (asserted below; 5 s on a busy host), then 3 whole windows of 4 users again before -t: the
+    # windows from 2 s after the loss to the run's last whole one, 12-15 s at the latest.
+    run_time_s = 16
     start, end, output, killed = run_distributed_drill(drill_triton, run_dir, run_time_s, 4, kill)
     killed_s = killed - start
     assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
