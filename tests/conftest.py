@@ -72,7 +72,7 @@ def _session_triton_alive(request):
     yield
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     wrong = [
         f"{item.nodeid}: {problem}"
         for item in items

@@ -102,7 +102,7 @@ def output_directory() -> Path:
 
 
 def start_shard(
-    output: Path, index: int, files: list[str], pytest_args: list[str], nice: int = 0, env: dict[str, str] | None = None
+    output: Path, index: int, files: list[str], pytest_args: list[str], nice: int = 0
 ) -> tuple[subprocess.Popen, Path]:
     log = output / f"shard-{index}.log"
     command = [
@@ -119,9 +119,7 @@ def start_shard(
         f"--basetemp={output / f'tmp-{index}'}",
     ]
     with open(log, "w") as output:
-        process = subprocess.Popen(
-            command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
-        )
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, env=os.environ)
     return process, log
 
 
@@ -201,15 +199,18 @@ def timings(output: Path, shards: list[int]) -> tuple[list[tuple[float, str]], d
 
 
 def updated_durations(old: dict[str, float], files: list[str], measured: dict[str, float]) -> dict[str, float]:
-    """tests/durations.json after a run of `files`: each its time in the dealt shards or step 2,
-    0 for a file that ran in the background (not the median a file never measured counts as);
-    the other files keep theirs, files that no longer exist go.
+    """tests/durations.json after a run of `files`: the timed folders' files only (tests/system/,
+    dealt by it, and tests/measurement/), each its time in this run (0 if it recorded none, not
+    the median a file never measured counts as); a timed file this run did not run keeps its
+    time, and files no longer there go.
 
-    >>> updated_durations({"a": 5.0, "gone": 1.0, "c": 2.0}, ["a", "b"], {"a": 7.04})
-    {'a': 7.0, 'b': 0.0}
+    >>> updated_durations({SYSTEM + "a.py": 5.0}, [SYSTEM + "b.py", UNIT + "c.py"], {SYSTEM + "b.py": 7.04})
+    {'tests/system/b.py': 7.0}
     """
-    fresh = {**old, **{name: round(measured.get(name, 0.0), 1) for name in files}}
-    return {name: fresh[name] for name in sorted(fresh) if (REPO_ROOT / name).is_file() or name in files}
+    timed = in_folder(files, SYSTEM) + in_folder(files, MEASUREMENT)
+    fresh = {**old, **{name: round(measured.get(name, 0.0), 1) for name in timed}}
+    kept = [name for name in fresh if name.startswith((SYSTEM, MEASUREMENT))]
+    return {name: fresh[name] for name in sorted(kept) if (REPO_ROOT / name).is_file() or name in timed}
 
 
 def in_folder(files: list[str], folder: str) -> list[str]:

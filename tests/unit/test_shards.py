@@ -8,6 +8,7 @@ runs on whatever CPU is left, so none may.
 from __future__ import annotations
 
 import ast
+import json
 import shutil
 import subprocess
 import sys
@@ -68,12 +69,21 @@ def triton_starters(path: Path) -> list[str]:
     ]
 
 
-def test_a_file_whose_tests_all_ran_in_the_background_weighs_nothing_in_the_next_deal():
-    here, there = "tests/unit/test_shards.py", "tests/unit/test_docs.py"
-    old = {here: 3.0, there: 30.0, "tests/no_longer_there.py": 9.0}
-    # This run dealt `here` (its tests ran in the background: not measured) and not `there`.
-    assert updated_durations(old, [here], {}) == {there: 30.0, here: 0.0}
-    assert updated_durations(old, [here, there], {there: 27.46}) == {there: 27.5, here: 0.0}
+def test_durations_are_kept_for_the_timed_folders_only():
+    """Only tests/system/ is dealt by time (and tests/measurement/'s estimate is printed): a run's
+    times replace those it measured, a timed file it did not run keeps its own, and files of the
+    background folders or no longer there are not kept."""
+    system, other = "tests/system/run/test_drills.py", "tests/system/test_docs.py"
+    unit = "tests/unit/test_shards.py"
+    old = {system: 3.0, other: 30.0, unit: 0.0, "tests/system/no_longer_there.py": 9.0}
+    assert updated_durations(old, [system, unit], {system: 27.46, unit: 5.0}) == {system: 27.5, other: 30.0}
+    # A timed file that ran but recorded nothing (every test deselected) counts 0, not the median.
+    assert updated_durations(old, [other], {}) == {system: 3.0, other: 0.0}
+
+
+def test_the_durations_file_holds_only_timed_folders():
+    durations = json.loads(shards.DURATIONS.read_text())
+    assert durations and all(name.startswith((SYSTEM, MEASUREMENT)) for name in durations), sorted(durations)
 
 
 def test_no_test_in_the_background_shard_starts_a_triton():
