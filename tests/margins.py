@@ -61,8 +61,10 @@ def table(margins: dict[tuple[str, str], list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def run(runs: int, beside: list[str], out: Path) -> None:
+def run(runs: int, beside: list[str], out: Path, tier: list[str]) -> bool:
+    """Run the tier `runs` times (each beside `beside`, if any); True when every run passed."""
     out.mkdir(parents=True, exist_ok=True)
+    passed = True
     for index in range(runs):
         background = None
         if beside:
@@ -70,7 +72,7 @@ def run(runs: int, beside: list[str], out: Path) -> None:
             background = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         lines = out / f"run-{index + 1}.jsonl"
         lines.unlink(missing_ok=True)
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", MEASUREMENT]
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tier]
         env = {**os.environ, MARGINS_FILE: str(lines)}
         result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, env=env)
         if background is not None:
@@ -78,9 +80,13 @@ def run(runs: int, beside: list[str], out: Path) -> None:
             background.wait(timeout=60)
         last = result.stdout.strip().splitlines()[-1:] or ["(no output)"]
         print(f"run {index + 1}: {last[0]}", flush=True)
+        passed = passed and result.returncode == 0
+    return passed
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, tier: tuple[str, ...] = (MEASUREMENT,)) -> int:
+    """0 when every run passed (or only the table was asked for), 1 when a run failed (its
+    checks are in the table, the failed one first), 2 when nothing was recorded."""
     parser = argparse.ArgumentParser(prog="python -m tests.margins", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="how many times to run the tier (default 10)")
     parser.add_argument("--beside", nargs="*", default=[], help="test paths to run beside each run, as load")
@@ -89,15 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.table is None and args.out is None:
         parser.error("give --out DIR (to run) or --table DIR (to read)")
-    if args.table is None:
-        run(args.runs, args.beside, args.out)
+    passed = args.table is not None or run(args.runs, args.beside, args.out, list(tier))
     directory = args.table or args.out
     margins = read_margins(sorted(directory.glob("*.jsonl")))
     if not margins:
         print(f"error: no margins recorded in {directory}/*.jsonl", file=sys.stderr)
         return 2
     print(table(margins))
-    return 0
+    if not passed:
+        print(f"error: a run failed: `pytest {MEASUREMENT}` shows which check and why", file=sys.stderr)
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`make test`: `python -m tests.shards [--shards N] [pytest args]`, in two steps.
+"""`make test`: `python -m tests.shards [--shards N] [pytest args]`, in one step (two when named).
 
 A test's top folder says what it needs, and that alone decides where it runs:
 
@@ -10,7 +10,8 @@ A test's top folder says what it needs, and that alone decides where it runs:
 - `tests/system/<package>/`: a real Triton or a browser (runs of a fixed length, models that
   sleep, fault drills). Step 1, dealt over N shards.
 - `tests/measurement/`: the host alone (accuracy against a known truth: capacity, sweeps'
-  stable levels, open-loop rates, tune's ranking). Step 2, one process, after step 1 has ended.
+  stable levels, open-loop rates, tune's ranking). Not in `make test`: `make bench-measurement`
+  runs it (tests/margins.py), or step 2 here when the folder is named, after step 1 has ended.
 
 - Step 1 runs three folders side by side. `tests/system/`'s files are dealt longest first to the
   shard with the least work, by each file's time in tests/durations.json (a file missing there
@@ -19,12 +20,14 @@ A test's top folder says what it needs, and that alone decides where it runs:
   shard runs `tests/refusals/` then `tests/unit/` (mostly CPU, no waiting) at the lowest CPU
   priority, in the CPU the dealt shards leave idle; its refusals come first so that its session
   Triton starts while the shards start theirs, not in the middle of a measuring run.
-- Step 2 runs `tests/measurement/` alone: nothing else on the machine is measured with it.
+- Step 2, only when `tests/measurement/` is named, runs it alone: nothing else on the machine is
+  measured with it.
 tests/conftest.py refuses a test in `tests/unit/` or `tests/refusals/` that takes a browser, or
 a Triton where it may not; tests/unit/test_shards.py checks that no test there starts a Triton
 in its body, and that every test file is in one of the four folders.
 
-Paths given (`python -m tests.shards tests/system/traffic`) limit both steps to them.
+Paths given (`python -m tests.shards tests/system/traffic`) limit both steps to them; with none,
+every folder but `tests/measurement/` runs.
 `--update-durations` rewrites tests/durations.json from this run's JUnit XML (the dealt
 shards' and step 2's): do it after adding slow tests, on a quiet machine.
 
@@ -222,6 +225,16 @@ def in_folder(files: list[str], folder: str) -> list[str]:
     return [name for name in files if name.startswith(folder)]
 
 
+def selection(files: list[str], named: bool) -> list[str]:
+    """What a run takes of the files found: all of them when paths were named, else all but
+    tests/measurement/ (`make bench-measurement` runs that folder, and tables its margins).
+
+    >>> selection(["tests/unit/test_a.py", "tests/measurement/test_b.py"], named=False)
+    ['tests/unit/test_a.py']
+    """
+    return files if named else [name for name in files if not name.startswith(MEASUREMENT)]
+
+
 def outside_the_folders(files: list[str]) -> list[str]:
     """Test files in none of the four folders (`make test` would run them nowhere).
 
@@ -311,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     if stray := outside_the_folders(files):
         print(f"error: test files outside {', '.join(FOLDERS)} (tests/shards.py): {', '.join(stray)}")
         return 2
-    codes, logs, timed = run_steps(output, files, durations, options.shards, pytest_args)
+    codes, logs, timed = run_steps(output, selection(files, bool(paths)), durations, options.shards, pytest_args)
     codes = {index: 0 if code == NO_TESTS else code for index, code in codes.items()}
     for index, code in sorted(codes.items()):
         if code != 0:

@@ -13,30 +13,11 @@ import json
 
 import pytest
 
-from tests.helpers import model_stats, run_cli, run_clis, triton_options
-from tests.measurement.test_sweep import PROTOCOLS, check_mix_endpoints
+from tests.helpers import model_stats, run_cli
+from tests.refusals.commands.test_capacity import MODEL, capacity_args
+from tests.system.commands.test_capacity import PROTOCOLS, check_mix_endpoints
 
-MODEL = "sleep_10ms_single"
-SLO = "p99<50ms"
 PRECISION_PERCENT = 5.0
-
-
-def capacity_args(triton, run_dir, *extra: str) -> list[str]:
-    return [
-        "-m",
-        "loadtests",
-        "capacity",
-        "--model",
-        MODEL,
-        "--slo",
-        SLO,
-        *triton_options(triton),
-        "--run-dir",
-        str(run_dir),
-        "--shape",
-        "INPUT0:16",
-        *extra,
-    ]
 
 
 def service_us(server: dict) -> float:
@@ -106,48 +87,6 @@ def test_the_probe_starts_a_search_that_finds_the_capacity_within_10_percent(tri
     assert "capacity" in (run_dir / "report.md").read_text().lower()
 
 
-@pytest.mark.parametrize("model", ["identity", MODEL])
-def test_the_probe_is_sized_from_the_models_batcher(triton, tmp_path, model):
-    """Without --probe-users the probe saturates what Triton configured: 2 x max batch x
-    instances closed-loop users when the model batches dynamically (identity: 64, one
-    instance), at least 16. --stop-below ends the command after the probe."""
-    config = json.loads(
-        run_cli(["-c", f"import json; from loadtests.clients.control import TritonControl; "
-                       f"print(json.dumps(TritonControl('{triton.http_address}').model_config('{model}')))"]).stdout
-    )  # fmt: skip
-    instances = sum(group.get("count", 1) for group in config["instance_group"])
-    batch = config.get("max_batch_size", 0) if "dynamic_batching" in config else 1
-    expected = max(16, 2 * max(batch, 1) * instances)
-    run_dir = tmp_path / "capacity"
-    args = capacity_args(triton, run_dir, "--probe-time", "1", "--stop-below", "1e9")
-    args[args.index("--model") + 1] = model
-    result = run_cli(args, timeout=120)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert f"saturation probe, {expected} closed-loop users" in result.stdout, result.stdout
-    probe = json.loads((run_dir / "probe" / "config.json").read_text())
-    assert probe["options"]["num_users"] == expected
-
-
-def test_bad_input_is_refused_before_any_load(triton, tmp_path):
-    before = model_stats(triton.http_address, MODEL)
-    cases = (
-        (["--slo", "p99>5ms"], "upper limits"),
-        (["--slo", "p99<fast"], "--slo"),
-        (["--growth", "1"], "--growth must be above 1"),
-        (["--start-rate", "0"], "--start-rate must be above 0"),
-        (["--probe-users", "-1"], "--probe-users must be >= 0"),
-        (["--stop-below", "0"], "--stop-below must be a positive rate"),
-        (["--shape", "INPUT0:x"], "--shape"),  # refused by the probe's pre-flight: once, and no search
-    )
-    results = run_clis([capacity_args(triton, tmp_path / "never", *extra) for extra, _ in cases])
-    for (extra, message), result in zip(cases, results, strict=True):
-        assert result.returncode == 2, (extra, result.stderr)
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (extra, result.stderr)
-    assert model_stats(triton.http_address, MODEL) == before
-    assert not (tmp_path / "never").exists()
-
-
 def test_the_capacity_of_a_mix_over_both_protocols_is_bounded_by_its_slowest_share(triton, tmp_path, bound):
     """--mix: the search raises the mix's total rate; half of it goes to a model that serves
     one request per 10 ms, so the mix cannot hold more than 1 / (0.5 x its service time).
@@ -172,36 +111,6 @@ def test_the_capacity_of_a_mix_over_both_protocols_is_bounded_by_its_slowest_sha
         assert set(level["server"]) >= {MODEL, "identity"}, level["server"]
     summary = json.loads((run_dir / "summary.json").read_text())
     check_mix_endpoints(summary, models, PROTOCOLS["both"])
-
-
-def test_a_capacity_search_over_a_mix_over_grpc(triton, tmp_path):
-    """--protocol grpc with --mix: the search's requests go over gRPC only, every model of the
-    mix, and Triton counts every one (both protocols: the test above)."""
-    run_dir, models = tmp_path / "mix", (MODEL, "identity")
-    args = capacity_args(triton, run_dir, "--protocol", "grpc", "--start-rate", "40", "--growth", "4")
-    args[args.index("--model") : args.index("--model") + 2] = ["--mix", ",".join(f"{m}:0.5" for m in models)]
-    # A coarse search: this test is about which protocols carry the mix, the figure is the tests' above.
-    result = run_cli([*args, "--precision", "100", "--measurement-interval", "500", "--max-trials", "4"], timeout=600)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    content = json.loads((run_dir / "capacity.json").read_text())
-    assert content["levels"], content
-    summary = json.loads((run_dir / "summary.json").read_text())
-    check_mix_endpoints(summary, models, PROTOCOLS["grpc"])
-
-
-def test_a_mix_takes_clauses_on_the_whole_mix_only(triton, tmp_path):
-    before = model_stats(triton.http_address, MODEL)
-    args = capacity_args(triton, tmp_path / "never", "--slo", f"{MODEL}:p99<50ms")
-    args[args.index("--model") : args.index("--model") + 2] = ["--mix", f"{MODEL}:0.5,identity:0.5"]
-    args.remove("--slo")
-    args.remove(SLO)
-    result = run_cli(args)
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == (
-        f"error: --slo clause '{MODEL}:p99<50ms': a search over a mix judges the whole mix; name no model"
-    )
-    assert model_stats(triton.http_address, MODEL) == before
-    assert not (tmp_path / "never").exists()
 
 
 def test_the_master_drives_the_search_over_grpc_workers(triton, tmp_path, bound):

@@ -23,20 +23,10 @@ from loadtests.server import TritonPorts
 from loadtests.traffic.open_loop import ArrivalSchedule
 from tests.helpers import (
     REPO_ROOT,
-    LocustRun,
     run_against_triton,
 )
+from tests.system.traffic.test_open_loop import open_loop_run
 from tests.unit.traffic.test_open_loop import FakeClock
-
-
-def open_loop_run(triton, tmp_path, user_classes, model, users, run_time, *options) -> LocustRun:
-    """One of this file's runs: `model` with 16-value inputs, Triton's count of it watched;
-    user_classes one name or several, space-separated."""
-    options = ("--model", model, "--shape", "INPUT0:16", *options)
-    classes = user_classes.split()
-    return run_against_triton(
-        triton, tmp_path / "run", classes, list(options), models=(model,), users=users, run_time=run_time
-    )
 
 
 @pytest.mark.parametrize(
@@ -100,22 +90,6 @@ def test_coordinated_omission_open_loop_shows_the_stall_closed_loop_hides_it(tri
     # is in the max but gone from the percentiles.
     bound("closed-loop max (us)", closed["latency_us"]["max"], at_least=900_000, context=closed)
     bound("closed-loop p99 (us)", closed["latency_us"]["p99"], at_most=100_000, context=closed)
-
-
-def test_late_and_dropped_beyond_what_the_machine_can_send(triton, tmp_path):
-    run = open_loop_run(
-        triton, tmp_path, "TritonHttpUser", "identity", 4, "4s", "--traffic", "constant", "--rate", "20000",
-        "--max-in-flight", "2", "--drop-when-saturated",
-    )  # fmt: skip
-    result = run.result
-    summary = run.summary
-    served = run.served()
-    (endpoint,) = summary["endpoints"]
-    assert endpoint["dropped"] > 0 and endpoint["late"] > 0, endpoint
-    assert served == endpoint["requests"]  # dropped requests were never sent
-    # Never more due requests than the schedule holds (sent late or dropped, not invented).
-    assert endpoint["requests"] + endpoint["dropped"] <= 20000 * endpoint["duration_s"] * 1.01
-    assert "could not keep up" in result.stdout + result.stderr
 
 
 def test_no_late_or_dropped_at_a_modest_rate(triton, tmp_path, bound):

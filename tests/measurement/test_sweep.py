@@ -12,6 +12,7 @@ import json
 import pytest
 
 from tests.helpers import read_summary, run_cli, triton_options
+from tests.system.commands.test_capacity import PROTOCOLS, check_mix_endpoints
 from tests.unit.levels.test_sweep import PA_HEADER, sweep
 
 
@@ -116,21 +117,6 @@ def test_a_sweep_over_a_mix_judges_the_mix_as_one_load(triton, tmp_path, bound):
 
 
 # The protocols each --protocol sends over (the model's endpoints are named "<model> [<protocol>]").
-PROTOCOLS = {"grpc": ("grpc",), "both": ("http", "grpc")}
-
-
-def check_mix_endpoints(summary: dict, models: tuple[str, ...], protocols: tuple[str, ...]) -> None:
-    """Every model of the mix over every protocol asked for, and none other; per model, the
-    client's requests over all protocols are Triton's count."""
-    endpoints = summary["endpoints"]
-    assert sorted((e["model"], e["protocol"]) for e in endpoints) == sorted(
-        (model, protocol) for model in models for protocol in protocols
-    )
-    for endpoint in endpoints:
-        assert endpoint["requests"] > 0 and endpoint["failures"] == 0, endpoint
-    for model in models:
-        sent = sum(e["requests"] for e in endpoints if e["model"] == model)
-        assert sent == summary["server"][model]["requests"], (model, sent, summary["server"][model])
 
 
 # Each protocol choice once and each mode once: both protocols share a closed loop's users here;

@@ -61,3 +61,12 @@ def test_a_run_records_every_check_and_the_table_puts_the_failed_one_first(tmp_p
 def test_no_margins_is_an_error(tmp_path, capsys):
     assert main(["--table", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: no margins recorded in ")
+
+
+def test_a_failed_run_fails_the_command_after_its_table(tmp_path, capsys):
+    """`make bench-measurement` reports every check's margin, and exits 1 when a run failed."""
+    (tmp_path / "test_checks.py").write_text(CHECKS)
+    tier = ["-p", "tests.measurement.conftest", str(tmp_path / "test_checks.py")]
+    assert main(["--runs", "1", "--out", str(tmp_path / "runs")], tier=tier) == 1
+    out = capsys.readouterr().out
+    assert "run 1: 1 failed, 1 passed" in out and "| test_checks.py::test_outside | rate (rps) |" in out, out

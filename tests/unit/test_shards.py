@@ -34,6 +34,20 @@ def test_step_two_is_the_measurement_folder_and_nothing_else():
     assert "tests/system/commands/test_tune.py" not in alone and "tests/system/run/test_drills.py" not in alone
 
 
+def test_make_test_leaves_the_measurement_folder_to_make_bench_measurement():
+    """`make test` (no path named) runs every folder but tests/measurement/; named, it runs;
+    `make bench-measurement` runs it (through tests.margins, which tables its margins)."""
+    files = shards.test_files([])
+    default = shards.selection(files, named=False)
+    assert default == [name for name in files if not name.startswith(MEASUREMENT)] and default
+    assert {name.split("/")[1] for name in default} == {"unit", "refusals", "system"}
+    named = shards.test_files(["tests/measurement"])
+    assert shards.selection(named, named=True) == named and named
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    recipe = makefile.split("\nbench-measurement:", 1)[1].split("\n\n", 1)[0]
+    assert "-m tests.margins" in recipe, recipe
+
+
 def calls(node: ast.AST) -> set[str]:
     names = set()
     for call in ast.walk(node):

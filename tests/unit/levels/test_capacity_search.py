@@ -7,8 +7,11 @@ import json
 
 import pytest
 
+from loadtests.clients.outcome import StreamTimings
 from loadtests.levels.capacity_files import write_capacity_files
+from loadtests.levels.capacity_levels import CapacityController
 from loadtests.levels.capacity_search import CapacitySearch, clearly_failing, probe_users
+from loadtests.recording.histograms import EndpointStats
 from loadtests.run_format.slo import parse_slo
 from tests.helpers import request_outcome
 
@@ -285,3 +288,33 @@ def test_capacity_csv_holds_each_levels_rate_as_capacity_json_does(tmp_path):
     with open(tmp_path / "capacity.csv", newline="") as file:
         (row,) = csv.DictReader(file)
     assert float(row["rate"]) == json.loads((tmp_path / "capacity.json").read_text())["levels"][0]["rate"] == rate
+
+
+def streamed_window(latency_us: float, first_us: list[float]) -> dict[str, EndpointStats]:
+    """One window of streamed requests: each `latency_us` to its final response, its first
+    response at the given time."""
+    stats = EndpointStats("m [grpc]", "m", "grpc")
+    for first in first_us:
+        stats.record(request_outcome(latency_us, 1, None, stream=StreamTimings(first, (), latency_us, 1)))
+    return {stats.name: stats}
+
+
+def test_a_ttfr_clause_is_judged_on_the_streams_first_responses():
+    """Final responses at 500 ms, first responses at 20 ms: `ttfr_p99<100ms` passes (on the
+    stream's histogram, its confidence bounds too), and the level's entry carries the stream
+    object summary.json has; `p99<100ms` on the same windows fails."""
+    windows = [streamed_window(500_000.0, [20_000.0 + 10.0 * i for i in range(400)]) for _ in range(11)]
+    for text, passes in (("ttfr_p99<100ms", True), ("ttfr_p99<100ms@95%", True), ("p99<100ms", False)):
+        controller = CapacityController(CapacitySearch(start_rate=400.0), parse_slo(text), settle=1, max_trials=10)
+        controller.start_level(100.0, window_s=1.0)
+        result = None
+        for i, window in enumerate(windows):
+            result = controller.on_window(101.0 + i, 1.0, window)
+            if result is not None:
+                break
+        assert result is not None, text
+        verdict = controller.verdicts[-1]
+        assert verdict["passed"] is passes, (text, verdict)
+        (clause,) = verdict["clauses"]
+        expected_ms = 20.0 + 10.0 * 396 / 1000 if clause["metric"] == "ttfr_p99" else 500.0
+        assert clause["measured"] == pytest.approx(expected_ms, rel=0.01), (text, clause)
