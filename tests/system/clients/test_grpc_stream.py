@@ -93,9 +93,12 @@ def test_every_response_is_read_and_timed_as_the_model_sends_it(triton, protocol
     # Each response is sent on the model's own timetable (start + first + i * gap): a late wake-up
     # shortens the next gap as much as it lengthened this one, so the median is the gap.
     assert statistics.median(gaps) == pytest.approx(gap_ms * 1e3, abs=SCHEDULING_SLACK_MS * 1e3 / 2)
-    # A single request can meet a busy host (the median cannot, on 12 requests).
+    # Timed when it arrives, not with a later response: the median time to first response comes
+    # before the model sends its second response (first + gap: 30 ms; read with the final one, 70).
+    # Not first + 5 ms: beside one other test folder the median of 12 came to 15.9 ms in 20 runs
+    # (gRPC; HTTP 11.6), and a `make test` shard saw 15.6 (fresh36). Gaps' medians: 19.9-20.1 ms.
     ttfr = statistics.median(outcome.stream.first_us for outcome in outcomes)
-    assert first_ms * 1e3 <= ttfr < (first_ms + SCHEDULING_SLACK_MS) * 1e3, ttfr
+    assert first_ms * 1e3 <= ttfr < (first_ms + gap_ms) * 1e3, ttfr
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
