@@ -203,15 +203,15 @@ def timings(output: Path, shards: list[int]) -> tuple[list[tuple[float, str]], d
 
 def updated_durations(old: dict[str, float], files: list[str], measured: dict[str, float]) -> dict[str, float]:
     """tests/durations.json after a run of `files`: the timed folders' files only (tests/system/,
-    dealt by it, and tests/measurement/), each its time in this run (0 if it recorded none, not
-    the median a file never measured counts as); a timed file this run did not run keeps its
-    time, and files no longer there go.
+    dealt by it, and tests/measurement/), each its time in this run; a timed file this run did
+    not time (not run, or every test deselected) keeps its time, one never timed is left out (it
+    counts as the median file), and files no longer there go.
 
     >>> updated_durations({SYSTEM + "a.py": 5.0}, [SYSTEM + "b.py", UNIT + "c.py"], {SYSTEM + "b.py": 7.04})
     {'tests/system/b.py': 7.0}
     """
     timed = in_folder(files, SYSTEM) + in_folder(files, MEASUREMENT)
-    fresh = {**old, **{name: round(measured.get(name, 0.0), 1) for name in timed}}
+    fresh = {**old, **{name: round(measured[name], 1) for name in timed if name in measured}}
     kept = [name for name in fresh if name.startswith((SYSTEM, MEASUREMENT))]
     return {name: fresh[name] for name in sorted(kept) if (REPO_ROOT / name).is_file() or name in timed}
 

@@ -91,8 +91,11 @@ def test_durations_are_kept_for_the_timed_folders_only():
     unit = "tests/unit/test_shards.py"
     old = {system: 3.0, other: 30.0, unit: 0.0, "tests/system/no_longer_there.py": 9.0}
     assert updated_durations(old, [system, unit], {system: 27.46, unit: 5.0}) == {system: 27.5, other: 30.0}
-    # A timed file that ran but recorded nothing (every test deselected) counts 0, not the median.
-    assert updated_durations(old, [other], {}) == {system: 3.0, other: 0.0}
+    # A timed file that ran but recorded nothing (every test deselected by -k) keeps its time: a
+    # 0 would deal it as free next time (three system files of 7-46 s were at 0 until fresh30).
+    assert updated_durations(old, [other], {}) == {system: 3.0, other: 30.0}
+    # One never measured is not written: it counts as the median file.
+    assert updated_durations(old, ["tests/system/test_new.py"], {}) == {system: 3.0, other: 30.0}
 
 
 def test_the_durations_file_holds_only_timed_folders():
