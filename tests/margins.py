@@ -3,8 +3,9 @@
 Each timing check in tests/measurement/ records how far inside its bound the value stayed
 (tests/measurement/conftest.py, `bound`). This runs the tier several times, optionally beside
 other test folders (what `make test`'s step 1 would run beside it on a busy machine), keeps each
-run's checks (a JSON line each, DIR/run-K.jsonl) and prints, per check, its bound, the worst
-value and the smallest and median headroom over the runs, worst first:
+run's checks (a JSON line each, DIR/run-K.jsonl) and pytest's output (DIR/run-K.log), and prints,
+per check, its bound, the worst value and the smallest and median headroom over the runs, worst
+first:
 
     python -m tests.margins --runs 10 --beside tests/system/workloads --out /tmp/margins
     python -m tests.margins --table /tmp/margins          # the table again, from the lines kept
@@ -61,10 +62,11 @@ def table(margins: dict[tuple[str, str], list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def run(runs: int, beside: list[str], out: Path, tier: list[str]) -> bool:
-    """Run the tier `runs` times (each beside `beside`, if any); True when every run passed."""
+def run(runs: int, beside: list[str], out: Path, tier: list[str]) -> list[Path]:
+    """Run the tier `runs` times (each beside `beside`, if any), each run's pytest output kept in
+    DIR/run-K.log; the logs of the runs that failed."""
     out.mkdir(parents=True, exist_ok=True)
-    passed = True
+    failed = []
     for index in range(runs):
         background = None
         if beside:
@@ -80,8 +82,11 @@ def run(runs: int, beside: list[str], out: Path, tier: list[str]) -> bool:
             background.wait(timeout=60)
         last = result.stdout.strip().splitlines()[-1:] or ["(no output)"]
         print(f"run {index + 1}: {last[0]}", flush=True)
-        passed = passed and result.returncode == 0
-    return passed
+        log = out / f"run-{index + 1}.log"
+        log.write_text(result.stdout + result.stderr)
+        if result.returncode != 0:
+            failed.append(log)
+    return failed
 
 
 def main(argv: list[str] | None = None, tier: tuple[str, ...] = (MEASUREMENT,)) -> int:
@@ -95,16 +100,16 @@ def main(argv: list[str] | None = None, tier: tuple[str, ...] = (MEASUREMENT,)) 
     args = parser.parse_args(argv)
     if args.table is None and args.out is None:
         parser.error("give --out DIR (to run) or --table DIR (to read)")
-    passed = args.table is not None or run(args.runs, args.beside, args.out, list(tier))
+    failed = [] if args.table is not None else run(args.runs, args.beside, args.out, list(tier))
     directory = args.table or args.out
     margins = read_margins(sorted(directory.glob("*.jsonl")))
     if not margins:
         print(f"error: no margins recorded in {directory}/*.jsonl", file=sys.stderr)
         return 2
     print(table(margins))
-    if not passed:
-        print(f"error: a run failed: `pytest {MEASUREMENT}` shows which check and why", file=sys.stderr)
-    return 0 if passed else 1
+    if failed:
+        print(f"error: a run failed: its pytest output is in {', '.join(map(str, failed))}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

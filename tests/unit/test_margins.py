@@ -68,5 +68,10 @@ def test_a_failed_run_fails_the_command_after_its_table(tmp_path, capsys):
     (tmp_path / "test_checks.py").write_text(CHECKS)
     tier = ["-p", "tests.measurement.conftest", str(tmp_path / "test_checks.py")]
     assert main(["--runs", "1", "--out", str(tmp_path / "runs")], tier=tier) == 1
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "run 1: 1 failed, 1 passed" in out and "| test_checks.py::test_outside | rate (rps) |" in out, out
+    # Why it failed is kept, not lost with the run: pytest's output of each run, named in the error.
+    log = tmp_path / "runs" / "run-1.log"
+    assert "FAILED" in log.read_text() and "test_outside" in log.read_text()
+    assert captured.err.strip() == f"error: a run failed: its pytest output is in {log}", captured.err
