@@ -72,7 +72,7 @@ bench-gate: setup
 	$(PY) -m bench.gate
 
 # The measurement tier (tests/measurement/: capacity, sweeps, open-loop rates and tune's ranking
-# against a known truth, about 9 minutes), alone, as `make test` never runs it: prints the margin
+# against a known truth, about 8 minutes), alone, as `make test` never runs it: prints the margin
 # each host-speed check kept, worst first (tests/margins.py); exits 1 if a check failed.
 MEASUREMENT_RUNS ?= 1
 bench-measurement: setup

@@ -55,11 +55,12 @@ def test_the_probe_is_sized_from_the_models_batcher(triton, tmp_path, model):
 
 def test_a_capacity_search_over_a_mix_over_grpc(triton, tmp_path):
     """--protocol grpc with --mix: the search's requests go over gRPC only, every model of the
-    mix, and Triton counts every one (both protocols: the test above)."""
+    mix, and Triton counts every one (both protocols, with the capacity it finds:
+    tests/measurement/test_capacity.py)."""
     run_dir, models = tmp_path / "mix", (MODEL, "identity")
     args = capacity_args(triton, run_dir, "--protocol", "grpc", "--start-rate", "40", "--growth", "4")
     args[args.index("--model") : args.index("--model") + 2] = ["--mix", ",".join(f"{m}:0.5" for m in models)]
-    # A coarse search: this test is about which protocols carry the mix, the figure is the tests' above.
+    # A coarse search: this test is about which protocols carry the mix, not the figure it finds.
     result = run_cli([*args, "--precision", "100", "--measurement-interval", "500", "--max-trials", "4"], timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     content = json.loads((run_dir / "capacity.json").read_text())
