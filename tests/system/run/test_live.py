@@ -149,8 +149,6 @@ def test_web_ui_tab_shows_exact_percentiles(triton, tmp_path):
 
 
 STREAM_CELLS = ("ttfr_p50_ms", "ttfr_p99_ms", "gap_p50_ms", "gap_p99_ms")
-# A response's share of the client and host (thread wake-up, Triton, loopback) on this busy 2-core machine.
-SLACK_MS = 5.0
 
 
 def streamed_rows_timed(body: bytes) -> bool:
@@ -159,23 +157,26 @@ def streamed_rows_timed(body: bytes) -> bool:
 
 
 def test_web_ui_tab_shows_a_streamed_endpoints_first_response_and_gaps(triton, tmp_path):
-    """stream_gaps over gRPC: the live tab's ttfr/gap cells are the model's timetable while the run goes."""
-    config = httpclient.InferenceServerClient(triton.http_address).get_model_config("stream_gaps")
+    """stream_slow over gRPC: the live tab's ttfr/gap cells are the model's timetable while the run
+    goes. The tab is read as soon as a request has ended: its medians are of a request or two, so
+    the model is stream_gaps ten times slower (models/test_repository/README.md), against which a
+    stall of the host (80 ms seen beside two shards) is noise, and the checks keep half a gap."""
+    config = httpclient.InferenceServerClient(triton.http_address).get_model_config("stream_slow")
     params = {key: float(value["string_value"]) for key, value in config["parameters"].items()}
     port = TritonPorts.free().http
-    with web_ui_grpc_run(triton, port, "stream_gaps", "4s", tmp_path / "run") as process:
+    with web_ui_grpc_run(triton, port, "stream_slow", "4s", tmp_path / "run") as process:
         stats = json.loads(poll_during_run(process, f"http://127.0.0.1:{port}/stats/requests", streamed_rows_timed))
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr[-2000:]
     (tab,) = [entry for entry in stats["extended_stats"] if entry["key"] == "triton-exact"]
     (row,) = tab["data"]
-    assert row["endpoint"] == "stream_gaps [grpc]"
+    assert row["endpoint"] == "stream_slow [grpc]"
     first_ms, gap_ms = params["first_ms"], params["gap_ms"]
-    # The median is the model's timetable; the p99 of a dozen requests is their slowest, which one
-    # stall of the host sets (95 ms against a 10-ms first response once, three shards beside it).
-    assert first_ms * 0.999 <= row["ttfr_p50_ms"] <= first_ms * 1.001 + SLACK_MS, row
+    # Timed as each response arrives: the first before the model sends its second (first + gap),
+    # the gaps within half a gap of the model's (responses read together would show gaps near 0).
+    assert first_ms * 0.999 <= row["ttfr_p50_ms"] < first_ms + gap_ms, row
     assert row["ttfr_p50_ms"] <= row["ttfr_p99_ms"], row
-    assert row["gap_p50_ms"] == pytest.approx(gap_ms, abs=gap_ms * 1e-3 + SLACK_MS), row
+    assert row["gap_p50_ms"] == pytest.approx(gap_ms, abs=gap_ms / 2), row
     assert row["gap_p50_ms"] <= row["gap_p99_ms"]
     # The final request: the response at the end of the stream (at least the whole timetable).
     assert row["p50_ms"] >= (first_ms + (params["responses"] - 1) * gap_ms) * 0.999

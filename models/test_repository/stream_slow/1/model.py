@@ -1,0 +1,1 @@
+../../stream_gaps/1/model.py
