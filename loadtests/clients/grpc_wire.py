@@ -374,6 +374,10 @@ class Connection:
                     self._fail_all(CallFailure("connection reset", str(error)))
                 raise self._dead from None
             if deadline is not None:
+                # A timer counts from the loop's clock, which is the time of its last turn: after the
+                # process ran on without turning it (a long computation, a host that held it off
+                # the CPU), a deadline from that clock would fire at once. Brought up to now first.
+                self._hub.loop.update_now()
                 timer = self._hub.loop.timer(max(deadline - time.monotonic(), 0.0))
                 timer.start(waiter.switch, TIMED_OUT)
             result = waiter.get()

@@ -13,6 +13,7 @@ import threading
 import time
 
 import gevent
+import gevent.monkey
 import h2.errors
 import h2.events
 import pytest
@@ -29,6 +30,8 @@ from loadtests.clients.grpc_wire import Connection
 from tests.scripted_peer import H2Peer, PeerConnection, call_for, grpc_message
 
 LARGE_WINDOW = 2**31 - 1
+# time.sleep as it was before Locust's import patched it for gevent: blocks the process, the loop too.
+BLOCKING_SLEEP = gevent.monkey.get_original("time", "sleep")
 
 
 def connect(server: H2Peer) -> Connection:
@@ -272,6 +275,31 @@ def test_a_call_waiting_for_a_stream_fails_at_its_deadline():
         assert time.monotonic() - started < 4.0
         assert server.connections[0].refused == []
         connection.close()
+
+
+def test_a_deadline_is_counted_from_the_call_not_from_the_event_loops_last_turn():
+    """The loop's clock is the time of its last turn. A process that ran on without turning it (a
+    greenlet that computed, a host that held the process off the CPU) made a deadline timer
+    started from that clock fire at once: a 70-ms deadline failed as a timeout after 0.54 ms, the
+    request after one that had timed out (fresh43, beside two test shards). Here: a call times out,
+    the process runs 0.3 s without the loop, and the next call's 0.2 s must be 0.2 s."""
+
+    def script(peer: PeerConnection) -> None:
+        while peer.pump(0.5) or not peer.closed:
+            pass  # takes every request, answers none
+
+    with H2Peer(script) as server:
+        connection = connect(server)
+        first, second = call_for(server.port, b"a"), call_for(server.port, b"b")  # prepared, as a user's are
+        assert outcome(connection, first, 0.05).kind == "timeout"  # the loop's last turn...
+        BLOCKING_SLEEP(0.3)  # ...then none for 0.3 s
+        started = time.monotonic()
+        result = outcome(connection, second, 0.2)
+        elapsed = time.monotonic() - started
+        connection.close()
+    assert isinstance(result, CallFailure) and result.kind == "timeout", result
+    # A timer never fires before its time; a host can only make it later.
+    assert elapsed >= 0.2, elapsed
 
 
 # -- deadlines and interrupted writes ------------------------------------------------------------
