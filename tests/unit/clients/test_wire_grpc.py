@@ -384,19 +384,28 @@ def test_a_call_waiting_behind_a_large_write_fails_at_its_deadline():
     """B times out waiting for A's large write to finish (its deadline covers the wait: it waited
     as long as the server did not read); A goes on, the connection unharmed."""
     settings = {SettingCodes.INITIAL_WINDOW_SIZE: LARGE_WINDOW, SettingCodes.MAX_FRAME_SIZE: 2**24 - 1}
+    b_ended = threading.Event()
 
     def script(peer: PeerConnection) -> None:
         peer.h2.increment_flow_control_window(LARGE_WINDOW - 65_535)
         peer.flush()
-        time.sleep(1.0)  # not reading while B's deadline passes
+        # Not reading until B has ended, not for a fixed 1 s: starved at nice 19 on a slow host,
+        # the client reached B after the second had passed, and B was sent and answered (fresh46).
+        b_ended.wait(10.0)
         answer(lambda p, s: p.respond(s, message=b"ok"))(peer)
 
     with H2Peer(script, settings=settings, recv_buffer=4096) as server:
         connection = connect(server)
         large, small = call_for(server.port, b"\x03" * 8_000_000, 5.0), call_for(server.port, b"b", 0.3)
-        results = concurrently(
-            lambda: outcome(connection, large, 5.0), lambda: gevent.sleep(0.1) or outcome(connection, small, 0.3)
-        )
+
+        def call_b():
+            gevent.sleep(0.1)  # A's write under way
+            try:
+                return outcome(connection, small, 0.3)
+            finally:
+                b_ended.set()
+
+        results = concurrently(lambda: outcome(connection, large, 5.0), call_b)
         assert isinstance(results[1], CallFailure) and results[1].kind == "timeout", results[1]
         assert results[0] == b"ok"
         connection.close()
