@@ -149,7 +149,8 @@ def test_the_deadline_bounds_the_whole_stream(triton, protocol):
     for outcome in outcomes:
         assert outcome.stream is None
         # Never before the deadline: Triton counts the same deadline (grpc-timeout) from later,
-        # when the request reaches it. (Requests ended at 0.54 ms of 70, 1.08 of 7 and 30.5 of 35
-        # on a busy host while the gRPC wire's timer counted from the event loop's last turn,
-        # tests/unit/clients/test_wire_grpc.py; since, 96 of 96 ended at 1.002-1.64 deadlines.)
+        # when the request reaches it. (Requests ended at 0.54 ms of 70 and 1.08 of 7 on a busy
+        # host while the gRPC wire's timer counted from the event loop's last turn,
+        # tests/unit/clients/test_wire_grpc.py; 30.5 of 35, seen before, was most likely the same.
+        # Since the fix, 96 of 96 ended at 1.002-1.64 deadlines, quiet host.)
         assert timeout_s * 1e6 <= outcome.latency_us < final_ms * 1e3  # not held to the final response
