@@ -376,9 +376,12 @@ class Connection:
             if deadline is not None:
                 # A timer counts from the loop's clock, which is the time of its last turn: after the
                 # process ran on without turning it (a long computation, a host that held it off
-                # the CPU), a deadline from that clock would fire at once. Brought up to now first.
+                # the CPU), a deadline from that clock would fire at once. Brought up to now first,
+                # and after the time left is read: a pause between the two reads then makes the
+                # timer later by the pause, where the other order made it end that much early.
+                left = max(deadline - time.monotonic(), 0.0)
                 self._hub.loop.update_now()
-                timer = self._hub.loop.timer(max(deadline - time.monotonic(), 0.0))
+                timer = self._hub.loop.timer(left)
                 timer.start(waiter.switch, TIMED_OUT)
             result = waiter.get()
             if result is TIMED_OUT:

@@ -152,5 +152,7 @@ def test_the_deadline_bounds_the_whole_stream(triton, protocol):
         # when the request reaches it. (Requests ended at 0.54 ms of 70 and 1.08 of 7 on a busy
         # host while the gRPC wire's timer counted from the event loop's last turn,
         # tests/unit/clients/test_wire_grpc.py; 30.5 of 35, seen before, was most likely the same.
-        # Since the fix, 96 of 96 ended at 1.002-1.64 deadlines, quiet host.)
+        # Then 69.84 of 70 in CI, beside two shards: the timer's length was read after the loop's
+        # clock, so a pause between the reads came off it; the unit test beside the first holds
+        # the process there. Since the first fix, 96 of 96 ended at 1.002-1.64 deadlines, quiet host.)
         assert timeout_s * 1e6 <= outcome.latency_us < final_ms * 1e3  # not held to the final response

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import sys
 import threading
 import time
 
@@ -300,6 +301,42 @@ def test_a_deadline_is_counted_from_the_call_not_from_the_event_loops_last_turn(
     assert isinstance(result, CallFailure) and result.kind == "timeout", result
     # A timer never fires before its time; a host can only make it later.
     assert elapsed >= 0.2, elapsed
+
+
+def test_a_pause_between_the_calls_clock_reads_does_not_shorten_its_deadline():
+    """The timer's length was the deadline less a clock read taken after the loop's own: a pause
+    between the two reads (the host held the process off the CPU, a garbage collection) came off
+    the deadline, and a 70-ms deadline ended at 69.84 ms (CI of stop 47, beside two test shards).
+    Here the process is held 0.15 s before each clock read `unary` makes after the deadline's
+    own; the call's 0.3 s must still be 0.3 s."""
+
+    def script(peer: PeerConnection) -> None:
+        while peer.pump(0.5) or not peer.closed:
+            pass  # takes every request, answers none
+
+    reads = []
+
+    def held_before_each_later_clock_read(frame, event, arg) -> None:
+        if event == "c_call" and arg is time.monotonic and frame.f_code is Connection.unary.__code__:
+            reads.append(frame.f_lineno)
+            if len(reads) > 1:
+                BLOCKING_SLEEP(0.15)
+
+    with H2Peer(script) as server:
+        connection = connect(server)
+        first, second = call_for(server.port, b"a"), call_for(server.port, b"b")  # prepared, as a user's are
+        assert outcome(connection, first, 0.05).kind == "timeout"  # the connection is up and settled
+        started = time.monotonic()
+        sys.setprofile(held_before_each_later_clock_read)  # this thread and greenlet: the call's own
+        try:
+            result = outcome(connection, second, 0.3)
+        finally:
+            sys.setprofile(None)
+        elapsed = time.monotonic() - started
+        connection.close()
+    assert isinstance(result, CallFailure) and result.kind == "timeout", result
+    assert len(reads) > 1, reads  # the pause happened
+    assert elapsed >= 0.3, elapsed  # a pause may make a timer later, never earlier
 
 
 # -- deadlines and interrupted writes ------------------------------------------------------------
