@@ -371,11 +371,14 @@ def test_a_user_killed_mid_write_does_not_wedge_the_shared_connection():
     The server takes whole 8 MB frames (Triton takes 4 MiB), so a request is one frame being written."""
     settings = {SettingCodes.INITIAL_WINDOW_SIZE: LARGE_WINDOW, SettingCodes.MAX_FRAME_SIZE: 2**24 - 1}
 
+    killed = threading.Event()
+
     def script(peer: PeerConnection) -> None:
         peer.h2.increment_flow_control_window(LARGE_WINDOW - 65_535)
         peer.flush()
         if len(server.connections) == 1:
-            time.sleep(0.6)  # not reading while the users are killed
+            peer.respond(peer.next_request(), message=b"ok")  # the first, small call
+            killed.wait(10.0)  # then nothing read until the users are killed: their writes are cut
         answer(lambda p, s: p.respond(s, message=b"ok"))(peer)
 
     with H2Peer(script, settings=settings, recv_buffer=4096) as server:
@@ -386,7 +389,9 @@ def test_a_user_killed_mid_write_does_not_wedge_the_shared_connection():
         assert outcome(pool.connection(slots[0]), small) == b"ok"  # one connection, before they share it
         users = [gevent.spawn(lambda s=s: outcome(pool.connection(s), big, 3.0)) for s in slots]
         gevent.sleep(0.2)
+        assert not any(user.ready() for user in users)  # each still writing: the server reads nothing yet
         gevent.killall(users[:3])
+        killed.set()
         gevent.joinall(users[3:], timeout=6)
         later = concurrently(*[lambda s=s: outcome(pool.connection(s), small, 3.0) for s in slots[3:] * 2])
         for slot in slots:
