@@ -21,9 +21,11 @@ from tests.helpers import run_against_triton
 
 # HdrHistogram with 3 significant digits: a recorded value is within 0.1 % of the true one.
 HDR_PRECISION = 1e-3
-# The client's and the host's share of a response's time (a Python thread's wake-up, the stub,
-# Triton, the loopback, the hub): a few ms at most on this shared 2-core machine.
-SLACK_US = 5_000.0
+# The open-loop test's model: stream_gaps' ten times slower (first response 100 ms, then one every
+# 200). Timed from the intended send, stream_gaps' first responses came 5.2 ms late at the median
+# beside two test shards, the sends late on a starved host (fresh49), past the old 5-ms slack.
+# The bounds are now a gap wide (_assert_timetable_recovered): 200 ms here, 20 on stream_gaps.
+TIMED = "stream_slow"
 
 
 PROTOCOLS = {"TritonGrpcUser": ("grpc", "gRPC"), "TritonHttpUser": ("http", "HTTP")}
@@ -79,16 +81,18 @@ def _timetable(triton, model: str) -> dict[str, float]:
 
 
 def _assert_timetable_recovered(stream: dict, params: dict[str, float]) -> None:
-    """summary.json's stream object against the model's timetable: counts exact, the first response
-    and the gaps within the HDR precision (0.1 %) plus the client's and host's overhead."""
+    """summary.json's stream object against the model's timetable: counts exact; the median first
+    response no earlier than the model sends it (less the HDR precision, 0.1 %) and before its
+    second (timed from a later response, it would be a gap or more later); the median gap within
+    half a gap (responses read together show gaps near 0)."""
     responses = int(params["responses"])
     assert stream["responses_per_request"] == {"mean": float(responses), "min": responses, "max": responses}
     assert stream["responses"] == responses * stream["requests"]
     first_us, gap_us = params["first_ms"] * 1e3, params["gap_ms"] * 1e3
     first = stream["first_response_us"]
-    assert first_us * (1 - HDR_PRECISION) <= first["p50"] <= first_us * (1 + HDR_PRECISION) + SLACK_US, first
+    assert first_us * (1 - HDR_PRECISION) <= first["p50"] < first_us + gap_us, first
     gap = stream["gap_us"]
-    assert gap["p50"] == pytest.approx(gap_us, abs=gap_us * HDR_PRECISION + SLACK_US / 2), gap
+    assert gap["p50"] == pytest.approx(gap_us, abs=gap_us / 2), gap
     final = stream["final_response_us"]
     assert final["p50"] >= (first_us + (responses - 1) * gap_us) * (1 - HDR_PRECISION), final
 
@@ -97,6 +101,8 @@ def _assert_timetable_recovered(stream: dict, params: dict[str, float]) -> None:
 def test_timings_recovered_and_merged_over_worker_processes(triton, tmp_path, user_class):
     """Two worker processes, closed loop: each worker's histograms merged on the master; the
     model's timetable comes back, and the request count is Triton's."""
+    # stream_gaps, not TIMED: the clauses' confidence needs the hundreds of requests its 70-ms
+    # streams give in 4 s (stream_slow's gave 48 over HTTP, and the 99 % clause came inconclusive).
     params = _timetable(triton, "stream_gaps")
     run = run_against_triton(
         triton,
@@ -180,13 +186,13 @@ def _assert_report_and_comparison_show(run_dir, endpoint: dict, tmp_path) -> Non
 
 @pytest.mark.parametrize("user_class", sorted(PROTOCOLS))
 def test_open_loop_times_the_stream_from_the_intended_send(triton, tmp_path, user_class):
-    params = _timetable(triton, "stream_gaps")
+    params = _timetable(triton, TIMED)
     run = run_against_triton(
         triton,
         tmp_path / "run",
         [user_class],
-        ["--model", "stream_gaps", "--traffic", "constant", "--rate", "40"],
-        models=("stream_gaps",),
+        ["--model", TIMED, "--traffic", "constant", "--rate", "40"],
+        models=(TIMED,),
         users=2,
         run_time="4s",
     )
