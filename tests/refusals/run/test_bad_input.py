@@ -6,6 +6,7 @@ feature's account, are in tests/unit/run/test_bad_input.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, model_stats
+from tests.helpers import REPO_ROOT, closed_ports, model_stats
 from tests.unit.run.test_bad_input import CLI_CASES, CliCase, assert_one_error
 
 pytestmark = pytest.mark.badinput
@@ -104,7 +105,8 @@ def cli_outcomes(triton, cli_files, finished_run) -> dict[str, CliOutcome]:
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
-    closed = TritonPorts.free()
+    held = contextlib.ExitStack()  # the closed ports stay bound until every case has run
+    closed = held.enter_context(closed_ports())
     values = {
         "http": triton.http_address,
         "grpc": triton.grpc_address,
@@ -140,6 +142,7 @@ def cli_outcomes(triton, cli_files, finished_run) -> dict[str, CliOutcome]:
                 outcomes.update(lane)
     finally:
         busy.close()
+        held.close()
     return outcomes
 
 

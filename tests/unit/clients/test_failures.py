@@ -8,7 +8,7 @@ import struct
 import threading
 from contextlib import contextmanager
 
-from tests.helpers import run_cli
+from tests.helpers import closed_ports, run_cli
 
 
 @contextmanager
@@ -58,20 +58,9 @@ print(json.dumps(names))
 """
 
 
-@contextmanager
-def closed_port():
-    """A port bound but never listened on, held while the probe runs: a connection to it is refused.
-    A port that was merely free a moment before could be taken by the time the probe connects
-    (another shard's server, or the probe's own socket, which the kernel may give that port as its
-    source: a socket connected to itself). fresh53 read 'connection reset' from such a port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"127.0.0.1:{sock.getsockname()[1]}"
-
-
 def test_grpc_connection_refused_and_reset():
-    with closed_port() as closed:
-        result = run_cli(["-c", GRPC_PROBE, closed], timeout=60)
+    with closed_ports() as closed:
+        result = run_cli(["-c", GRPC_PROBE, f"127.0.0.1:{closed.grpc}"], timeout=60)
     assert json.loads(result.stdout) == ["connection refused"], result.stderr
     with resetting_server() as address:
         result = run_cli(["-c", GRPC_PROBE, address], timeout=60)

@@ -18,9 +18,9 @@ from loadtests.__main__ import build_parser, main
 from loadtests.commands.option_list import suite_parser
 from loadtests.config.settings import Settings
 from loadtests.errors import ServerError
-from loadtests.server import TritonPorts
 from loadtests.triton_stats.poller import statistics_address
 from tests.helpers import (
+    closed_ports,
     grpc_target,
     http_target,
     run_cli,
@@ -28,11 +28,6 @@ from tests.helpers import (
 from tests.unit.run.test_bad_input import assert_one_error
 
 MODEL = "identity"
-
-
-def closed_port() -> str:
-    """127.0.0.1:PORT where nothing listens (bound, then closed)."""
-    return f"127.0.0.1:{TritonPorts.free().http}"
 
 
 # -- 2. an options listing a person can read --------------------------------------------------------
@@ -92,8 +87,10 @@ def test_time_s_has_one_meaning_per_file_in_the_docs():
 
 
 def test_no_statistics_address_answers_is_one_error_naming_both_options():
-    settings = Settings(triton_http=http_target(closed_port()), triton_grpc=grpc_target(closed_port()))
-    with pytest.raises(ServerError) as refused:
-        statistics_address(settings, [MODEL], timeout_s=2.0)
+    with closed_ports() as closed:
+        http, grpc = f"127.0.0.1:{closed.http}", f"127.0.0.1:{closed.grpc}"
+        settings = Settings(triton_http=http_target(http), triton_grpc=grpc_target(grpc))
+        with pytest.raises(ServerError) as refused:
+            statistics_address(settings, [MODEL], timeout_s=2.0)
     message = str(refused.value)
     assert "\n" not in message and "--triton-http HOST:PORT" in message and "--triton-grpc HOST:PORT" in message

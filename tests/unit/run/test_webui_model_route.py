@@ -7,8 +7,7 @@ from flask import Flask
 
 from loadtests.config.settings import Settings
 from loadtests.run.webui_models import ROUTE, ModelSuggestions
-from loadtests.server import TritonPorts
-from tests.helpers import grpc_target, http_target
+from tests.helpers import closed_ports, grpc_target, http_target
 
 
 def answer(settings: Settings) -> list[dict[str, str]]:
@@ -20,8 +19,8 @@ def answer(settings: Settings) -> list[dict[str, str]]:
 
 
 def test_no_triton_no_suggestions_and_no_error():
-    nobody = TritonPorts.free()
-    settings = Settings(
-        triton_http=http_target(f"127.0.0.1:{nobody.http}"), triton_grpc=grpc_target(f"127.0.0.1:{nobody.grpc}")
-    )
-    assert answer(settings) == []
+    with closed_ports() as nobody:
+        settings = Settings(
+            triton_http=http_target(f"127.0.0.1:{nobody.http}"), triton_grpc=grpc_target(f"127.0.0.1:{nobody.grpc}")
+        )
+        assert answer(settings) == []
