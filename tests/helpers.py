@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,22 +27,6 @@ THROWAWAY_STOP_S = 0.0
 # 'boost::interprocess::lock_exception'"). A fault of the server's startup, before any test ran:
 # `start_triton` starts such a Triton once more; any other failure to start is the test's failure.
 KNOWN_START_FAULT = "boost::interprocess::lock_exception"
-
-
-@contextlib.contextmanager
-def closed_ports() -> Iterator:
-    """Three ports where nothing listens, held (bound, never listening) until the block ends: a
-    connection to any of them is refused. A port that was only free a moment before can be taken
-    by the time a command connects: by another shard's server, or by the command's own socket,
-    which the kernel may give that port as its source and which then connects to itself (fresh53
-    read 'connection reset' from one)."""
-    from loadtests.server import TritonPorts
-
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(3)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        yield TritonPorts(*(sock.getsockname()[1] for sock in socks))
 
 
 def explicit_mode_triton(directory: Path, repositories: list[Path], models: list[str]):

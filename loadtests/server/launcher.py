@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,11 +96,20 @@ class TritonPorts:
     def free(cls, host: str = DEFAULT_HOST) -> TritonPorts:
         """Three ports free now, all different: the three sockets stay bound until all are
         picked (one bound and closed at a time, the kernel handed the same port out twice)."""
+        with cls.held(host) as ports:
+            return ports
+
+    @classmethod
+    @contextlib.contextmanager
+    def held(cls, host: str = DEFAULT_HOST) -> Iterator[TritonPorts]:
+        """Three different ports, bound and never listening until the block ends: nothing else
+        can take them, and a connection to any of them is refused (a port only free a moment
+        before may have been taken by then)."""
         with contextlib.ExitStack() as stack:
             socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(3)]
             for sock in socks:
                 sock.bind((host, 0))
-            return cls(*(sock.getsockname()[1] for sock in socks))
+            yield cls(*(sock.getsockname()[1] for sock in socks))
 
     def check(self) -> None:
         """Three distinct port numbers; raises ServerError. Without this, tritonserver answers a

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from loadtests.server import TritonPorts
-from tests.helpers import REPO_ROOT, closed_ports, model_stats
+from tests.helpers import REPO_ROOT, model_stats
 from tests.unit.run.test_bad_input import CLI_CASES, CliCase, assert_one_error
 
 pytestmark = pytest.mark.badinput
@@ -106,7 +106,7 @@ def cli_outcomes(triton, cli_files, finished_run) -> dict[str, CliOutcome]:
     busy.bind(("127.0.0.1", 0))
     busy.listen()
     held = contextlib.ExitStack()  # the closed ports stay bound until every case has run
-    closed = held.enter_context(closed_ports())
+    closed = held.enter_context(TritonPorts.held())
     values = {
         "http": triton.http_address,
         "grpc": triton.grpc_address,

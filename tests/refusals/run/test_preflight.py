@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tests.helpers import closed_ports, model_stats, run_locust
+from loadtests.server import TritonPorts
+from tests.helpers import model_stats, run_locust
 
 # Every test here is refused before any load: the background shard runs them (tests/shards.py).
 
@@ -27,7 +28,7 @@ def test_unknown_model(triton):
 
 @pytest.mark.parametrize("user_class", ["ResNetHttpUser", "ResNetGrpcUser"])
 def test_unreachable_server(user_class):
-    with closed_ports() as closed:
+    with TritonPorts.held() as closed:
         result = run_locust(
             [user_class], ["--triton-http", f"127.0.0.1:{closed.http}", "--triton-grpc", f"127.0.0.1:{closed.grpc}"]
         )

@@ -15,11 +15,12 @@ from locust.event import EventHook
 from loadtests.clients import RequestFailure
 from loadtests.clients.http import HttpClient
 from loadtests.config.settings import Settings
+from loadtests.server import TritonPorts
 from loadtests.workloads import parse_batch_size
 from loadtests.workloads.endpoints import prepare_endpoint
 from loadtests.workloads.kinds import BERT_QA, GENERIC, RESNET
 from loadtests.workloads.validation import make_validator
-from tests.helpers import closed_ports, http_target, model_stats, read_summary, run_locust, triton_options
+from tests.helpers import http_target, model_stats, read_summary, run_locust, triton_options
 from tests.unit.clients.test_failures import resetting_server
 
 
@@ -96,7 +97,7 @@ def identity_endpoint(triton):
 
 def test_http_connection_refused_and_reset(triton):
     prepared = identity_endpoint(triton).pools[2][0]
-    with closed_ports() as closed:
+    with TritonPorts.held() as closed:
         target = http_target(f"127.0.0.1:{closed.http}")
         assert fired_failures(lambda e: HttpClient(target, 2.0, e), prepared) == ["connection refused"] * 3
     with resetting_server() as address:

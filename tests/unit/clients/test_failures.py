@@ -8,7 +8,8 @@ import struct
 import threading
 from contextlib import contextmanager
 
-from tests.helpers import closed_ports, run_cli
+from loadtests.server import TritonPorts
+from tests.helpers import run_cli
 
 
 @contextmanager
@@ -59,7 +60,7 @@ print(json.dumps(names))
 
 
 def test_grpc_connection_refused_and_reset():
-    with closed_ports() as closed:
+    with TritonPorts.held() as closed:
         result = run_cli(["-c", GRPC_PROBE, f"127.0.0.1:{closed.grpc}"], timeout=60)
     assert json.loads(result.stdout) == ["connection refused"], result.stderr
     with resetting_server() as address:

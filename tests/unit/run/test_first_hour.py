@@ -18,9 +18,9 @@ from loadtests.__main__ import build_parser, main
 from loadtests.commands.option_list import suite_parser
 from loadtests.config.settings import Settings
 from loadtests.errors import ServerError
+from loadtests.server import TritonPorts
 from loadtests.triton_stats.poller import statistics_address
 from tests.helpers import (
-    closed_ports,
     grpc_target,
     http_target,
     run_cli,
@@ -87,7 +87,7 @@ def test_time_s_has_one_meaning_per_file_in_the_docs():
 
 
 def test_no_statistics_address_answers_is_one_error_naming_both_options():
-    with closed_ports() as closed:
+    with TritonPorts.held() as closed:
         http, grpc = f"127.0.0.1:{closed.http}", f"127.0.0.1:{closed.grpc}"
         settings = Settings(triton_http=http_target(http), triton_grpc=grpc_target(grpc))
         with pytest.raises(ServerError) as refused:

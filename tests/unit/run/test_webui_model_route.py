@@ -7,7 +7,8 @@ from flask import Flask
 
 from loadtests.config.settings import Settings
 from loadtests.run.webui_models import ROUTE, ModelSuggestions
-from tests.helpers import closed_ports, grpc_target, http_target
+from loadtests.server import TritonPorts
+from tests.helpers import grpc_target, http_target
 
 
 def answer(settings: Settings) -> list[dict[str, str]]:
@@ -19,7 +20,7 @@ def answer(settings: Settings) -> list[dict[str, str]]:
 
 
 def test_no_triton_no_suggestions_and_no_error():
-    with closed_ports() as nobody:
+    with TritonPorts.held() as nobody:
         settings = Settings(
             triton_http=http_target(f"127.0.0.1:{nobody.http}"), triton_grpc=grpc_target(f"127.0.0.1:{nobody.grpc}")
         )

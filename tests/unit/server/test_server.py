@@ -69,3 +69,27 @@ def test_free_ports_are_three_different_ports():
     picks = [TritonPorts.free() for _ in range(3000)]
     repeated = [ports for ports in picks if len({ports.http, ports.grpc, ports.metrics}) < 3]
     assert repeated == [], repeated[:5]
+
+
+def test_held_ports_cannot_be_taken_and_refuse_connections_until_released():
+    """TritonPorts.held(): what a test that needs "nothing listens here" connects to. A port only
+    free a moment before was taken by the time a probe connected (fresh53: 'connection reset')."""
+    import errno
+    import socket
+
+    from loadtests.server import TritonPorts
+
+    with TritonPorts.held() as ports:
+        assert len({ports.http, ports.grpc, ports.metrics}) == 3
+        for port in (ports.http, ports.grpc, ports.metrics):
+            with socket.socket() as other:
+                try:
+                    other.bind(("127.0.0.1", port))
+                except OSError as error:
+                    assert error.errno == errno.EADDRINUSE
+                else:
+                    raise AssertionError(f"port {port} was taken while held")
+            with socket.socket() as client:
+                assert client.connect_ex(("127.0.0.1", port)) == errno.ECONNREFUSED
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", ports.http))  # released at the end of the block
