@@ -14,7 +14,7 @@ setup: $(INSTALLED) $(TINY_WEIGHTS)
 	@$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "triton-loadtest.pth").write_text("$(CURDIR)\n")'
 	@# The suite's bytecode, written once (changed files only): where PYTHONDONTWRITEBYTECODE is set,
 	@# every process would compile the suite again (0.4 of a refusal's 2.4 CPU-s; `make test` starts hundreds).
-	@$(PY) -m compileall -q loadtests analysis locustfile.py > /dev/null
+	@$(PY) -m compileall -q loadtests analysis locustfile.py
 
 $(INSTALLED): requirements.txt requirements-dev.txt requirements-vocab.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
