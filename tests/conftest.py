@@ -24,10 +24,18 @@ import time
 import locust  # noqa: F401  (first, on purpose)
 import pytest
 
-from loadtests.server import DEMO_REPOSITORY, TEST_REPOSITORY, LocalTriton
+from loadtests.server import DEMO_REPOSITORY, TEST_REPOSITORY, LocalTriton, TritonPorts
 from models.build import ensure_built
 from tests.helpers import THROWAWAY_STOP_S, serving, start_triton
 from tests.shards import misplaced
+
+
+@pytest.fixture
+def held_ports():
+    """Three ports where nothing listens, held for the whole test (TritonPorts.held(): a port only
+    free a moment before may be taken by the time a command connects)."""
+    with TritonPorts.held() as ports:
+        yield ports
 
 
 @pytest.fixture(scope="session")

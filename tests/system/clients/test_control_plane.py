@@ -7,7 +7,6 @@ tests/unit/clients/test_control_plane.py.
 from __future__ import annotations
 
 import re
-import socket
 
 import numpy as np
 import pytest
@@ -30,12 +29,6 @@ def send(http_address: str, model: str, requests: int, batch_size: int) -> None:
             client.infer(model, [tensor])
     finally:
         client.close()
-
-
-def closed_port() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +178,9 @@ def test_load_of_an_unknown_model_is_one_clear_line(explicit_triton):
 
 
 # -- faults a real Triton cannot produce on demand ------------------------------------------------
-def test_unreachable_server_is_one_line(triton):
-    control = TritonControl(closed_port(), closed_port(), timeout_s=1.0)
+def test_unreachable_server_is_one_line(triton, held_ports):
+    http, grpc = f"127.0.0.1:{held_ports.http}", f"127.0.0.1:{held_ports.grpc}"
+    control = TritonControl(http, grpc, timeout_s=1.0)
     for call in (
         control.server_live,
         lambda: control.model_ready("identity"),

@@ -26,14 +26,14 @@ from tests.helpers import (
     run_locust,
 )
 from tests.refusals.run.test_first_hour import counted
-from tests.unit.run.test_first_hour import MODEL, closed_port
+from tests.unit.run.test_first_hour import MODEL
 
 
 # -- 1. a gRPC-only target keeps its server-side numbers --------------------------------------------
 @pytest.mark.parametrize("http_option", ["none", "closed"], ids=["only-grpc-given", "http-does-not-answer"])
-def test_grpc_only_target_reads_triton_statistics_over_grpc(triton, tmp_path, http_option):
+def test_grpc_only_target_reads_triton_statistics_over_grpc(triton, tmp_path, http_option, held_ports):
     run_dir = tmp_path / "run"
-    http = [] if http_option == "none" else ["--triton-http", closed_port()]
+    http = [] if http_option == "none" else ["--triton-http", f"127.0.0.1:{held_ports.http}"]
     options = ["--triton-grpc", triton.grpc_address, "--triton-metrics", triton.metrics_address, *http]
     result, requests = counted(
         triton,

@@ -23,7 +23,6 @@ from loadtests.triton_stats.poller import ServerStatsPoller, take_snapshot
 from loadtests.triton_stats.statistics import ModelDelta, StatsSnapshot, compute_delta
 from tests.helpers import http_target
 from tests.slow_statistics import SlowStatisticsProxy
-from tests.unit.triton_stats.test_server_stats import closed_port
 
 # Batch sizes cycle over the threads, so inferences differ from requests even without batching.
 BATCH_SIZES = (1, 2, 3)
@@ -139,11 +138,11 @@ def test_statistics_keep_the_raw_entry_per_version(triton):
     assert {"inference_count", "execution_count", "inference_stats", "batch_stats"} <= set(entry)
 
 
-def test_statistics_name_what_failed(triton):
+def test_statistics_name_what_failed(triton, held_ports):
     with pytest.raises(ServerError, match="not available"):
         TritonControl(triton.http_address).statistics(["no_such_model"])
     with pytest.raises(ServerError, match="Connection refused"):
-        TritonControl(closed_port(), timeout_s=1.0).statistics(["identity"])
+        TritonControl(f"127.0.0.1:{held_ports.http}", timeout_s=1.0).statistics(["identity"])
 
 
 # -- the pollers under gevent -------------------------------------------------------------------

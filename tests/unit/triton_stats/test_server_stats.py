@@ -7,7 +7,6 @@ traffic the session's Triton sees meanwhile (tests run one at a time).
 from __future__ import annotations
 
 import math
-import socket
 
 import gevent
 import pytest
@@ -17,12 +16,6 @@ from loadtests.triton_stats.metrics import MetricsPoller, Sample, kept, parse, s
 from loadtests.triton_stats.poller import ServerStatsPoller
 from loadtests.triton_stats.statistics import StatsSnapshot, compute_delta, fold, server_stats_document
 from tests.helpers import http_target
-
-
-def closed_port() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 # -- deltas on hand-made stats: no stats yet, versions, counter resets ---------------------
@@ -106,8 +99,10 @@ def test_failures_and_missing_fields():
     assert (delta.requests, delta.failed_requests) == (3, 2)
 
 
-def test_stats_poller_records_errors_and_keeps_going():
-    poller = ServerStatsPoller(http_target(closed_port()), ["identity"], interval_s=0.05, timeout_s=0.5)
+def test_stats_poller_records_errors_and_keeps_going(held_ports):
+    poller = ServerStatsPoller(
+        http_target(f"127.0.0.1:{held_ports.http}"), ["identity"], interval_s=0.05, timeout_s=0.5
+    )
     poller.start()
     gevent.sleep(0.2)
     assert poller.running  # still ticking after failures
@@ -119,8 +114,8 @@ def test_stats_poller_records_errors_and_keeps_going():
     assert poller.to_json()["deltas"] == {"total": {}}
 
 
-def test_metrics_poller_records_errors():
-    poller = MetricsPoller(http_target(closed_port()), interval_s=0.05, timeout_s=0.5)
+def test_metrics_poller_records_errors(held_ports):
+    poller = MetricsPoller(http_target(f"127.0.0.1:{held_ports.http}"), interval_s=0.05, timeout_s=0.5)
     poller.start()
     gevent.sleep(0.12)
     assert poller.running
@@ -183,6 +178,6 @@ def test_parser_rejects_malformed_lines(line):
         parse(line)
 
 
-def test_scrape_names_an_unreachable_server():
+def test_scrape_names_an_unreachable_server(held_ports):
     with pytest.raises(ServerError, match="metrics"):
-        scrape(closed_port(), timeout_s=1.0)
+        scrape(f"127.0.0.1:{held_ports.metrics}", timeout_s=1.0)
