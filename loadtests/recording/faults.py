@@ -15,7 +15,9 @@ in the logs. The master (or single process) keeps one FaultLog per run:
 - `workers_without_final_report`: each worker that was alive at the end but whose final
   report (its last windows, sent when its users stopped) had not reached the master when the
   summary was written (a worker starved of CPU around the stop): its last report and window;
-- `server_restarts`: where Triton's counters went down between two statistics snapshots;
+- `server_restarts`: where Triton restarted between two statistics snapshots, `found_by` its
+  counters going down or the client's answers (more successes than Triton's counter rose by:
+  loadtests/triton_stats/statistics.py);
 - `server_unreachable`: spans in which statistics snapshots failed;
 - `load_generator_stalled`: each stretch of half a second or more in which a process of the
   load generator ran none of its greenlets (loadtests/recording/stalls.py): `process` ("local"
@@ -152,6 +154,7 @@ class FaultLog:
                     "after_s": self._rel(restart["after_s"]),
                     "before_s": self._rel(restart["before_s"]),
                     "models": restart["models"],
+                    "found_by": restart["found_by"],
                 }
                 for restart in restarts
             ],

@@ -114,6 +114,19 @@ class EndpointStats:
             if len(self.held) >= FOLD_EVERY:
                 self.fold()
 
+    def successes_faster_than(self, bounds_us: list[float]) -> list[int]:
+        """Per bound, the successes whose latency was surely below it (a histogram bucket counts
+        only when its highest value is)."""
+        self.fold()
+        histogram = self.histogram
+        counts = [0] * len(bounds_us)
+        for item in histogram.get_recorded_iterator():
+            highest = histogram.get_highest_equivalent_value(item.value_iterated_to)
+            for index, bound in enumerate(bounds_us):
+                if highest < bound:
+                    counts[index] += item.count_at_value_iterated_to
+        return counts
+
     def ended_during_stop(self, outcome: RequestOutcome) -> None:
         """A request recorded (`hold` or `record`) after the test's stop began, labelled as such."""
         self.during_stop.record(outcome.failure, clamp_us(outcome.latency_us))

@@ -13,6 +13,7 @@ Finishing (once per run, `finish.py`) writes summary.json complete and fires run
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -42,7 +43,14 @@ from loadtests.run.process import SuiteProcess
 from loadtests.run.role import Role
 from loadtests.run.shipping import STOP_MESSAGE
 from loadtests.run.stopping import STOP_GRACE_S, StopGrace
-from loadtests.triton_stats.poller import ServerWatch, candidates, fetch_triton_info, ready_models, watched_models
+from loadtests.triton_stats.poller import (
+    ServerStatsPoller,
+    ServerWatch,
+    candidates,
+    fetch_triton_info,
+    ready_models,
+    watched_models,
+)
 from loadtests.triton_stats.statistics import compute_delta
 
 logger = logging.getLogger(__name__)
@@ -129,7 +137,7 @@ class RunLifecycle:
             window_s=settings.window_s,
             sink=directory,
             started_s=directory.started_at,
-            on_closed=self._window_closed,
+            on_closed=functools.partial(self._window_closed, server.stats),
             **grace,
         )
         faults = FaultLog(directory.started_at, settings.window_s, outage_gap_s=2 * settings.server_poll_s)
@@ -157,7 +165,10 @@ class RunLifecycle:
         except ServerError as error:
             logger.warning("--trace-sample: Triton's tracing not turned on: %s", error)
 
-    def _window_closed(self, start_s: float, end_s: float, endpoints: dict) -> None:
+    def _window_closed(self, stats: ServerStatsPoller, start_s: float, end_s: float, endpoints: dict) -> None:
+        # The client's answers show a restart Triton's counters do not (the run's own poller: the
+        # last windows close in finish(), when the run is no longer the active one).
+        stats.client_window(start_s, end_s, endpoints)
         self.events.window_closed.fire(start_s=start_s, end_s=end_s, endpoints=endpoints)
 
     def _snapshot_now(self):

@@ -9,6 +9,10 @@ that the report opens with, so a user reads one account of an outage, not two.
 
 from __future__ import annotations
 
+# How a restart in "server_restarts" was found (loadtests/triton_stats/statistics.py).
+FOUND_BY_COUNTERS = "counters went down"
+FOUND_BY_CLIENT = "client answers"
+
 
 def fault_sentences(faults: dict) -> list[str]:
     """One sentence per lost worker, unreported-requests estimate, restart, unreachable span
@@ -39,10 +43,15 @@ def fault_sentences(faults: dict) -> list[str]:
             "(Triton's count minus the client's): client-side counts and rates are that much low."
         )
     for restart in faults.get("server_restarts", []):
+        found = (
+            " (found because Triton counted fewer requests than the client had answers for)"
+            if restart.get("found_by") == FOUND_BY_CLIENT
+            else ""
+        )
         out.append(
             f"Triton restarted between {restart['after_s']:.1f} s and {restart['before_s']:.1f} s "
-            f"({', '.join(restart['models'])}): the server-side numbers are summed over both server lifetimes, "
-            "without what the old server did after its last statistics snapshot."
+            f"({', '.join(restart['models'])}){found}: the server-side numbers are summed over both server "
+            "lifetimes, without what the old server did after its last statistics snapshot."
         )
     for span in faults.get("server_unreachable", []):
         out.append(

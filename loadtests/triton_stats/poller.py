@@ -37,7 +37,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 
@@ -53,6 +53,7 @@ from loadtests.triton_stats import statistics as server_stats
 from loadtests.triton_stats.metrics import MetricsPoller
 from loadtests.triton_stats.sampler import DEFAULT_INTERVAL_S, PeriodicSampler
 from loadtests.triton_stats.statistics import (
+    CLIENT_LATENCY_GRID_S,
     Interval,
     ModelDelta,
     ServerStatsLog,
@@ -60,6 +61,9 @@ from loadtests.triton_stats.statistics import (
     StatsSnapshot,
     server_stats_document,
 )
+
+if TYPE_CHECKING:
+    from loadtests.recording.histograms import EndpointStats
 
 
 def take_snapshot(
@@ -75,8 +79,9 @@ def take_snapshot(
     All models or none (ServerError): a snapshot missing a model would make the next delta
     count that model's whole history.
     """
+    asked_s = clock()
     stats = open_control(target, timeout_s=timeout_s, security=security).statistics(models)
-    return StatsSnapshot(clock(), stats)
+    return StatsSnapshot(clock(), stats, asked_s)
 
 
 def take_replica_snapshot(
@@ -110,6 +115,19 @@ def _last_entries(previous: StatsSnapshot | None, address: str) -> dict[str, dic
     if previous is None:
         return {}
     return server_stats.replica_view(previous, address).models
+
+
+def client_answers(endpoints: dict[str, EndpointStats]) -> dict[str, list[int]]:
+    """A window's successes per model (its endpoints summed), faster than each bound of
+    statistics.CLIENT_LATENCY_GRID_S."""
+    bounds_us = [bound * 1e6 for bound in CLIENT_LATENCY_GRID_S]
+    answers: dict[str, list[int]] = {}
+    for stats in endpoints.values():
+        counts = stats.successes_faster_than(bounds_us)
+        model = answers.setdefault(stats.model, [0] * len(bounds_us))
+        for index, count in enumerate(counts):
+            model[index] += count
+    return answers
 
 
 class ServerStatsPoller:
@@ -172,9 +190,17 @@ class ServerStatsPoller:
         for error in errors:
             self._sampler.record_error(error)
 
+    def client_window(self, start_s: float, end_s: float, endpoints: dict[str, EndpointStats]) -> None:
+        """A closed window of the client's (the run's window_closed): what shows a restart that
+        Triton's counters do not (statistics.SnapshotSeries.client_window)."""
+        self.series.client_window(start_s, end_s, client_answers(endpoints))
+
     def _keep(self, snapshot: StatsSnapshot) -> None:
         """Folded into the sums, streamed, announced; then only the series' last holds it."""
-        interval = self.series.add(snapshot)
+        last, failed_s = self.series.last, self._sampler.last_error_s
+        interval = self.series.add(
+            snapshot, unreachable=last is not None and failed_s is not None and failed_s > last.time_s
+        )
         if self._log is not None:
             self._log.write(snapshot, interval)
         if self.on_snapshot is not None:
@@ -202,8 +228,10 @@ class ServerStatsPoller:
         self._sampler.start()
 
     def stop(self) -> None:
-        """Stops the greenlet and takes the final snapshot."""
+        """Stops the greenlet and takes the final snapshot (every client window is in by then:
+        the spans still waiting for them are judged)."""
         self._sampler.stop()
+        self.series.settle()
 
     def close(self) -> None:
         """Closes the streamed files (after stop); idempotent."""

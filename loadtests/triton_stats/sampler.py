@@ -49,6 +49,8 @@ class PeriodicSampler:
         self.clock = clock
         self.errors: list[dict[str, Any]] = []
         self.errors_dropped = 0
+        # The last failure's time (this clock), past the cap too.
+        self.last_error_s: float | None = None
         self._greenlet: gevent.Greenlet | None = None
         self._pending: list[gevent.Greenlet] = []  # sample_soon()'s, not finished yet
         self._stopped = False
@@ -69,8 +71,9 @@ class PeriodicSampler:
 
     def record_error(self, error: str) -> None:
         """A failed sample (or one replica's part of a sample), kept up to MAX_RECORDED_ERRORS."""
+        self.last_error_s = now = self.clock()
         if len(self.errors) < MAX_RECORDED_ERRORS:
-            self.errors.append({"time_s": self.clock(), "error": error})
+            self.errors.append({"time_s": now, "error": error})
         else:
             self.errors_dropped += 1
 

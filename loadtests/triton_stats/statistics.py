@@ -64,6 +64,29 @@ The sums are the ones described above: a version or replica that first appears
 counts from zero, a counter that went down counts from zero (a restart), and the run's total
 is the intervals' sum, so a Triton restart mid-run adds both lifetimes.
 
+A restart the counters do not show: Triton has no start time or instance id, so a restart is
+seen as counters going down. When the first snapshot after it comes late (Triton was down for
+several polls), the new server may already have counted more than the old one had, and the
+counters went up: fresh53's drill read 1,590 before the kill and 2,102 after, and summed 512
+where the new server alone had counted 2,102. The client's answers show it, in an interval in
+which a snapshot failed (the restart's outage; a restart so quick that no snapshot failed is
+left to the counters, and so is a client that sends to another server than the statistics are
+read from, which never fails a snapshot). Triton counts a
+request as a success before its response leaves (checked: in 200 sequential requests the
+counters always held a request by the time its answer arrived), so between two snapshots it
+counted at least the successes the client received of the requests it sent after the first
+snapshot and had answered before the second was asked for. Each closed window of the client's
+(`client_window`) gives, per model, its successes faster than each bound of a latency grid; a
+window that starts `gap` seconds into a span counts those faster than the largest bound <= gap
+(sent after the span's first snapshot), and only windows that end before the second snapshot was
+asked. When that lower bound exceeds what Triton's counter rose by (beyond a margin for clocks
+and a decoupled model's late release), the span is a restart: it is counted from zero, as one
+whose counters went down, and recorded with `found_by`. Only whole counts are lost in the other
+direction: a restart whose old server had counted fewer than about one window of answers is not
+found (what it loses is that small). Per-replica runs (several addresses) are left to the
+counters: the client's answers are not split by the statistics' address. server_intervals.jsonl
+keeps what the counters said of each interval; the total and server_stats.json are corrected.
+
 Example:
     series = SnapshotSeries()
     for snapshot in snapshots:
@@ -90,10 +113,12 @@ analysis/dataset.py reads either form.
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from loadtests.run_format.faults import FOUND_BY_CLIENT, FOUND_BY_COUNTERS
 from loadtests.run_format.files import SERVER_INTERVALS_JSONL, SERVER_SNAPSHOTS_JSONL
 
 # The cumulative counters of one version's stats entry, by our name.
@@ -113,6 +138,8 @@ class StatsSnapshot:
 
     time_s: float
     models: dict[str, dict]
+    # When the statistics were asked for (None: at time_s): Triton read its counters in between.
+    asked_s: float | None = None
 
     def to_json(self) -> dict:
         return {"time_s": self.time_s, "models": self.models}
@@ -280,6 +307,37 @@ def _add_into(totals: dict[str, Counters], model: str, counters: Counters) -> No
         model_totals[key] = model_totals.get(key, 0) + value
 
 
+# -- restarts the counters do not show (the module's docstring) --------------------------------
+# The latency bounds (s) a window's successes are counted under: how many answers came faster.
+CLIENT_LATENCY_GRID_S = (0.001, 0.004, 0.016, 0.064, 0.25, 1.0, 4.0, 16.0, 64.0)
+# Workers' clocks against the master's (other hosts: NTP keeps them within milliseconds).
+CLOCK_SKEW_S = 0.1
+# A span is a restart when the client's lower bound exceeds Triton's rise by more than this share
+# of it, and by more than LOST_AT_LEAST requests.
+LOST_SHARE = 0.1
+LOST_AT_LEAST = 10
+# Spans waiting for the client's windows (a window closes up to its grace period late): at most.
+PENDING_SPANS = 64
+
+
+@dataclass
+class _Span:
+    """An interval between two snapshots, until the client's windows over it are in."""
+
+    start_s: float  # the first snapshot's answer: requests sent later were counted after it
+    asked_s: float  # the second snapshot's asking: answers before it were counted before it
+    end_s: float
+    triton: dict[str, int]  # each model's successes as Triton's counters rose
+    counted_before: dict[str, Counters]  # what counting the span from zero adds, per model
+
+
+def _faster_than(answers: list[int], gap_s: float) -> int:
+    """A window's answers sent after a moment `gap_s` before the window began: those faster than
+    the largest bound <= gap_s (none when the gap is below every bound)."""
+    fitting = [count for bound, count in zip(CLIENT_LATENCY_GRID_S, answers, strict=True) if bound <= gap_s]
+    return fitting[-1] if fitting else 0
+
+
 class SnapshotSeries:
     """The running sums of one run's snapshots (oldest first), in memory that does not grow
     with the number of snapshots (only with models, replicas and restarts)."""
@@ -289,14 +347,19 @@ class SnapshotSeries:
         self.last: StatsSnapshot | None = None
         self.count = 0
         self.last_interval: Interval | None = None
-        # [{"after_s", "before_s", "models"}]: where counters went down (Triton or a model restarted).
+        # [{"after_s", "before_s", "models", "found_by"}]: where Triton or a model restarted.
         self.restarts: list[dict[str, Any]] = []
         self._totals: dict[str, Counters] = {}
         # Per replica address (in the order first seen), its own counters per model.
         self._replica_totals: dict[str, dict[str, Counters]] = {}
+        # Spans not yet judged against the client's answers, and the client's recent windows.
+        self._spans: deque[_Span] = deque()
+        self._windows: deque[tuple[float, float, dict[str, list[int]]]] = deque()
 
-    def add(self, snapshot: StatsSnapshot) -> Interval | None:
-        """Folds the next snapshot in; returns the interval it closes (None for the first)."""
+    def add(self, snapshot: StatsSnapshot, unreachable: bool = False) -> Interval | None:
+        """Folds the next snapshot in; returns the interval it closes (None for the first).
+        `unreachable`: a snapshot failed since the last one (the outage a restart makes; only
+        such an interval is judged against the client's answers)."""
         before, self.last = self.last, snapshot
         self.count += 1
         self._note_replicas(snapshot)
@@ -315,9 +378,72 @@ class SnapshotSeries:
                 _add_into(totals, model, counter_delta(earlier.models.get(model), raw))
         restarted = sorted(m for m, raw in snapshot.models.items() if model_restarted(before.models.get(m), raw))
         if restarted:
-            self.restarts.append({"after_s": before.time_s, "before_s": snapshot.time_s, "models": restarted})
+            self._restarted(before.time_s, snapshot.time_s, restarted, FOUND_BY_COUNTERS)
+        if unreachable and not self._replica_totals:
+            self._spans.append(self._span(before, snapshot, deltas, restarted))
+            self._judge()
         self.last_interval = (before.time_s, snapshot.time_s, deltas)
         return self.last_interval
+
+    def _span(self, before: StatsSnapshot, after: StatsSnapshot, deltas: dict, restarted: list[str]) -> _Span:
+        counted_before = {}
+        for model, raw in after.models.items():
+            if model in restarted or before.models.get(model) is None:
+                continue  # counted from zero already
+            rise, whole = counter_delta(before.models[model], raw), counter_delta(None, raw)
+            counted_before[model] = {key: whole[key] - rise.get(key, 0) for key in whole}
+        triton = {model: deltas[model].requests for model in counted_before}
+        asked_s = after.time_s if after.asked_s is None else after.asked_s
+        return _Span(before.time_s, asked_s, after.time_s, triton, counted_before)
+
+    def client_window(self, start_s: float, end_s: float, answers: dict[str, list[int]]) -> None:
+        """One closed window of the client's (Unix s, in time order): per model, its successes
+        faster than each bound of CLIENT_LATENCY_GRID_S. Judges the spans it completes."""
+        if self._replica_totals:
+            return
+        self._windows.append((start_s, end_s, answers))
+        self._judge()
+
+    def settle(self) -> None:
+        """The run ended (every window is in): judge the spans still waiting."""
+        self._judge(final=True)
+
+    def _judge(self, final: bool = False) -> None:
+        last_end = self._windows[-1][1] if self._windows else None
+        while self._spans:
+            span = self._spans[0]
+            complete = last_end is not None and last_end > span.asked_s - CLOCK_SKEW_S
+            if not (final or complete or len(self._spans) > PENDING_SPANS):
+                break
+            self._spans.popleft()
+            self._judge_span(span)
+        # Windows no span can still use: before the oldest waiting span, or the last snapshot.
+        keep_from = self._spans[0].start_s if self._spans else (self.last.time_s if self.last else None)
+        while self._windows and keep_from is not None and self._windows[0][0] < keep_from:
+            self._windows.popleft()
+
+    def _judge_span(self, span: _Span) -> None:
+        client: dict[str, int] = {}
+        for start_s, end_s, answers in self._windows:
+            if start_s < span.start_s or end_s > span.asked_s - CLOCK_SKEW_S:
+                continue
+            gap_s = start_s - span.start_s - CLOCK_SKEW_S
+            for model in span.triton:
+                if model in answers:
+                    client[model] = client.get(model, 0) + _faster_than(answers[model], gap_s)
+        lost = sorted(
+            model
+            for model, count in client.items()
+            if count - span.triton[model] > max(LOST_AT_LEAST, LOST_SHARE * count)
+        )
+        for model in lost:
+            _add_into(self._totals, model, span.counted_before[model])
+        if lost:
+            self._restarted(span.start_s, span.end_s, lost, FOUND_BY_CLIENT)
+
+    def _restarted(self, after_s: float, before_s: float, models: list[str], found_by: str) -> None:
+        self.restarts.append({"after_s": after_s, "before_s": before_s, "models": models, "found_by": found_by})
+        self.restarts.sort(key=lambda restart: restart["after_s"])
 
     def _note_replicas(self, snapshot: StatsSnapshot) -> None:
         for raw in snapshot.models.values():

@@ -14,7 +14,10 @@ FAULTS = {
     "workers_without_final_report": [{"worker": "w3", "last_report_s": 7.5, "last_window_s": 7.0}],
     "unreported_requests_estimate": {"identity": 683},
     "estimate_is_lower_bound": True,
-    "server_restarts": [{"after_s": 3.0, "before_s": 10.0, "models": ["identity"]}],
+    "server_restarts": [
+        {"after_s": 3.0, "before_s": 10.0, "models": ["identity"], "found_by": "counters went down"},
+        {"after_s": 20.0, "before_s": 29.5, "models": ["identity"], "found_by": "client answers"},
+    ],
     "server_unreachable": [{"from_s": 4.0, "to_s": 9.0, "failed_snapshots": 6}],
 }
 
@@ -31,6 +34,9 @@ def test_each_fault_is_one_sentence_and_the_console_says_the_same():
         "(Triton's count minus the client's): client-side counts and rates are that much low.",
         "Triton restarted between 3.0 s and 10.0 s (identity): the server-side numbers are summed over both "
         "server lifetimes, without what the old server did after its last statistics snapshot.",
+        "Triton restarted between 20.0 s and 29.5 s (identity) (found because Triton counted fewer requests than "
+        "the client had answers for): the server-side numbers are summed over both server lifetimes, without "
+        "what the old server did after its last statistics snapshot.",
         "Triton's statistics could not be read from 4.0 s to 9.0 s (6 failed snapshots).",
     ]
     assert fault_lines(FAULTS) == [f"warning: {s}" for s in sentences]

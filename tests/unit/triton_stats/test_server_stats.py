@@ -11,10 +11,19 @@ import math
 import gevent
 import pytest
 
+from loadtests.clients.outcome import RequestOutcome
 from loadtests.errors import ServerError
+from loadtests.recording.histograms import EndpointStats
 from loadtests.triton_stats.metrics import MetricsPoller, Sample, kept, parse, scrape
-from loadtests.triton_stats.poller import ServerStatsPoller
-from loadtests.triton_stats.statistics import StatsSnapshot, compute_delta, fold, server_stats_document
+from loadtests.triton_stats.poller import ServerStatsPoller, client_answers
+from loadtests.triton_stats.statistics import (
+    CLIENT_LATENCY_GRID_S,
+    SnapshotSeries,
+    StatsSnapshot,
+    compute_delta,
+    fold,
+    server_stats_document,
+)
 from tests.helpers import http_target
 
 
@@ -74,7 +83,7 @@ def test_a_restart_mid_run_is_summed_over_both_server_lifetimes():
     assert (total.requests, total.inferences) == (40 + 25, 40 + 25)
     # Per-request times are weighted over both lifetimes: (40 x 1 + 25 x 3) / 65 µs of queue.
     assert total.queue_us == pytest.approx((40 * 1 + 25 * 3) / 65)
-    assert series.restarts == [{"after_s": 2, "before_s": 9, "models": ["m"]}]
+    assert series.restarts == [{"after_s": 2, "before_s": 9, "models": ["m"], "found_by": "counters went down"}]
     document = server_stats_document("127.0.0.1:1", ["m"], 5.0, series, [], 0, streamed=False)
     assert document["restarts"] == series.restarts
     assert document["deltas"]["total"]["m"]["requests"] == 65
@@ -97,6 +106,89 @@ def test_failures_and_missing_fields():
     sparse = {"version": "1", "inference_count": 0, "execution_count": 0}  # an older Triton's answer
     delta = compute_delta(StatsSnapshot(0, {"m": {"1": sparse}}), StatsSnapshot(1, {"m": {"1": failed}}))["m"]
     assert (delta.requests, delta.failed_requests) == (3, 2)
+
+
+# -- a restart the counters do not show: found from the client's answers ------------------------
+# Triton killed 1 s after a snapshot of its count (1,590), started again, and read again only
+# 8.5 s later, when the new server had counted 2,102 since it started: the counter went up, so only
+# the client's answers show that the old server's count was lost (fresh53's drill).
+KILL_SPAN = (1000.0, 1008.5)
+
+
+def answered(*latencies_s: float, model: str = "m") -> dict[str, list[int]]:
+    """A window's successes of `model` as the series takes them: per bound of the latency grid,
+    how many answers came faster than it."""
+    return {model: [sum(1 for latency in latencies_s if latency < bound) for bound in CLIENT_LATENCY_GRID_S]}
+
+
+def killed_and_restarted(
+    new_count: int, windows: dict[int, dict[str, list[int]]], unreachable: bool = True
+) -> SnapshotSeries:
+    series = SnapshotSeries()
+    series.add(snapshot(KILL_SPAN[0], v1=entry("1", 1590)))
+    series.add(snapshot(KILL_SPAN[1], v1=entry("1", new_count)), unreachable=unreachable)
+    for start_s, successes in windows.items():
+        series.client_window(start_s, start_s + 1.0, successes)
+    series.settle()
+    return series
+
+
+def test_a_restart_whose_new_count_passed_the_old_one_is_found_from_the_clients_answers():
+    # 300 answers a second, at 1 ms: up to the kill, none while down, then the new server's.
+    windows = {second: answered(*[0.001] * 300) for second in (1000, 1001, 1006, 1007, 1008, 1009)}
+    series = killed_and_restarted(2102, windows)
+    assert series.restarts == [
+        {"after_s": KILL_SPAN[0], "before_s": KILL_SPAN[1], "models": ["m"], "found_by": "client answers"}
+    ]
+    # The new server's count from zero, not the rise from the old one's (2,102 - 1,590 = 512).
+    assert series.total_delta()["m"].requests == 2102
+
+
+def test_only_an_interval_with_a_failed_snapshot_is_judged_by_the_clients_answers():
+    # The same answers, with every snapshot read: no outage, so no restart (the client may send to
+    # another server than the statistics are read from).
+    windows = {second: answered(*[0.001] * 300) for second in (1000, 1001, 1006, 1007, 1008, 1009)}
+    series = killed_and_restarted(2102, windows, unreachable=False)
+    assert series.restarts == [] and series.total_delta()["m"].requests == 512
+
+
+def test_a_server_that_counted_every_answer_did_not_restart():
+    windows = {second: answered(*[0.001] * 300) for second in (1000, 1001, 1006, 1007, 1008, 1009)}
+    series = killed_and_restarted(1590 + 1800, windows)  # a freeze: every answer counted by the same server
+    assert series.restarts == []
+    assert series.total_delta()["m"].requests == 1800
+
+
+def test_only_answers_to_requests_sent_after_the_first_snapshot_count():
+    # 2,000 answers in the window after the first snapshot, each 0.5 s long: sent before it, so
+    # Triton may have counted them before it was read. Only whole windows inside the span count.
+    windows = {1000: answered(*[0.5] * 2000), 1008: answered(*[0.001] * 2000)}
+    series = killed_and_restarted(1590, windows)
+    assert series.restarts == [] and series.total_delta()["m"].requests == 0
+
+
+def test_answers_after_the_second_snapshot_was_asked_do_not_count():
+    series = SnapshotSeries()
+    series.add(StatsSnapshot(1000.0, {"m": {"1": entry("1", 1590)}}))
+    # Asked at 1003.2, answered at 1009.5 (a slow server): a request answered at 1004 may be
+    # counted after the snapshot's reading.
+    series.add(StatsSnapshot(1009.5, {"m": {"1": entry("1", 1600)}}, asked_s=1003.2), unreachable=True)
+    for second in range(1001, 1010):
+        series.client_window(second, second + 1.0, answered(*[0.001] * (5 if second < 1003 else 300)))
+    assert series.restarts == []  # judged: a window past the asking closed
+    assert series.total_delta()["m"].requests == 10
+    series.settle()
+    assert series.restarts == []
+
+
+def test_the_clients_answers_are_read_by_model_and_latency():
+    endpoints = {}
+    for protocol in ("http", "grpc"):
+        stats = endpoints[f"m [{protocol}]"] = EndpointStats(f"m [{protocol}]", "m", protocol)
+        for latency_us in (500, 1000, 3000, 20_000):  # 1 ms is not faster than 1 ms
+            stats.hold(RequestOutcome(f"m [{protocol}]", "m", protocol, latency_us=latency_us, batch_size=1))
+        stats.hold(RequestOutcome(f"m [{protocol}]", "m", protocol, latency_us=100, batch_size=1, failure="timeout"))
+    assert client_answers(endpoints) == answered(*[0.0005, 0.001, 0.003, 0.02] * 2)
 
 
 def test_stats_poller_records_errors_and_keeps_going(held_ports):
