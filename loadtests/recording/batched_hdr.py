@@ -8,6 +8,7 @@ arithmetic as hdrh's `_counts_index_for`, vectorised, so the counts, total, mini
 maximum come out identical to `record_value(clamp_us(v))` for every v (tests/unit/recording/test_recording.py).
 
     record_values(histogram, [250.4, 251.0, 1830.7])
+    counts_below(histogram, [1000, 2000])  # [2, 3]: the recorded values surely below each bound
 """
 
 from __future__ import annotations
@@ -27,12 +28,7 @@ def record_values(histogram: HdrHistogram, latencies_us: Sequence[float]) -> Non
         return
     # np.rint rounds half to even, as Python's round(); clipping after it, as clamp_us does.
     values = np.clip(np.rint(np.asarray(latencies_us, dtype=np.float64)), LOWEST_US, HIGHEST_US).astype(np.int64)
-    # hdrh: bucket = bit_length(v | sub_bucket_mask) - unit_magnitude - (half_count_magnitude + 1);
-    # frexp's exponent is the bit length of an integer below 2**53.
-    bit_length = np.frexp((values | histogram.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)
-    bucket = bit_length - histogram.unit_magnitude - (histogram.sub_bucket_half_count_magnitude + 1)
-    sub_bucket = values >> (bucket + histogram.unit_magnitude)
-    index = ((bucket + 1) << histogram.sub_bucket_half_count_magnitude) + sub_bucket - histogram.sub_bucket_half_count
+    index = _indices(histogram, values)
     low, high = int(index.min()), int(index.max())
     counts = np.ctypeslib.as_array(histogram.counts)
     counts[low : high + 1] += np.bincount(index - low, minlength=high - low + 1).astype(counts.dtype)
@@ -41,4 +37,22 @@ def record_values(histogram: HdrHistogram, latencies_us: Sequence[float]) -> Non
     histogram.max_value = max(histogram.max_value, int(values.max()))
 
 
-__all__ = ("record_values",)
+def counts_below(histogram: HdrHistogram, bounds_us: Sequence[float]) -> list[int]:
+    """Per bound, the recorded values surely below it: those in buckets before the bound's own
+    (whose values all lie below the bound's bucket), without iterating the histogram in Python."""
+    bounds = np.clip(np.asarray(bounds_us, dtype=np.float64), LOWEST_US, HIGHEST_US).astype(np.int64)
+    cumulative = np.cumsum(np.ctypeslib.as_array(histogram.counts), dtype=np.int64)
+    return [int(cumulative[index - 1]) if index > 0 else 0 for index in _indices(histogram, bounds)]
+
+
+def _indices(histogram: HdrHistogram, values: np.ndarray) -> np.ndarray:
+    """hdrh's `_counts_index_for`, vectorised: bucket = bit_length(v | sub_bucket_mask) -
+    unit_magnitude - (half_count_magnitude + 1); frexp's exponent is the bit length of an
+    integer below 2**53."""
+    bit_length = np.frexp((values | histogram.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)
+    bucket = bit_length - histogram.unit_magnitude - (histogram.sub_bucket_half_count_magnitude + 1)
+    sub_bucket = values >> (bucket + histogram.unit_magnitude)
+    return ((bucket + 1) << histogram.sub_bucket_half_count_magnitude) + sub_bucket - histogram.sub_bucket_half_count
+
+
+__all__ = ("counts_below", "record_values")

@@ -33,7 +33,7 @@ from hdrh.histogram import HdrHistogram
 
 from loadtests.clients.failures import sent
 from loadtests.clients.outcome import RequestOutcome
-from loadtests.recording.batched_hdr import record_values
+from loadtests.recording.batched_hdr import counts_below, record_values
 from loadtests.recording.during_stop import DuringStop
 from loadtests.recording.histogram_merge import EncodedAdder
 from loadtests.recording.replica_counts import ReplicaCounts
@@ -115,17 +115,9 @@ class EndpointStats:
                 self.fold()
 
     def successes_faster_than(self, bounds_us: list[float]) -> list[int]:
-        """Per bound, the successes whose latency was surely below it (a histogram bucket counts
-        only when its highest value is)."""
+        """Per bound, the successes whose latency was surely below it (batched_hdr.counts_below)."""
         self.fold()
-        histogram = self.histogram
-        counts = [0] * len(bounds_us)
-        for item in histogram.get_recorded_iterator():
-            highest = histogram.get_highest_equivalent_value(item.value_iterated_to)
-            for index, bound in enumerate(bounds_us):
-                if highest < bound:
-                    counts[index] += item.count_at_value_iterated_to
-        return counts
+        return counts_below(self.histogram, bounds_us)
 
     def ended_during_stop(self, outcome: RequestOutcome) -> None:
         """A request recorded (`hold` or `record`) after the test's stop began, labelled as such."""

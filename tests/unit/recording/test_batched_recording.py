@@ -8,7 +8,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from loadtests.clients.outcome import RequestOutcome
-from loadtests.recording.batched_hdr import record_values
+from loadtests.recording.batched_hdr import counts_below, record_values
 from loadtests.recording.histograms import FOLD_EVERY, EndpointStats, clamp_us
 from loadtests.recording.windows import WindowRecorder
 from loadtests.run_format.hdr import HIGHEST_US, new_histogram
@@ -41,6 +41,24 @@ def test_record_values_equals_record_value_one_by_one():
     record_values(batched, values[1000:])
     assert state(batched) == state(one_by_one)
     assert batched.encode() == one_by_one.encode()
+
+
+def test_counts_below_equal_hdrhs_own_iteration_and_never_count_a_bucket_the_bound_falls_in():
+    histogram = new_histogram()
+    record_values(histogram, latencies())
+    # Bounds at bucket edges and inside buckets (above 2048 µs a bucket holds 2 or more values).
+    bounds = [1.0, 300.0, 2047.0, 2048.0, 2049.0, 4096.0, 4097.0, 1e3, 1e6, 64e6, HIGHEST_US]
+    expected = [0] * len(bounds)
+    for item in histogram.get_recorded_iterator():
+        highest = histogram.get_highest_equivalent_value(item.value_iterated_to)
+        for index, bound in enumerate(bounds):
+            expected[index] += item.count_at_value_iterated_to if highest < bound else 0
+    assert counts_below(histogram, bounds) == expected
+    assert 0 < expected[1] < expected[-2] < histogram.get_total_count()
+    edges = new_histogram()
+    record_values(edges, [999, 1000, 1001, 4095, 4096])
+    # 1000 is not below 1000; 4096's bucket, [4096, 4099], is surely below 4100 only.
+    assert counts_below(edges, [1000, 1001, 4096, 4099, 4100]) == [1, 2, 4, 4, 5]
 
 
 @pytest.mark.parametrize("open_loop", [False, True])
