@@ -316,8 +316,10 @@ CLOCK_SKEW_S = 0.1
 # of it, and by more than LOST_AT_LEAST requests.
 LOST_SHARE = 0.1
 LOST_AT_LEAST = 10
-# Spans waiting for the client's windows (a window closes up to its grace period late): at most.
+# Spans waiting for the client's windows (a window closes up to its grace period late), and the
+# client's windows kept for them (an outage of hours: the oldest go, which only lowers the bound).
 PENDING_SPANS = 64
+KEPT_WINDOWS = 4096
 
 
 @dataclass
@@ -354,7 +356,7 @@ class SnapshotSeries:
         self._replica_totals: dict[str, dict[str, Counters]] = {}
         # Spans not yet judged against the client's answers, and the client's recent windows.
         self._spans: deque[_Span] = deque()
-        self._windows: deque[tuple[float, float, dict[str, list[int]]]] = deque()
+        self._windows: deque[tuple[float, float, dict[str, list[int]]]] = deque(maxlen=KEPT_WINDOWS)
 
     def add(self, snapshot: StatsSnapshot, unreachable: bool = False) -> Interval | None:
         """Folds the next snapshot in; returns the interval it closes (None for the first).
