@@ -363,8 +363,13 @@ def test_a_restart_the_counters_miss_is_found_from_the_clients_answers(drill_tri
     after = model_stats(seen["server"].http_address, "identity")["requests"]
     summary = assert_complete(run_dir)
     assert end - start <= run_time_s + END_WITHIN_S, output[-3000:]
-    # The premise: the new server's count passed the old one's at the run's first snapshot.
-    assert after > seen["before_kill"] > counted_before_run, (seen, after)
+    # The premise: every snapshot the run took counted more than the one before (the new server's
+    # count passed the old one's at the run's first snapshot), so no counter went down; and the
+    # old server counted requests after that first snapshot, which a restart loses.
+    lines = (run_dir / "server_snapshots.jsonl").read_text().splitlines()
+    counts = [json.loads(line)["models"]["identity"]["1"]["inference_stats"]["success"]["count"] for line in lines]
+    assert counts == sorted(counts) and counts[0] < seen["before_kill"], (counts, seen)
+    assert counts[0] >= counted_before_run and counts[-1] <= after, (counts, counted_before_run, after)
     requests = summary["server"]["identity"]["requests"]
     log_drill(
         "restart_counters_miss", old_server_at_kill=seen["before_kill"], new_server=after, summary_server=requests,
