@@ -44,13 +44,13 @@ def fault_sentences(faults: dict) -> list[str]:
         )
     for restart in faults.get("server_restarts", []):
         found = (
-            " (found because Triton counted fewer requests than the client had answers for)"
+            "; found because Triton counted fewer requests than the client had answers for"
             if restart.get("found_by") == FOUND_BY_CLIENT
             else ""
         )
         out.append(
             f"Triton restarted between {restart['after_s']:.1f} s and {restart['before_s']:.1f} s "
-            f"({', '.join(restart['models'])}){found}: the server-side numbers are summed over both server "
+            f"({', '.join(restart['models'])}{found}): the server-side numbers are summed over both server "
             "lifetimes, without what the old server did after its last statistics snapshot."
         )
     for span in faults.get("server_unreachable", []):

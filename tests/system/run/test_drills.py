@@ -381,7 +381,7 @@ def test_a_restart_the_counters_miss_is_found_from_the_clients_answers(drill_tri
     # Counted from zero over the span: the new server's count at the run's last snapshot, exactly
     # (the rise from the first snapshot would leave out what the old server had counted there).
     assert requests == counts[-1], (requests, counts)
-    assert_report_shows(run_dir, "found because Triton counted fewer requests than the client had answers for")
+    assert_report_shows(run_dir, "; found because Triton counted fewer requests than the client had answers for)")
 
 
 # What a Triton stopping gracefully (SIGTERM) may answer: calls in flight cancelled, then "unknown

@@ -34,7 +34,7 @@ def test_each_fault_is_one_sentence_and_the_console_says_the_same():
         "(Triton's count minus the client's): client-side counts and rates are that much low.",
         "Triton restarted between 3.0 s and 10.0 s (identity): the server-side numbers are summed over both "
         "server lifetimes, without what the old server did after its last statistics snapshot.",
-        "Triton restarted between 20.0 s and 29.5 s (identity) (found because Triton counted fewer requests than "
+        "Triton restarted between 20.0 s and 29.5 s (identity; found because Triton counted fewer requests than "
         "the client had answers for): the server-side numbers are summed over both server lifetimes, without "
         "what the old server did after its last statistics snapshot.",
         "Triton's statistics could not be read from 4.0 s to 9.0 s (6 failed snapshots).",
