@@ -14,6 +14,7 @@ import threading
 import gevent
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from loadtests.clients.control import TritonControl
@@ -23,6 +24,7 @@ from loadtests.triton_stats.poller import ServerStatsPoller, take_snapshot
 from loadtests.triton_stats.statistics import ModelDelta, StatsSnapshot, compute_delta
 from tests.helpers import http_target
 from tests.slow_statistics import SlowStatisticsProxy
+from tests.system.clients.test_grpc_stream import streamed
 
 # Batch sizes cycle over the threads, so inferences differ from requests even without batching.
 BATCH_SIZES = (1, 2, 3)
@@ -83,6 +85,56 @@ def component_sum(delta: ModelDelta) -> float:
 
 
 # -- statistics deltas against the real Triton -------------------------------------------------
+# -- the premise of the restart check (statistics.SnapshotSeries.client_window) -------------------
+def successes(control: TritonControl, model: str) -> int:
+    return sum(entry["inference_stats"]["success"]["count"] for entry in control.statistics([model])[model].values())
+
+
+def unary(triton, model: str, protocol: str, width: int):
+    """One [1, width] FP32 request at a time over `protocol`, with tritonclient."""
+    module = grpcclient if protocol == "grpc" else httpclient
+    client = module.InferenceServerClient(triton.grpc_address if protocol == "grpc" else triton.http_address)
+    tensor = module.InferInput("INPUT0", [1, width], "FP32")
+    tensor.set_data_from_numpy(np.zeros((1, width), np.float32))
+    return client, lambda: client.infer(model, [tensor])
+
+
+@pytest.mark.parametrize(
+    ("model", "protocol", "width"),
+    [
+        ("identity", "http", 16),
+        ("identity", "grpc", 16),
+        ("sleep_20ms_dynbatch4", "http", 4),  # dynamic batching, one instance
+        ("identity_ensemble", "grpc", 16),  # an ensemble: counted once for itself
+    ],
+)
+def test_triton_has_counted_a_request_by_the_time_its_answer_arrives(triton, model, protocol, width):
+    """What the restart check rests on: a client's success is in Triton's success count when the
+    answer arrives, so the client's answers between two snapshots are a lower bound of Triton's rise."""
+    control = TritonControl(triton.http_address)
+    client, infer = unary(triton, model, protocol, width)
+    start = successes(control, model)
+    try:
+        for answered in range(1, 31):
+            infer()
+            assert successes(control, model) - start >= answered, (model, protocol, answered)
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_a_decoupled_model_has_counted_a_streamed_request_by_its_final_response(triton, protocol):
+    """The same premise for a decoupled model, streamed as the suite streams it (its final response
+    read): its release may come after the final response, which the check's 10 % margin is for;
+    here it never came after the answer was read."""
+    control = TritonControl(triton.http_address)
+    start = successes(control, "stream_gaps")
+    for call in range(1, 11):
+        _, failures, _ = streamed(triton, "stream_gaps", count=1, protocol=protocol)
+        assert failures == [None]
+        assert successes(control, "stream_gaps") - start >= 2 * call  # streamed() sends one unjudged first
+
+
 def test_identity_delta_counts_exactly_what_was_sent(triton):
     before = take_snapshot(http_target(triton.http_address), ["identity"])
     send(triton.http_address, "identity", 10)
