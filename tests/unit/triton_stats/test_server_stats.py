@@ -191,12 +191,22 @@ def test_the_clients_answers_are_read_by_model_and_latency():
     assert client_answers(endpoints) == answered(*[0.0005, 0.001, 0.003, 0.02] * 2)
 
 
+def polled_until(poller, errors: int, deadline_s: float = 30.0) -> None:
+    """Until the poller has recorded `errors` failed polls: a count, not a time (fresh71 read 2
+    in a fixed 0.2 s at nice 19 on a busy host); a poller that stops after its first error
+    fails at the deadline."""
+    waited = 0.0
+    while len(poller.errors) < errors and waited < deadline_s:
+        gevent.sleep(0.01)
+        waited += 0.01
+
+
 def test_stats_poller_records_errors_and_keeps_going(held_ports):
     poller = ServerStatsPoller(
         http_target(f"127.0.0.1:{held_ports.http}"), ["identity"], interval_s=0.05, timeout_s=0.5
     )
     poller.start()
-    gevent.sleep(0.2)
+    polled_until(poller, 3)
     assert poller.running  # still ticking after failures
     poller.stop()
     assert poller.series.count == 0
@@ -209,7 +219,7 @@ def test_stats_poller_records_errors_and_keeps_going(held_ports):
 def test_metrics_poller_records_errors(held_ports):
     poller = MetricsPoller(http_target(f"127.0.0.1:{held_ports.http}"), interval_s=0.05, timeout_s=0.5)
     poller.start()
-    gevent.sleep(0.12)
+    polled_until(poller, 2)
     assert poller.running
     poller.stop()
     assert not poller.running
