@@ -6,7 +6,8 @@
     (run loop)    -> every window: local data merged, users noted, old windows closed
                      (each fires window_closed)
     test_stop     -> fires run_stopping; the single process finishes now, the master once
-                     its workers' final reports are in
+                     its workers' final reports are in; with no run (stopped inside test_start)
+                     one error line
     quitting      -> finishes a run still open (Ctrl-C, an error)
 Finishing (once per run, `finish.py`) writes summary.json complete and fires run_finished.
 """
@@ -30,7 +31,7 @@ from locust.runners import (
     MasterRunner,
 )
 
-from loadtests.errors import ServerError
+from loadtests.errors import ServerError, StartupError
 from loadtests.events import RunStarted
 from loadtests.recording.console import behind_schedule_warnings
 from loadtests.recording.faults import FaultLog
@@ -77,6 +78,7 @@ class RunLifecycle:
         self.target_rate = target_rate
         self.active: ActiveRun | None = None
         self.last: ActiveRun | None = None  # the finished run (live views keep showing it)
+        self.start_failed = False  # the suite's start raised (its error is said where it was raised)
 
     def register(self) -> None:
         locust_events = self.environment.events
@@ -90,11 +92,37 @@ class RunLifecycle:
     def on_test_start(self, **_kwargs) -> None:
         if self.process.rejected is not None:
             return
+        self.start_failed = False
         self.process.take_cpu()
         self.process.take_throttle()
         self.process.take_stalls()
         self.finish()  # a previous web-UI run that was never finished
-        self.start()
+        try:
+            self.start()
+        except Exception:
+            self.start_failed = True
+            raise
+
+    def stopped_before_the_run(self) -> None:
+        """test_stop with no run recorded: Locust stopped the test while its test_start listeners
+        (the suite's start above, or a locustfile's own) still ran, killing them, so no user
+        started. Said, not a silent exit 0 without a run directory; unattended, the run's error."""
+        if self.process.rejected is not None or self.start_failed:
+            return
+        settings = self.process.settings
+        message = (
+            "the test stopped before its run began: its test_start listeners (the suite reading Triton's models "
+            "and statistics, or the locustfile's own) had not finished, so no user started and nothing was sent"
+        )
+        if settings.run_time_s:
+            message += (
+                f"; --run-time {settings.run_time_s:g}s counts from the test's start, listeners included: "
+                "give a longer one"
+            )
+        if settings.starts_at_once:
+            self.process.fail_startup(StartupError(message))
+        else:  # the web UI: the next test from the form may run
+            logger.warning("%s", message)
 
     def start(self) -> None:
         settings = self.process.settings
@@ -245,6 +273,7 @@ class RunLifecycle:
     def on_test_stop(self, **_kwargs) -> None:
         run = self.active
         if run is None:
+            self.stopped_before_the_run()
             return
         run.directory.stopped_at = time.time()
         self.write_steps(run, final=True)  # the last step ends at the real stop

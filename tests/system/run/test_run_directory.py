@@ -182,6 +182,43 @@ def test_a_second_headless_run_into_a_used_run_dir_is_refused_before_any_load(tr
     assert {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == measured
 
 
+SLOW_TEST_START = """
+import gevent
+from locust import events
+
+
+@events.test_start.add_listener
+def load_a_dataset(**_kwargs):
+    gevent.sleep(4)  # a user's own setup at the start of the test, longer than the run time
+"""
+
+
+def test_a_run_time_that_ends_inside_the_test_start_is_one_error_not_a_silent_exit_0(triton, tmp_path):
+    """Locust's --run-time counts from the test's start, its test_start listeners included: when
+    they outlast it, Locust stops the test before any user starts. That exited 0 with no run
+    directory and no word (fresh71: a 2-s run whose start Triton answered slowly)."""
+    setup = tmp_path / "slow_setup.py"
+    setup.write_text(SLOW_TEST_START)
+    run_dir = tmp_path / "run"
+    before = model_stats(triton.http_address, "identity")
+    result = run_locust(
+        ["TritonHttpUser"],
+        [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)],
+        users=1,
+        run_time="1s",
+        locustfile=f"locustfile.py,{setup}",
+    )
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert errors == [
+        "error: the test stopped before its run began: its test_start listeners (the suite reading Triton's "
+        "models and statistics, or the locustfile's own) had not finished, so no user started and nothing "
+        "was sent; --run-time 1s counts from the test's start, listeners included: give a longer one"
+    ], result.stderr[-2000:]
+    assert model_stats(triton.http_address, "identity") == before
+    assert not run_dir.exists()
+
+
 def test_bytes_sent_and_received_per_endpoint(triton, tmp_path):
     # identity: FP32 [16] in and out, batch 2 -> 2 x 16 x 4 = 128 payload bytes each way; the
     # gRPC request adds its protobuf framing (names, shapes), the response too.
