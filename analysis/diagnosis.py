@@ -319,6 +319,7 @@ def _failures(data: Dataset) -> list[Diagnosis]:
     kind of failure (timeouts, overload, an unreachable server, rejected requests)."""
     out = []
     commands = _commands(data)
+    models = [endpoint.model for endpoint in data.endpoints]
     for endpoint in data.endpoints:
         if not endpoint.requests or endpoint.failures / endpoint.requests < LIMITS.failure_share:
             continue
@@ -340,7 +341,9 @@ def _failures(data: Dataset) -> list[Diagnosis]:
         why, step, command = _FAILURE_CAUSES[kind](data, endpoint, commands)
         if kind == "timeout":
             evidence += "; " + _timeout_evidence(data, endpoint)
-        out.append(Diagnosis("failures", endpoint.model, "over the whole run", evidence, why, step, command))
+        # A model with several endpoints (HTTP and gRPC, say) gets one diagnosis each: each names its own.
+        where = "over the whole run" if models.count(endpoint.model) == 1 else f"{endpoint.name}, over the whole run"
+        out.append(Diagnosis("failures", endpoint.model, where, evidence, why, step, command))
     return out
 
 

@@ -88,6 +88,27 @@ def test_overload_failures_point_at_a_capacity_search(runs):
     assert not fired(runs["queue"], "failures")
 
 
+def test_failures_of_one_model_over_two_protocols_name_each_endpoint(tmp_path):
+    """The failures rule judges each endpoint: where one model failed over HTTP and gRPC, the two
+    diagnoses (and the report's list) name which endpoint each is, as the tail rule does; a model
+    with one endpoint keeps the short form."""
+    copy = recorded("diagnosis", "overload", tmp_path)
+    summary = json.loads((copy / "summary.json").read_text())
+    (http,) = summary["endpoints"]
+    summary["endpoints"].append({**http, "name": "queue_limited [grpc]", "protocol": "grpc"})
+    (copy / "summary.json").write_text(json.dumps(summary))
+    both = fired(load(copy), "failures")
+    assert sorted(item.where for item in both) == [
+        "queue_limited [grpc], over the whole run",
+        "queue_limited [http], over the whole run",
+    ]
+    report = write_report(copy, tmp_path / "report").read_text()
+    assert "Requests failed: queue_limited, queue_limited [grpc], over the whole run" in report
+    assert "Requests failed: queue_limited, queue_limited [http], over the whole run" in report
+    (alone,) = fired(load(recorded("diagnosis", "overload", tmp_path / "alone")), "failures")
+    assert alone.where == "over the whole run"
+
+
 def test_failures_of_generated_random_data_point_at_zeros_or_real_samples(runs, tmp_path):
     """A generic user's random integers as BERT's ids: every request failed as a server error, and
     the cause named is the generated data; the same failures where the data was not generated (a
