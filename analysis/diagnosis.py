@@ -8,11 +8,9 @@ hides in an average). A rule that fires gives its evidence (the numbers it rests
 A rule that cannot judge (no server statistics, no model configuration, too few requests)
 says so instead of guessing. Every threshold is in `LIMITS`.
 
-    for item in diagnose(data):   # a Dataset (analysis.dataset.load)
-        print(item.rank, item.rule, item.where, item.evidence, item.command)
-
 The rules, most urgent first:
-    failures        requests refused as overload, lost to the network, or rejected by the model
+    failures        requests refused as overload, lost to the network or rejected by the model; per
+                    endpoint, named where a model has several
     generator       the load generator itself saturated (its CPU, or open-loop requests sent late)
     host            Triton's host CPU saturated: more instances or batching cannot add compute
     queue           most of the latency is queue, with one instance or no dynamic batching
@@ -341,7 +339,6 @@ def _failures(data: Dataset) -> list[Diagnosis]:
         why, step, command = _FAILURE_CAUSES[kind](data, endpoint, commands)
         if kind == "timeout":
             evidence += "; " + _timeout_evidence(data, endpoint)
-        # A model with several endpoints (HTTP and gRPC, say) gets one diagnosis each: each names its own.
         where = "over the whole run" if models.count(endpoint.model) == 1 else f"{endpoint.name}, over the whole run"
         out.append(Diagnosis("failures", endpoint.model, where, evidence, why, step, command))
     return out

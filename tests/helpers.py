@@ -14,6 +14,7 @@ import tritonclient.http as httpclient
 
 from loadtests.clients.outcome import RequestOutcome
 from loadtests.config.addresses import TritonTarget
+from tests import warm_python
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # A test's own Triton (and the session's) is killed when the tests are done with it
@@ -215,6 +216,8 @@ def run_cli(args: list[str], timeout: float = 300, env: dict[str, str] | None = 
     """Run `python -m ...` from the repository root, as a user would, capturing output."""
     full_env = dict(os.environ)
     full_env.update(env or {})
+    if warm_python.takes(args, env):
+        return warm_python.run(args, full_env, timeout)
     return subprocess.run(
         [sys.executable, *args],
         cwd=REPO_ROOT,

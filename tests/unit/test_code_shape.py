@@ -305,8 +305,8 @@ def test_test_folders_mirror_the_packages():
     """tests/ holds the four folders by need (tests/shards.py): in tests/unit/, tests/refusals/ and
     tests/system/, `<name>/` holds the tests of the package PACKAGES names `name` (loadtests.<name>
     or analysis), and only the suite-wide checks (the code's shape, the docs, the split of
-    `make test`, the measurement tier's margins) sit beside them; tests/measurement/ is flat. The
-    shared helpers sit at the top of tests/."""
+    `make test`, the measurement tier's margins, the tests' warm interpreter) sit beside them;
+    tests/measurement/ is flat. The shared helpers sit at the top of tests/."""
     names = {package.split(".")[-1] for package in PACKAGES}
     tests = REPO_ROOT / "tests"
     folders = {path.name for path in tests.iterdir() if (path / "__init__.py").exists()}
@@ -317,7 +317,9 @@ def test_test_folders_mirror_the_packages():
         assert packages <= names, (need, packages - names)
     assert {path.name for path in (tests / "measurement").iterdir() if path.is_dir()} <= {"__pycache__"}
     top = sorted(path.name for path in (tests / "unit").glob("test_*.py"))
-    assert top == ["test_code_shape.py", "test_docs.py", "test_margins.py", "test_shards.py"], top
+    assert top == ["test_code_shape.py", "test_docs.py", "test_margins.py", "test_shards.py", "test_warm_python.py"], (
+        top
+    )
     assert sorted(path.name for path in (tests / "system").glob("test_*.py")) == ["test_docs.py"]
 
 
