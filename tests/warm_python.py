@@ -29,9 +29,11 @@ when it ended. End of input ends the server and kills its children.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -131,6 +133,7 @@ def takes(args: list[str], env: dict[str, str] | None) -> bool:
 class _Server:
     def __init__(self) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="warm-python-"))
+        atexit.register(shutil.rmtree, self.directory, ignore_errors=True)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.warm_python"],
             cwd=REPO_ROOT,
