@@ -28,6 +28,7 @@ from __future__ import annotations
 import gevent
 
 from loadtests.options import table as options
+from loadtests.run.lifecycle import count_test_start
 from loadtests.run.process import SuiteProcess, process_of
 from loadtests.run.wiring import wire
 
@@ -46,6 +47,9 @@ def install(events) -> None:
     setattr(events, INSTALLED, True)
     events.init_command_line_parser.add_listener(_add_options)
     events.init.add_listener(_on_init)
+    # At import, before a locustfile's own listeners: the lifecycle tells a test stopped inside
+    # test_start (a slow listener) from a web UI that quits without ever starting one.
+    events.test_start.add_listener(count_test_start)
 
 
 def _add_options(parser, **_kwargs) -> None:

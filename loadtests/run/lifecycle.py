@@ -67,6 +67,16 @@ LOCAL_GRACE_S = 1.0
 RUN_LOOP_S = 1.0
 
 
+# How many times Locust fired test_start in this process (count_test_start, the suite's first
+# listener), kept on its events object.
+TEST_STARTS = "triton_loadtest_test_starts"
+
+
+def count_test_start(environment, **_kwargs) -> None:
+    events = environment.events
+    setattr(events, TEST_STARTS, getattr(events, TEST_STARTS, 0) + 1)
+
+
 class RunLifecycle:
     """Records one run at a time (master or single process)."""
 
@@ -79,6 +89,7 @@ class RunLifecycle:
         self.active: ActiveRun | None = None
         self.last: ActiveRun | None = None  # the finished run (live views keep showing it)
         self.start_failed = False  # the suite's start raised (its error is said where it was raised)
+        self.starts_judged = 0  # test_start firings whose outcome is known (a run, or an error said)
 
     def register(self) -> None:
         locust_events = self.environment.events
@@ -102,13 +113,16 @@ class RunLifecycle:
         except Exception:
             self.start_failed = True
             raise
+        self.starts_judged = getattr(self.environment.events, TEST_STARTS, 0)
 
     def stopped_before_the_run(self) -> None:
         """test_stop with no run recorded: Locust stopped the test while its test_start listeners
         (the suite's start above, or a locustfile's own) still ran, killing them, so no user
         started. Said, not a silent exit 0 without a run directory; unattended, the run's error."""
-        if self.process.rejected is not None or self.start_failed:
-            return
+        fired = getattr(self.environment.events, TEST_STARTS, 0)
+        if fired == self.starts_judged or self.process.rejected is not None or self.start_failed:
+            return  # no test started (a web UI quit before any), or its outcome is said already
+        self.starts_judged = fired
         settings = self.process.settings
         message = (
             "the test stopped before its run began: its test_start listeners (the suite reading Triton's models "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -19,7 +20,15 @@ from hdrh.log import HistogramLogReader
 from analysis import load_run
 from loadtests.recording.histograms import new_histogram
 from loadtests.server import TritonPorts
-from tests.helpers import interrupt_locust, model_stats, run_locust, run_master_and_workers, triton_options
+from tests.helpers import (
+    REPO_ROOT,
+    interrupt_locust,
+    interruptible,
+    model_stats,
+    run_locust,
+    run_master_and_workers,
+    triton_options,
+)
 
 RUN_FILES = ("config.json", "summary.json", "timeseries.csv", "server_stats.json", "server_metrics.csv")
 
@@ -217,6 +226,36 @@ def test_a_run_time_that_ends_inside_the_test_start_is_one_error_not_a_silent_ex
     ], result.stderr[-2000:]
     assert model_stats(triton.http_address, "identity") == before
     assert not run_dir.exists()
+
+
+def test_a_web_ui_quit_before_any_test_says_nothing_of_a_stopped_test():
+    """Locust fires test_stop when a web UI that never ran a test quits (Ctrl-C): no test_start
+    fired, so there is no stopped test to speak of (a newcomer's first `locust -f locustfile.py`,
+    closed again, said that a test had stopped before its run began)."""
+    import subprocess
+    import time
+    import urllib.request
+
+    port = TritonPorts.free().http
+    command = [sys.executable, "-m", "locust", "-f", "locustfile.py", "--web-host", "127.0.0.1"]
+    command += ["--web-port", str(port)]
+    with subprocess.Popen(
+        command, cwd=REPO_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, preexec_fn=interruptible
+    ) as process:
+        # Until the web UI answers: Locust serves only once its main greenlet waits, after it has
+        # installed its signal handling (an event, not a time).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, output = process.communicate(timeout=60)
+    assert "Starting web interface" in output, output
+    assert process.returncode == 0, output
+    assert "stopped before its run began" not in output, output
 
 
 def test_bytes_sent_and_received_per_endpoint(triton, tmp_path):
