@@ -10,9 +10,11 @@ command; the child takes the command's working directory, environment, arguments
 files, and runs the module as `python -m` would (`runpy`, `__main__`), so it exits, prints and
 raises as a new interpreter does.
 
-What a child does not do again is what the server imported: Locust and the suite's locustfile
-with everything they import. None of it reads the environment, the arguments or the working
-directory at import (the suite reads them in functions), so a command reads them in the child.
+What a child does not do again is what the server imported: Locust and the suite's modules with
+everything they import, not the suite's locustfile (its import installs the suite on Locust's
+events; a command whose locustfile does not import the suite gets plain Locust). None of it
+reads the environment, the arguments or the working directory at import (the suite reads them in
+functions), so a command reads them in the child.
 Random state is drawn again in each child (Python's `random` at the fork, numpy's global one
 here), as a new interpreter would.
 
@@ -43,8 +45,11 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WARM_MODULES = ("locust",)
-# Imported once by the server, before any fork.
-PREIMPORTS = ("locust", "numpy", "grpc", "tritonclient.grpc", "tritonclient.http", "loadtests.locustfile")
+# The suite's modules, but not its locustfile: importing that installs the suite on Locust's
+# events (loadtests.run.install), which a command whose locustfile does not import the suite
+# must not inherit.
+PREIMPORTS = ("locust", "numpy", "grpc", "tritonclient.grpc", "tritonclient.http", "loadtests.run")
+PREIMPORTS += ("loadtests.workloads.users", "loadtests.workloads.kinds")
 COLD_ENVIRONMENT = ("PYTHON", "GEVENT", "LOCUST_SKIP", "LOCUST_PLAYWRIGHT")
 REAP_EVERY_S = 0.02
 DISABLE = "TRITON_LOADTEST_COLD_PYTHON"  # set (to anything): every command starts a new interpreter

@@ -46,6 +46,20 @@ def test_a_warm_command_prints_and_exits_as_a_new_interpreter_does(args):
     assert warmed.args == new.args
 
 
+def test_a_locustfile_without_the_suite_gets_plain_locust(tmp_path):
+    """The server imports the suite's modules but does not install it on Locust's events: a
+    command whose locustfile does not import the suite has Locust's options only, as it would
+    cold (its --help lists none of the suite's)."""
+    plain = tmp_path / "plain.py"
+    plain.write_text(
+        "from locust import HttpUser, task\n\n\nclass Web(HttpUser):\n    @task\n    def home(self):\n        pass\n"
+    )
+    args = ["-m", "locust", "-f", str(plain), "--help"]
+    warmed, new = warm(args), cold(args)
+    assert "--triton-http" not in new.stdout and "--run-time" in new.stdout, new.stdout[-500:]
+    assert (warmed.returncode, warmed.stdout) == (new.returncode, new.stdout)
+
+
 def test_the_command_reads_its_own_environment():
     """Locust reads LOCUST_* variables when it parses its arguments, in the child: a bad value
     set for one command is that command's error, and the next command without it runs clean."""
