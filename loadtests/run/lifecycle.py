@@ -1,14 +1,16 @@
 """A run's life on the master or single process: its directory, server watch, windows and end.
 
+    init          -> headless without a load shape: -t timed by the suite, from the end of its start
     test_start    -> a new run directory, Triton's metadata, the server pollers, the run loop;
-                     fires run_started
+                     fires run_started; then -t's timer
     step_started  -> steps.json, and Triton's statistics read at the step's boundary
     (run loop)    -> every window: local data merged, users noted, old windows closed
                      (each fires window_closed)
     test_stop     -> fires run_stopping; the single process finishes now, the master once
                      its workers' final reports are in; with no run (stopped inside test_start)
                      one error line
-    quitting      -> finishes a run still open (Ctrl-C, an error)
+    quitting      -> finishes a run still open (Ctrl-C, an error); Ctrl-C inside test_start:
+                     the error line
 Finishing (once per run, `finish.py`) writes summary.json complete and fires run_finished.
 """
 
@@ -67,6 +69,13 @@ LOCAL_GRACE_S = 1.0
 RUN_LOOP_S = 1.0
 
 
+class _NoRunTimeLine(logging.Filter):
+    """Locust's "No run time limit set" line, false where the suite times -t (take_run_time)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("No run time limit set")
+
+
 # How many times Locust fired test_start in this process (count_test_start, the suite's first
 # listener), kept on its events object.
 TEST_STARTS = "triton_loadtest_test_starts"
@@ -90,6 +99,8 @@ class RunLifecycle:
         self.last: ActiveRun | None = None  # the finished run (live views keep showing it)
         self.start_failed = False  # the suite's start raised (its error is said where it was raised)
         self.starts_judged = 0  # test_start firings whose outcome is known (a run, or an error said)
+        self.run_time_s: float | None = None  # -t, when the suite times it (take_run_time)
+        self.run_timer: gevent.Greenlet | None = None
 
     def register(self) -> None:
         locust_events = self.environment.events
@@ -98,6 +109,30 @@ class RunLifecycle:
         locust_events.quitting.add_listener(self.on_quitting)
         locust_events.quit.add_listener(self.process.console.release)  # after Locust's own table
         self.events.step_started.add_listener(self.on_step_started)
+
+    def take_run_time(self) -> None:
+        """At init, headless without a load shape: the suite times -t itself, from the end of its
+        start (run_time_started), so the test_start listeners (the suite reading Triton, a
+        locustfile's own setup) delay the load and never cut it. Locust times it from the test's
+        start, listeners included: a 2-s run whose start took longer sent nothing (fresh71, and
+        fresh78 with 4 s). A load shape keeps its own clock, which starts after test_start."""
+        options = self.environment.parsed_options
+        settings = self.process.settings
+        if not (settings.headless and settings.run_time_s and options.run_time) or self.environment.shape_class:
+            return
+        self.run_time_s = settings.run_time_s
+        options.run_time = None  # Locust sets no timer: it would say it set none, so that line is left out
+        logging.getLogger("locust.main").addFilter(_NoRunTimeLine())
+
+    def run_time_started(self) -> None:
+        if self.run_time_s is None or self.run_timer is not None:
+            return
+        logger.info("Run time limit set to %g seconds, from the start of load", self.run_time_s)
+        self.run_timer = gevent.spawn_later(self.run_time_s, self._run_time_reached)
+
+    def _run_time_reached(self) -> None:
+        logger.info("--run-time limit reached, shutting down")  # Locust's own words for its timer
+        self.environment.runner.quit()
 
     # -- start ----------------------------------------------------------------------------
     def on_test_start(self, **_kwargs) -> None:
@@ -112,8 +147,10 @@ class RunLifecycle:
             self.start()
         except Exception:
             self.start_failed = True
+            self.run_time_started()  # the run still ends on time
             raise
         self.starts_judged = getattr(self.environment.events, TEST_STARTS, 0)
+        self.run_time_started()
 
     def stopped_before_the_run(self) -> None:
         """test_stop with no run recorded: Locust stopped the test while its test_start listeners
@@ -128,7 +165,7 @@ class RunLifecycle:
             "the test stopped before its run began: its test_start listeners (the suite reading Triton's models "
             "and statistics, or the locustfile's own) had not finished, so no user started and nothing was sent"
         )
-        if settings.run_time_s:
+        if settings.run_time_s and self.run_time_s is None:  # Locust's timer, not the suite's
             message += (
                 f"; --run-time {settings.run_time_s:g}s counts from the test's start, listeners included: "
                 "give a longer one"
@@ -308,6 +345,10 @@ class RunLifecycle:
     def on_quitting(self, **_kwargs) -> None:
         self.process.console.hold()
         runner = self.environment.runner
+        if self.active is None:
+            # Ctrl-C inside test_start: said now, while Locust has yet to choose its exit code
+            # (its test_stop comes after, when the shutdown quits the runner).
+            self.stopped_before_the_run()
         if self.active is not None and runner is not None and runner.state not in (STATE_STOPPED, STATE_INIT):
             # Ctrl-C: Locust fires quitting before it stops the runner. Stop it first (users
             # finish their in-flight requests, workers send their final reports), so nothing

@@ -81,3 +81,4 @@ def _wire_recording_process(process: SuiteProcess, web_ui) -> None:
     preflight.at_init(lambda: install_shape(process.environment, web_ui, process.events, lambda: process.settings))
     grace.at_init()
     live.install(web_ui, preflight)
+    lifecycle.take_run_time()  # after install_shape: a load shape keeps its own clock

@@ -25,6 +25,7 @@ from tests.helpers import (
     interrupt_locust,
     interruptible,
     model_stats,
+    run_against_triton,
     run_locust,
     run_master_and_workers,
     triton_options,
@@ -192,38 +193,73 @@ def test_a_second_headless_run_into_a_used_run_dir_is_refused_before_any_load(tr
 
 
 SLOW_TEST_START = """
+import sys
+
 import gevent
 from locust import events
 
 
 @events.test_start.add_listener
 def load_a_dataset(**_kwargs):
-    gevent.sleep(4)  # a user's own setup at the start of the test, longer than the run time
+    print("loading a dataset", file=sys.stderr, flush=True)
+    gevent.sleep({sleep_s})  # a user's own setup at the start of the test
 """
 
 
-def test_a_run_time_that_ends_inside_the_test_start_is_one_error_not_a_silent_exit_0(triton, tmp_path):
-    """Locust's --run-time counts from the test's start, its test_start listeners included: when
-    they outlast it, Locust stops the test before any user starts. That exited 0 with no run
-    directory and no word (fresh71: a 2-s run whose start Triton answered slowly)."""
+def test_a_slow_test_start_delays_the_run_time_and_never_cuts_it(triton, tmp_path):
+    """-t is the load's time: it starts once the test_start listeners (a locustfile's own setup,
+    the suite reading Triton) have ended. Locust counts it from the test's start, listeners
+    included: a 2-s run whose start took longer sent nothing (fresh71; fresh78 with 4 s)."""
     setup = tmp_path / "slow_setup.py"
-    setup.write_text(SLOW_TEST_START)
-    run_dir = tmp_path / "run"
-    before = model_stats(triton.http_address, "identity")
-    result = run_locust(
+    setup.write_text(SLOW_TEST_START.format(sleep_s=3))
+    run = run_against_triton(
+        triton,
+        tmp_path / "run",
         ["TritonHttpUser"],
-        [*triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)],
+        ["--model", "identity"],
+        models=("identity",),
         users=1,
         run_time="1s",
         locustfile=f"locustfile.py,{setup}",
     )
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert result.returncode == 2, result.stderr[-2000:]
+    (endpoint,) = run.summary["endpoints"]
+    assert endpoint["requests"] == run.served() > 0, endpoint
+    # From the directory's start, which comes before the timer: never shorter than -t.
+    assert endpoint["duration_s"] >= 1.0, endpoint
+    log = run.result.stderr
+    assert "Run time limit set to 1 seconds, from the start of load" in log, log[-2000:]
+    assert "No run time limit set" not in log, log[-2000:]
+
+
+def test_a_test_interrupted_inside_its_test_start_is_one_error_not_a_silent_exit_0(triton, tmp_path):
+    """Ctrl-C while the test_start listeners still run: Locust stops the test by killing them, no
+    user starts; that exited 0 with no run directory and no word."""
+    import subprocess
+
+    setup = tmp_path / "slow_setup.py"
+    setup.write_text(SLOW_TEST_START.format(sleep_s=60))
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "locust", "-f", f"locustfile.py,{setup}", "--headless", "-u", "1", "-t", "5s"]
+    command += ["TritonHttpUser", *triton_options(triton), "--model", "identity", "--run-dir", str(run_dir)]
+    before = model_stats(triton.http_address, "identity")
+    with subprocess.Popen(
+        command, cwd=REPO_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, preexec_fn=interruptible
+    ) as process:
+        lines = []
+        for line in process.stderr:  # until the listener runs: an event, not a time
+            lines.append(line)
+            if "loading a dataset" in line:
+                break
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=60)
+    output = "".join(lines) + rest
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert process.returncode == 2, output[-2000:]
     assert errors == [
         "error: the test stopped before its run began: its test_start listeners (the suite reading Triton's "
         "models and statistics, or the locustfile's own) had not finished, so no user started and nothing "
-        "was sent; --run-time 1s counts from the test's start, listeners included: give a longer one"
-    ], result.stderr[-2000:]
+        "was sent"
+    ], output[-2000:]
     assert model_stats(triton.http_address, "identity") == before
     assert not run_dir.exists()
 
