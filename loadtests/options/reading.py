@@ -324,11 +324,32 @@ def _burstiness(options: argparse.Namespace, traffic: str) -> float | None:
     return burstiness
 
 
+# Where -t is kept once the suite times it (headless without a load shape: run/lifecycle.py):
+# Locust's own `run_time` is then None, so that Locust sets no timer of its own.
+SUITE_RUN_TIME = "triton_loadtest_run_time"
+
+
+def take_run_time(options: argparse.Namespace) -> None:
+    """-t handed from Locust to the suite; the settings and config.json read it as before."""
+    setattr(options, SUITE_RUN_TIME, options.run_time)
+    options.run_time = None
+
+
+def give_back_run_time(options: argparse.Namespace) -> None:
+    """-t back in Locust's options once its timer can no longer be set (the test has started):
+    Locust reads it again as the run ends (--html's {t})."""
+    options.run_time = getattr(options, SUITE_RUN_TIME, None) or options.run_time
+
+
+def _run_time(options: argparse.Namespace) -> Any:
+    return getattr(options, "run_time", None) or getattr(options, SUITE_RUN_TIME, None)
+
+
 def _locust_run(options: argparse.Namespace) -> dict[str, Any]:
     """Locust's own options the suite reads (already parsed by Locust: timespans in seconds)."""
     num_users = getattr(options, "num_users", None)
     spawn_rate = getattr(options, "spawn_rate", None)
-    run_time = getattr(options, "run_time", None)
+    run_time = _run_time(options)
     return {
         "num_users": int(num_users) if num_users is not None else None,
         "spawn_rate": float(spawn_rate) if spawn_rate is not None else None,
@@ -345,6 +366,10 @@ def _jsonable(options: argparse.Namespace) -> dict[str, Any]:
     """Every option as given, for config.json."""
     out: dict[str, Any] = {}
     for key, value in sorted(vars(options).items()):
+        if key == SUITE_RUN_TIME:
+            continue
+        if key == "run_time":
+            value = _run_time(options)
         if key == "header":  # a literal value may be a token: written as <redacted>
             value = [redact_header(text) for text in _header_texts(value)]
         if isinstance(value, str | int | float | bool) or value is None:

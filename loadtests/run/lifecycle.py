@@ -35,6 +35,7 @@ from locust.runners import (
 
 from loadtests.errors import ServerError, StartupError
 from loadtests.events import RunStarted
+from loadtests.options.reading import give_back_run_time, take_run_time
 from loadtests.recording.console import behind_schedule_warnings
 from loadtests.recording.faults import FaultLog
 from loadtests.recording.run_dir import RunDirectory
@@ -121,13 +122,15 @@ class RunLifecycle:
         if not (settings.headless and settings.run_time_s and options.run_time) or self.environment.shape_class:
             return
         self.run_time_s = settings.run_time_s
-        options.run_time = None  # Locust sets no timer: it would say it set none, so that line is left out
+        take_run_time(options)  # Locust sets no timer: it would say it set none, so that line is left out
         logging.getLogger("locust.main").addFilter(_NoRunTimeLine())
 
     def run_time_started(self) -> None:
         if self.run_time_s is None or self.run_timer is not None:
             return
         logger.info("Run time limit set to %g seconds, from the start of load", self.run_time_s)
+        # Locust decided on its own timer before the test started, and reads -t again as it ends.
+        give_back_run_time(self.environment.parsed_options)
         self.run_timer = gevent.spawn_later(self.run_time_s, self._run_time_reached)
 
     def _run_time_reached(self) -> None:

@@ -216,7 +216,7 @@ def test_a_slow_test_start_delays_the_run_time_and_never_cuts_it(triton, tmp_pat
         triton,
         tmp_path / "run",
         ["TritonHttpUser"],
-        ["--model", "identity"],
+        ["--model", "identity", "--html", str(tmp_path / "locust_{u}u_{t}s.html")],
         models=("identity",),
         users=1,
         run_time="1s",
@@ -229,6 +229,14 @@ def test_a_slow_test_start_delays_the_run_time_and_never_cuts_it(triton, tmp_pat
     log = run.result.stderr
     assert "Run time limit set to 1 seconds, from the start of load" in log, log[-2000:]
     assert "No run time limit set" not in log, log[-2000:]
+    # Timing -t changes nothing the run reads from its options: config.json keeps -t, and the
+    # endpoint prepared by the pre-flight is the one the users send on (once, not again at the
+    # test's start with the settings read anew), so config.json says what its requests carry.
+    config = json.loads((run.run_dir / "config.json").read_text())
+    assert config["options"]["run_time"] == 1, config["options"]
+    assert log.count("prepared identity [http]") == 1, log[-3000:]
+    # Locust's --html file name reads -t ({t}) as the run ends, from its own options.
+    assert (tmp_path / "locust_1u_1s.html").is_file(), sorted(path.name for path in tmp_path.iterdir())
 
 
 def test_a_test_interrupted_inside_its_test_start_is_one_error_not_a_silent_exit_0(triton, tmp_path):

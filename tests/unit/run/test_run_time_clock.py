@@ -6,6 +6,7 @@ up to date."""
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import gevent
@@ -13,6 +14,7 @@ import gevent.monkey
 from locust.env import Environment
 from locust.event import Events
 
+from loadtests.options.reading import settings_from, take_run_time
 from loadtests.run import install
 
 
@@ -30,3 +32,17 @@ def test_the_loop_clock_is_current_when_the_suites_init_ends():
         assert loop.now() >= before
     finally:
         runner.quit()
+
+
+def test_the_suite_timing_minus_t_leaves_the_settings_and_config_json_as_they_were():
+    """Headless without a load shape the suite times -t and Locust's own run_time is None: the
+    settings read anew at test_start must still equal those of the pre-flight (else the endpoints
+    it prepared are dropped and config.json lost -t and what the requests carry: CI of 17704b8)."""
+    options = argparse.Namespace(run_time=3, headless=True, num_users=2, spawn_rate=2.0)
+    before = settings_from(options)
+    take_run_time(options)
+    assert options.run_time is None  # Locust sets no timer of its own
+    after = settings_from(options)
+    assert after == before
+    assert after.run_time_s == 3.0
+    assert after.as_given["run_time"] == 3 and "triton_loadtest_run_time" not in after.as_given
