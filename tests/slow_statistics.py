@@ -5,6 +5,10 @@ Triton does; everything else passes straight through.
     proxy = SlowStatisticsProxy(address, delay=lambda n: 1.0 if n == 2 else 0.0)  # the 2nd only
     ... "--triton-http", proxy.address ...
     proxy.close()
+
+`delay` holds a request back before Triton reads its counters (they are read late); `answer_delay`
+holds back the answer to a request Triton has already answered (counters read at once, delivered
+late, so a later request can overtake it). `proxy.read` counts the statistics Triton has answered.
 """
 
 from __future__ import annotations
@@ -21,9 +25,16 @@ DELAY_S = 2.0
 
 
 class SlowStatisticsProxy:
-    def __init__(self, upstream: str, delay: Callable[[int], float] = lambda _n: DELAY_S) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        delay: Callable[[int], float] = lambda _n: DELAY_S,
+        answer_delay: Callable[[int], float] = lambda _n: 0.0,
+    ) -> None:
         numbers = itertools.count(1)  # the statistics requests, in order of arrival
         lock = threading.Lock()
+        self.read = 0
+        proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -34,7 +45,8 @@ class SlowStatisticsProxy:
 
             def _pass_on(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path.split("?")[0].endswith("/stats"):
+                statistics = self.path.split("?")[0].endswith("/stats")
+                if statistics:
                     with lock:
                         number = next(numbers)
                     time.sleep(delay(number))
@@ -45,6 +57,10 @@ class SlowStatisticsProxy:
                     data = answer.read()
                 finally:
                     connection.close()
+                if statistics:
+                    with lock:
+                        proxy.read += 1
+                    time.sleep(answer_delay(number))
                 self.send_response(answer.status)
                 for name, value in answer.getheaders():
                     if name.lower() not in ("content-length", "connection", "transfer-encoding"):

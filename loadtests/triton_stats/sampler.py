@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
+from gevent.lock import RLock
 
 from loadtests.errors import ServerError
 
@@ -26,6 +27,11 @@ class PeriodicSampler:
     A ServerError from `sample` (Triton unreachable, a model unloaded) is recorded in
     `errors` and the next tick tries again: a load test must not die because a scrape did.
     Other exceptions are bugs and end the greenlet loudly. Shared by both pollers.
+
+    One sample at a time, whoever asks (the periodic greenlet, a step boundary's sample_soon, a
+    sweep's boundary through sample_now): each is read and kept before the next is asked, so they
+    are kept in the order Triton read them. Side by side, a late answer was kept after one asked
+    later, the counters seemed to go down, and the run took it for a restart.
 
     Example:
         sampler = PeriodicSampler(lambda: print("tick"), interval_s=1.0)
@@ -54,8 +60,15 @@ class PeriodicSampler:
         self._greenlet: gevent.Greenlet | None = None
         self._pending: list[gevent.Greenlet] = []  # sample_soon()'s, not finished yet
         self._stopped = False
+        # Reentrant: a listener of the snapshot it keeps (server_snapshot_taken) may ask for one.
+        self._one_at_a_time = RLock()
 
     def sample_now(self) -> None:
+        """A sample now, or as soon as the one in flight is kept."""
+        with self._one_at_a_time:
+            self._sample_alone()
+
+    def _sample_alone(self) -> None:
         if self.before_tick is not None:
             self.before_tick()
         try:
@@ -105,7 +118,15 @@ class PeriodicSampler:
         gevent.joinall(self._pending, timeout=PENDING_WAIT_S)
         gevent.killall(self._pending, block=True)
         self._pending = []
-        self.sample_now()
+        # A sample_now of another greenlet's (a sweep's boundary) may still be in flight: the last
+        # sample waits for it as long, then goes ahead (a frozen Triton must not hold up the end).
+        if self._one_at_a_time.acquire(timeout=PENDING_WAIT_S):
+            try:
+                self._sample_alone()
+            finally:
+                self._one_at_a_time.release()
+        else:
+            self._sample_alone()
 
     @property
     def running(self) -> bool:

@@ -6,6 +6,7 @@ traffic the session's Triton sees meanwhile (tests run one at a time).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import gevent
@@ -16,6 +17,7 @@ from loadtests.errors import ServerError
 from loadtests.recording.histograms import EndpointStats
 from loadtests.triton_stats.metrics import MetricsPoller, Sample, kept, parse, scrape
 from loadtests.triton_stats.poller import ServerStatsPoller, client_answers
+from loadtests.triton_stats.sampler import PeriodicSampler
 from loadtests.triton_stats.statistics import (
     CLIENT_LATENCY_GRID_S,
     SnapshotSeries,
@@ -214,6 +216,43 @@ def test_stats_poller_records_errors_and_keeps_going(held_ports):
     assert "Connection refused" in poller.errors[0]["error"]
     assert poller.total_delta() == {}
     assert poller.to_json()["deltas"] == {"total": {}}
+
+
+def test_samples_asked_side_by_side_are_taken_one_after_another_in_order():
+    """The periodic greenlet, step boundaries (sample_soon) and a sweep's boundaries (sample_now)
+    ask at any moment; one sample waits for the one in flight, so each is read and kept in turn.
+    (Side by side, the one answered late was kept last: tests/system/triton_stats.) A sample
+    that asks for another from inside itself (a snapshot's listener) gets it, not a deadlock."""
+    log, inside, overlaps = [], [], []
+    numbers = itertools.count(1)
+
+    def sample() -> None:
+        number = next(numbers)
+        log.append(("asked", number))
+        if inside:
+            overlaps.append((inside[-1], number))  # checked below: a greenlet's assert is only printed
+        inside.append(number)
+        gevent.sleep(0.01)  # the answer on its way: the others get the loop
+        if number == 2:
+            inside.remove(number)
+            sampler.sample_now()  # from inside a sample: taken at once, in this greenlet
+            inside.append(number)
+        inside.remove(number)
+        log.append(("kept", number))
+
+    sampler = PeriodicSampler(sample, interval_s=60)
+    sampler.start()
+    sampler.sample_soon()
+    sampler.sample_soon()
+    sampler.sample_now()
+    sampler.stop()
+    asked = [number for event, number in log if event == "asked"]
+    kept = [number for event, number in log if event == "kept"]
+    assert overlaps == [] and len(asked) == 6 and sorted(kept) == asked, (
+        overlaps,
+        log,
+    )  # start, now (asking again), 2 soon, stop
+    assert not sampler.errors
 
 
 def test_metrics_poller_records_errors(held_ports):
