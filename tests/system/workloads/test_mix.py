@@ -128,10 +128,10 @@ def test_mix_findings_are_grouped_by_model_and_none_is_dropped(closed_loop_mix, 
     data = load(run_dir)
     lines = findings(data)
     run_wide, *groups = grouped_findings(data, lines)
-    assert (
-        run_wide.model is None
-        and run_wide.lines[0] == f"No request failed ({summary['overall']['requests']:,} requests)."
-    )
+    # The run as a whole: what no model owns. Not its first line: on a busy host the run's own
+    # faults come before it (fresh90: "The load generator stalled for 0.8 s from 0.9 s ...").
+    assert run_wide.model is None
+    assert f"No request failed ({summary['overall']['requests']:,} requests)." in run_wide.lines, run_wide.lines
     assert [group.model for group in groups] == by_share
     assert sorted(run_wide.lines + [line for group in groups for line in restored(group)]) == sorted(lines)
     assert len(lines) >= 20
